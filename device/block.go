@@ -1,0 +1,141 @@
+package device
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Block is one live allocation: reference-counted device memory with a label.
+// A block starts with one reference; Retain adds one, Release drops one, and
+// the memory goes back to the device's cache when the last is dropped — at
+// that moment, never later, and never by Go's garbage collector.
+type Block struct {
+	dev     *Device
+	c       *chunk // nil once freed
+	n       int64  // requested bytes
+	label   Label
+	id      uint64
+	refs    atomic.Int32
+	version atomic.Uint64
+
+	// the device's list of live blocks, newest first
+	older, newer *Block
+}
+
+// Device returns the device the block lives on.
+func (b *Block) Device() *Device { return b.dev }
+
+// Len returns the bytes that were requested for the block.
+func (b *Block) Len() int64 { return b.n }
+
+// BlockSize returns the bytes the block occupies in its segment (the request
+// rounded up to the allocator's granularity).
+func (b *Block) BlockSize() int64 {
+	c := b.chunk("BlockSize")
+	return c.size
+}
+
+// Label returns what the block holds and who created it.
+func (b *Block) Label() Label {
+	b.dev.mu.Lock()
+	defer b.dev.mu.Unlock()
+	return b.label
+}
+
+// ID returns the block's allocation sequence number on its device (1, 2, …).
+func (b *Block) ID() uint64 { return b.id }
+
+// Addr returns the block's address in the device's (virtual) address space.
+// Addresses are deterministic: the same allocation sequence gives the same
+// addresses on every device kind.
+func (b *Block) Addr() uint64 {
+	c := b.chunk("Addr")
+	return c.seg.addr + uint64(c.off)
+}
+
+// Bytes returns the block's host memory, exactly Len bytes long, or nil when
+// the device's memory is not host-addressable (meta).
+func (b *Block) Bytes() []byte {
+	c := b.chunk("Bytes")
+	h := c.seg.mem.Host
+	if h == nil {
+		return nil
+	}
+	return h[c.off : c.off+b.n : c.off+b.n]
+}
+
+// Ptr returns the device address of the block's first byte on backends whose
+// memory is not host-addressable (0 on meta).
+func (b *Block) Ptr() uintptr {
+	c := b.chunk("Ptr")
+	if c.seg.mem.Ptr == 0 {
+		return 0
+	}
+	return c.seg.mem.Ptr + uintptr(c.off)
+}
+
+// Refs returns the current number of references.
+func (b *Block) Refs() int { return int(b.refs.Load()) }
+
+// Retain adds a reference.
+func (b *Block) Retain() {
+	if b.refs.Add(1) <= 1 {
+		panic(fmt.Sprintf("device %s: Retain of freed block %d (%s, %d bytes)", b.dev.name, b.id, b.label.Creator(), b.n))
+	}
+}
+
+// Release drops a reference and frees the block when none is left.
+func (b *Block) Release() {
+	switch r := b.refs.Add(-1); {
+	case r == 0:
+		b.dev.free(b)
+	case r < 0:
+		panic(fmt.Sprintf("device %s: block %d (%s, %d bytes) released more often than retained", b.dev.name, b.id, b.label.Creator(), b.n))
+	}
+}
+
+// Freed reports whether the block's memory has gone back to the device.
+func (b *Block) Freed() bool { return b.refs.Load() <= 0 }
+
+// Version returns the block's write counter (see Bump).
+func (b *Block) Version() uint64 { return b.version.Load() }
+
+// Bump increments the write counter. In-place writes call it so that readers
+// who saved the block can detect that it changed under them.
+func (b *Block) Bump() { b.version.Add(1) }
+
+// Retag moves the block to another tag. The accounting treats it as a free
+// under the old tag and an allocation under the new one.
+func (b *Block) Retag(t Tag) {
+	if t >= NumTags {
+		panic(fmt.Sprintf("device %s: Retag to invalid tag %d", b.dev.name, t))
+	}
+	d := b.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b.c == nil {
+		panic(fmt.Sprintf("device %s: Retag of freed block %d", d.name, b.id))
+	}
+	if b.label.Tag == t {
+		return
+	}
+	d.st.ByTag[b.label.Tag].sub(b.n)
+	b.label.Tag = t
+	d.st.ByTag[t].add(b.n)
+	d.record(evRetag, b.n, b.Addr(), b.label)
+}
+
+// Relabel sets the op and scope that are charged with the block.
+func (b *Block) Relabel(op, scope string) {
+	b.dev.mu.Lock()
+	defer b.dev.mu.Unlock()
+	b.label.Op, b.label.Scope = op, scope
+}
+
+func (b *Block) chunk(what string) *chunk {
+	c := b.c
+	if c == nil {
+		panic(fmt.Sprintf("device %s: %s of freed block %d (%s, %d bytes)", b.dev.name, what, b.id, b.label.Creator(), b.n))
+	}
+	return c
+}

@@ -1,0 +1,170 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/internal/kernels"
+)
+
+// kern implements device.Kernels over host memory with package kernels.
+//
+// F32 and F64 operands are used in place. F16 and BF16 operands are computed
+// in F32: the adapter converts their whole block into a temporary Go slice
+// and writes outputs back. That temporary is an artefact of this CPU
+// implementation (an accelerator reads 16-bit values directly), so it is not
+// charged to the device; the fast-kernels work replaces it.
+type kern struct{}
+
+var _ device.Kernels = kern{}
+
+func lay(o device.Operand) kernels.Layout {
+	return kernels.Layout{Off: o.Off, Shape: o.Shape, Strides: o.Strides}
+}
+
+// f32 returns o's block as float32 elements (a converted copy for 16-bit
+// and other dtypes).
+func f32(o device.Operand) []float32 {
+	b := o.Block.Bytes()
+	if o.DType == dtype.F32 {
+		return dtype.AsF32(b)
+	}
+	out := make([]float32, len(b)/o.DType.Size())
+	dtype.ToF32(out, o.DType, b)
+	return out
+}
+
+// put32 stores a converted copy back into a non-F32 block.
+func put32(o device.Operand, v []float32) {
+	if o.DType != dtype.F32 {
+		dtype.FromF32(o.DType, o.Block.Bytes(), v)
+	}
+}
+
+// f64 returns o's block as float64 elements (a converted copy unless F64).
+func f64(o device.Operand) []float64 {
+	b := o.Block.Bytes()
+	if o.DType == dtype.F64 {
+		return dtype.AsF64(b)
+	}
+	out := make([]float64, len(b)/o.DType.Size())
+	dtype.ToF64(out, o.DType, b)
+	return out
+}
+
+func put64(o device.Operand, v []float64) {
+	if o.DType != dtype.F64 {
+		dtype.FromF64(o.DType, o.Block.Bytes(), v)
+	}
+}
+
+// ints returns an integer operand's block as int64 values.
+func ints(o device.Operand) []int64 {
+	b := o.Block.Bytes()
+	switch o.DType {
+	case dtype.I64:
+		return dtype.AsI64(b)
+	case dtype.I32:
+		v := dtype.AsI32(b)
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	case dtype.I8:
+		v := dtype.AsI8(b)
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	}
+	panic(fmt.Sprintf("cpu: index operand has dtype %s, want an integer dtype", o.DType))
+}
+
+// wide reports whether a call whose output is o computes in F64.
+func wide(o device.Operand) bool { return o.DType == dtype.F64 }
+
+func (kern) Write(dst device.Operand, src []byte) {
+	sz := dst.DType.Size()
+	copy(dst.Block.Bytes()[dst.Off*sz:dst.Off*sz+len(src)], src)
+}
+
+func (kern) Read(dst []byte, src device.Operand) {
+	sz := src.DType.Size()
+	copy(dst, src.Block.Bytes()[src.Off*sz:src.Off*sz+len(dst)])
+}
+
+func (kern) Copy(dst, src device.Operand) {
+	if dst.DType == src.DType {
+		copyRaw(dst, src)
+		return
+	}
+	db, sb := dst.Block.Bytes(), src.Block.Bytes()
+	if dst.Contiguous() && src.Contiguous() {
+		n := dst.Len()
+		dd, ss := dst.Off*dst.DType.Size(), src.Off*src.DType.Size()
+		d, s := db[dd:dd+n*dst.DType.Size()], sb[ss:ss+n*src.DType.Size()]
+		switch {
+		case src.DType == dtype.F32:
+			dtype.FromF32(dst.DType, d, dtype.AsF32(s))
+			return
+		case dst.DType == dtype.F32:
+			dtype.ToF32(dtype.AsF32(d), src.DType, s)
+			return
+		}
+	}
+	in := make([]float64, len(sb)/src.DType.Size())
+	dtype.ToF64(in, src.DType, sb)
+	out := make([]float64, len(db)/dst.DType.Size())
+	dtype.ToF64(out, dst.DType, db)
+	kernels.Copy(out, lay(dst), in, lay(src))
+	dtype.FromF64(dst.DType, db, out)
+}
+
+// copyRaw copies between operands of one dtype without conversion.
+func copyRaw(dst, src device.Operand) {
+	db, sb := dst.Block.Bytes(), src.Block.Bytes()
+	switch dst.DType.Size() {
+	case 8:
+		kernels.Copy(dtype.AsI64(db), lay(dst), dtype.AsI64(sb), lay(src))
+	case 4:
+		kernels.Copy(dtype.AsI32(db), lay(dst), dtype.AsI32(sb), lay(src))
+	case 2:
+		kernels.Copy(dtype.AsU16(db), lay(dst), dtype.AsU16(sb), lay(src))
+	case 1:
+		kernels.Copy(dtype.AsI8(db), lay(dst), dtype.AsI8(sb), lay(src))
+	default:
+		panic(fmt.Sprintf("cpu: Copy of dtype %s", dst.DType))
+	}
+}
+
+func (kern) Fill(dst device.Operand, v float64) {
+	b := dst.Block.Bytes()
+	l := lay(dst)
+	switch dst.DType {
+	case dtype.F64:
+		kernels.Fill(dtype.AsF64(b), l, v)
+	case dtype.F32:
+		kernels.Fill(dtype.AsF32(b), l, float32(v))
+	case dtype.F16, dtype.BF16:
+		var one [2]byte
+		dtype.FromF64(dst.DType, one[:], []float64{v})
+		kernels.Fill(dtype.AsU16(b), l, dtype.AsU16(one[:])[0])
+	case dtype.I64:
+		var one [8]byte
+		dtype.FromF64(dst.DType, one[:], []float64{v})
+		kernels.Fill(dtype.AsI64(b), l, dtype.AsI64(one[:])[0])
+	case dtype.I32:
+		var one [4]byte
+		dtype.FromF64(dst.DType, one[:], []float64{v})
+		kernels.Fill(dtype.AsI32(b), l, dtype.AsI32(one[:])[0])
+	case dtype.I8:
+		var one [1]byte
+		dtype.FromF64(dst.DType, one[:], []float64{v})
+		kernels.Fill(dtype.AsI8(b), l, dtype.AsI8(one[:])[0])
+	default:
+		panic(fmt.Sprintf("cpu: Fill of dtype %s", dst.DType))
+	}
+}

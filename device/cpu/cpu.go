@@ -1,0 +1,37 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+)
+
+// New returns the logical cpu device cpu:index with its own accounting.
+// Several logical devices may exist at once (cpu:0, cpu:1, …), each with an
+// optional capacity, so that one machine can stand in for a small GPU or for
+// several ranks. Devices share the machine's cores.
+func New(index int, o device.Options) *device.Device {
+	if index < 0 {
+		panic(fmt.Sprintf("cpu.New: negative index %d", index))
+	}
+	return device.New(fmt.Sprintf("cpu:%d", index), backend{}, o)
+}
+
+// backend obtains segments from the operating system outside Go's heap, so
+// that freeing them (EmptyCache) returns the memory at once, never at the
+// garbage collector's convenience.
+type backend struct{}
+
+func (backend) Kind() string { return "cpu" }
+
+func (backend) Alloc(n int64) (device.Memory, error) {
+	b, err := osAlloc(n)
+	if err != nil {
+		return device.Memory{}, fmt.Errorf("cpu: reserving %s: %w", device.FormatBytes(n), err)
+	}
+	return device.Memory{Host: b}, nil
+}
+
+func (backend) Free(m device.Memory) { osFree(m.Host) }
+
+func (backend) Kernels() device.Kernels { return kern{} }

@@ -1,0 +1,158 @@
+package device
+
+// UnaryOp is an elementwise function of one operand and a scalar argument.
+// The comment of each says which forward values its gradient reads (x: the
+// input, y: the output).
+type UnaryOp uint8
+
+// The unary ops.
+const (
+	Neg       UnaryOp = iota // -x; grad reads nothing
+	Abs                      // |x|; grad reads x
+	Exp                      // e^x; grad reads y
+	Log                      // ln x; grad reads x
+	Sqrt                     // √x; grad reads y
+	Rsqrt                    // 1/√x; grad reads y
+	Tanh                     // tanh x; grad reads y
+	Sigmoid                  // 1/(1+e^-x); grad reads y
+	Relu                     // max(x, 0); grad reads y
+	GeluTanh                 // x/2·(1+tanh(√(2/π)(x+0.044715x³))); grad reads x
+	GeluErf                  // x/2·(1+erf(x/√2)); grad reads x
+	Pow                      // x^arg; grad reads x
+	Scale                    // x·arg; grad reads nothing
+	AddScalar                // x+arg; grad reads nothing
+	NumUnaryOps
+)
+
+var unaryNames = [NumUnaryOps]string{"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "pow", "scale", "add_scalar"}
+
+// String returns the op's name.
+func (op UnaryOp) String() string {
+	if op < NumUnaryOps {
+		return unaryNames[op]
+	}
+	return "unary?"
+}
+
+// BinaryOp is an elementwise function of two operands.
+type BinaryOp uint8
+
+// The binary ops.
+const (
+	Add BinaryOp = iota
+	Sub
+	Mul
+	Div
+	Maximum
+	Minimum
+	Eq
+	Ne
+	Lt
+	Le
+	Gt
+	Ge
+	NumBinaryOps
+)
+
+var binaryNames = [NumBinaryOps]string{"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+
+// String returns the op's name.
+func (op BinaryOp) String() string {
+	if op < NumBinaryOps {
+		return binaryNames[op]
+	}
+	return "binary?"
+}
+
+// ReduceOp is a reduction over axes.
+type ReduceOp uint8
+
+// The reductions.
+const (
+	Sum ReduceOp = iota
+	Mean
+	Max
+	Min
+	Var
+	ArgMax
+	NumReduceOps
+)
+
+var reduceNames = [NumReduceOps]string{"sum", "mean", "max", "min", "var", "argmax"}
+
+// String returns the reduction's name.
+func (op ReduceOp) String() string {
+	if op < NumReduceOps {
+		return reduceNames[op]
+	}
+	return "reduce?"
+}
+
+// Gemm describes C = alpha·op(A)·op(B) + beta·C over Batch matrices, in
+// BLAS's row-major terms: op(A) is M×K, op(B) is K×N, C is M×N; matrix i of
+// each operand starts StrideX elements after matrix i-1 (0 reuses one
+// matrix for the whole batch). LdX is the row stride of each stored matrix.
+// With Beta 0, C's old contents are ignored (even NaN).
+type Gemm struct {
+	TransA, TransB bool
+	M, N, K        int
+	Alpha, Beta    float64
+	A, B, C        Operand
+	LdA, LdB, LdC  int
+	Batch          int
+	StrideA        int
+	StrideB        int
+	StrideC        int
+}
+
+// Conv2d describes a 2-D convolution in NCHW layout: input (N, C, H, W),
+// weight (K, C/Groups, R, S), output (N, K, OH, OW).
+type Conv2d struct {
+	N, C, H, W       int
+	K, R, S          int
+	StrideH, StrideW int
+	PadH, PadW       int
+	DilH, DilW       int
+	Groups           int
+	OH, OW           int
+}
+
+// OutSize fills OH and OW from the other fields.
+func (p *Conv2d) OutSize() {
+	p.OH = (p.H+2*p.PadH-p.DilH*(p.R-1)-1)/p.StrideH + 1
+	p.OW = (p.W+2*p.PadW-p.DilW*(p.S-1)-1)/p.StrideW + 1
+}
+
+// Pointwise reports whether the convolution is a 1×1, stride-1, unpadded
+// one, which needs no im2col.
+func (p Conv2d) Pointwise() bool {
+	return p.R == 1 && p.S == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadH == 0 && p.PadW == 0
+}
+
+// Workspace returns the elements of scratch the convolution kernels need:
+// one sample's im2col matrix for one group, (C/G·R·S)×(OH·OW), and none for
+// pointwise convolutions.
+func (p Conv2d) Workspace() int {
+	if p.Pointwise() {
+		return 0
+	}
+	return p.C / p.Groups * p.R * p.S * p.OH * p.OW
+}
+
+// Pool2d describes a 2-D pooling window over (N, C, H, W) → (N, C, OH, OW).
+type Pool2d struct {
+	N, C, H, W int
+	KH, KW     int
+	SH, SW     int
+	PH, PW     int
+	DH, DW     int
+	OH, OW     int
+	// CountPad includes padding in AvgPool2d's divisor (PyTorch's default).
+	CountPad bool
+}
+
+// OutSize fills OH and OW (floor mode).
+func (p *Pool2d) OutSize() {
+	p.OH = (p.H+2*p.PH-p.DH*(p.KH-1)-1)/p.SH + 1
+	p.OW = (p.W+2*p.PW-p.DW*(p.KW-1)-1)/p.SW + 1
+}

@@ -1,0 +1,114 @@
+package device
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Event kinds in a Timeline.
+const (
+	evAlloc        = "alloc"
+	evFree         = "free"
+	evRetag        = "retag"
+	evSegmentAlloc = "segment_alloc"
+	evSegmentFree  = "segment_free"
+	evOOM          = "oom"
+)
+
+// Event is one change of a device's memory.
+type Event struct {
+	// T is nanoseconds since the timeline started; Seq orders events.
+	T   int64 `json:"t_ns"`
+	Seq int   `json:"seq"`
+	// Kind is alloc, free, retag (a block moved to Tag), segment_alloc,
+	// segment_free or oom.
+	Kind  string `json:"kind"`
+	Bytes int64  `json:"bytes"`
+	Addr  uint64 `json:"addr,omitempty"`
+	Tag   Tag    `json:"tag"`
+	Op    string `json:"op,omitempty"`
+	Scope string `json:"scope,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	// Allocated and Reserved are the device's totals after the event.
+	Allocated int64 `json:"allocated"`
+	Reserved  int64 `json:"reserved"`
+}
+
+// Timeline is the recorded history of a device's memory.
+type Timeline struct {
+	Device   string  `json:"device"`
+	Capacity int64   `json:"capacity"`
+	Events   []Event `json:"events"`
+}
+
+type recorder struct {
+	start time.Time
+	tl    Timeline
+}
+
+// StartTimeline begins recording every allocation, free and segment change
+// (discarding an earlier recording). Recording costs time and memory per
+// event; it is off unless started.
+func (d *Device) StartTimeline() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tl = &recorder{start: time.Now(), tl: Timeline{Device: d.name, Capacity: d.capacity}}
+}
+
+// StopTimeline ends the recording and returns it (nil if none was started).
+func (d *Device) StopTimeline() *Timeline {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tl == nil {
+		return nil
+	}
+	t := &d.tl.tl
+	d.tl = nil
+	return t
+}
+
+// record appends an event; the caller holds d.mu.
+func (d *Device) record(kind string, n int64, addr uint64, l Label) {
+	if d.tl == nil {
+		return
+	}
+	ev := Event{
+		T: int64(time.Since(d.tl.start)), Seq: len(d.tl.tl.Events), Kind: kind, Bytes: n, Addr: addr,
+		Tag: l.Tag, Op: l.Op, Scope: l.Scope, Phase: l.Phase,
+		Allocated: d.st.Requested.Current, Reserved: d.st.Reserved.Current,
+	}
+	d.tl.tl.Events = append(d.tl.tl.Events, ev)
+}
+
+// WriteJSON writes the timeline as one JSON object.
+func (t *Timeline) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(t); err != nil {
+		return fmt.Errorf("device: writing timeline of %s: %w", t.Device, err)
+	}
+	return nil
+}
+
+// ReadTimeline reads what WriteJSON wrote.
+func ReadTimeline(r io.Reader) (*Timeline, error) {
+	var t Timeline
+	if err := json.NewDecoder(r).Decode(&t); err != nil {
+		return nil, fmt.Errorf("device: reading timeline: %w", err)
+	}
+	return &t, nil
+}
+
+// Peak returns the largest Allocated value in the timeline and the index of
+// the first event that reached it (-1 for an empty timeline).
+func (t *Timeline) Peak() (bytes int64, at int) {
+	at = -1
+	for i, e := range t.Events {
+		if at < 0 || e.Allocated > bytes {
+			bytes, at = e.Allocated, i
+		}
+	}
+	return bytes, at
+}

@@ -1,0 +1,396 @@
+package kernels
+
+import "math"
+
+// Unary op codes, in the order of device.UnaryOp.
+const (
+	UNeg = iota
+	UAbs
+	UExp
+	ULog
+	USqrt
+	URsqrt
+	UTanh
+	USigmoid
+	URelu
+	UGeluTanh
+	UGeluErf
+	UPow
+	UScale
+	UAddScalar
+)
+
+// Binary op codes, in the order of device.BinaryOp.
+const (
+	BAdd = iota
+	BSub
+	BMul
+	BDiv
+	BMax
+	BMin
+	BEq
+	BNe
+	BLt
+	BLe
+	BGt
+	BGe
+)
+
+const (
+	sqrt2OverPi = 0.7978845608028654 // √(2/π)
+	geluC       = 0.044715
+	invSqrt2    = 0.7071067811865476
+	invSqrt2Pi  = 0.3989422804014327 // 1/√(2π)
+)
+
+// UnaryFunc returns the scalar function of a unary op code.
+func UnaryFunc(op int, arg float64) func(float64) float64 {
+	switch op {
+	case UNeg:
+		return func(x float64) float64 { return -x }
+	case UAbs:
+		return math.Abs
+	case UExp:
+		return math.Exp
+	case ULog:
+		return math.Log
+	case USqrt:
+		return math.Sqrt
+	case URsqrt:
+		return func(x float64) float64 { return 1 / math.Sqrt(x) }
+	case UTanh:
+		return math.Tanh
+	case USigmoid:
+		return sigmoid
+	case URelu:
+		return func(x float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return 0
+		}
+	case UGeluTanh:
+		return func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(sqrt2OverPi*(x+geluC*x*x*x))) }
+	case UGeluErf:
+		return func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x*invSqrt2)) }
+	case UPow:
+		return func(x float64) float64 { return math.Pow(x, arg) }
+	case UScale:
+		return func(x float64) float64 { return x * arg }
+	case UAddScalar:
+		return func(x float64) float64 { return x + arg }
+	}
+	panic("kernels: unknown unary op")
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// UnaryDeriv returns op'(x) given the input x and output y of a unary op.
+func UnaryDeriv(op int, arg float64) func(x, y float64) float64 {
+	switch op {
+	case UNeg:
+		return func(_, _ float64) float64 { return -1 }
+	case UAbs:
+		return func(x, _ float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}
+	case UExp:
+		return func(_, y float64) float64 { return y }
+	case ULog:
+		return func(x, _ float64) float64 { return 1 / x }
+	case USqrt:
+		return func(_, y float64) float64 { return 0.5 / y }
+	case URsqrt:
+		return func(_, y float64) float64 { return -0.5 * y * y * y }
+	case UTanh:
+		return func(_, y float64) float64 { return 1 - y*y }
+	case USigmoid:
+		return func(_, y float64) float64 { return y * (1 - y) }
+	case URelu:
+		return func(_, y float64) float64 {
+			if y > 0 {
+				return 1
+			}
+			return 0
+		}
+	case UGeluTanh:
+		return func(x, _ float64) float64 {
+			u := sqrt2OverPi * (x + geluC*x*x*x)
+			t := math.Tanh(u)
+			return 0.5*(1+t) + 0.5*x*(1-t*t)*sqrt2OverPi*(1+3*geluC*x*x)
+		}
+	case UGeluErf:
+		return func(x, _ float64) float64 {
+			return 0.5*(1+math.Erf(x*invSqrt2)) + x*invSqrt2Pi*math.Exp(-0.5*x*x)
+		}
+	case UPow:
+		return func(x, _ float64) float64 {
+			if arg == 0 {
+				return 0
+			}
+			return arg * math.Pow(x, arg-1)
+		}
+	case UScale:
+		return func(_, _ float64) float64 { return arg }
+	case UAddScalar:
+		return func(_, _ float64) float64 { return 1 }
+	}
+	panic("kernels: unknown unary op")
+}
+
+// Unary writes dst[dl] = op(src[sl]) over dl's shape.
+func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout) {
+	switch op {
+	case URelu:
+		walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+			d, s, di, si := o[0], o[1], inc[0], inc[1]
+			for range n {
+				v := src[s]
+				if !(v > 0) {
+					v = 0
+				}
+				dst[d] = v
+				d += di
+				s += si
+			}
+		})
+		return
+	case UScale:
+		a := T(arg)
+		walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+			d, s, di, si := o[0], o[1], inc[0], inc[1]
+			for range n {
+				dst[d] = src[s] * a
+				d += di
+				s += si
+			}
+		})
+		return
+	}
+	f := UnaryFunc(op, arg)
+	walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+		d, s, di, si := o[0], o[1], inc[0], inc[1]
+		for range n {
+			dst[d] = T(f(float64(src[s])))
+			d += di
+			s += si
+		}
+	})
+}
+
+// UnaryGrad writes dx = dy·op'(x, y) for contiguous slices of one length
+// (x or y may be nil when the op does not read it).
+func UnaryGrad[T Float](op int, arg float64, dx, dy, x, y []T) {
+	switch op {
+	case URelu:
+		for i := range dx {
+			if y[i] > 0 {
+				dx[i] = dy[i]
+			} else {
+				dx[i] = 0
+			}
+		}
+		return
+	case UNeg:
+		for i := range dx {
+			dx[i] = -dy[i]
+		}
+		return
+	case UScale:
+		a := T(arg)
+		for i := range dx {
+			dx[i] = dy[i] * a
+		}
+		return
+	case UAddScalar:
+		copy(dx, dy)
+		return
+	}
+	f := UnaryDeriv(op, arg)
+	for i := range dx {
+		var xv, yv float64
+		if x != nil {
+			xv = float64(x[i])
+		}
+		if y != nil {
+			yv = float64(y[i])
+		}
+		dx[i] = T(float64(dy[i]) * f(xv, yv))
+	}
+}
+
+// Binary writes dst[dl] = a[al] op b[bl] over dl's shape.
+func Binary[T Float](op int, dst []T, dl Layout, a []T, al Layout, b []T, bl Layout) {
+	var f func(x, y T) T
+	switch op {
+	case BAdd:
+		f = func(x, y T) T { return x + y }
+	case BSub:
+		f = func(x, y T) T { return x - y }
+	case BMul:
+		f = func(x, y T) T { return x * y }
+	case BDiv:
+		f = func(x, y T) T { return x / y }
+	case BMax:
+		f = func(x, y T) T {
+			if x != x || x > y {
+				return x
+			}
+			return y
+		}
+	case BMin:
+		f = func(x, y T) T {
+			if x != x || x < y {
+				return x
+			}
+			return y
+		}
+	default:
+		f = compare[T](op)
+	}
+	walk(dl.Shape, []Layout{dl, al, bl}, func(o []int, n int, inc []int) {
+		d, p, q := o[0], o[1], o[2]
+		di, pi, qi := inc[0], inc[1], inc[2]
+		switch {
+		case op == BAdd && di == 1 && pi == 1 && qi == 1:
+			dd, aa, bb := dst[d:d+n], a[p:p+n], b[q:q+n]
+			for i := range dd {
+				dd[i] = aa[i] + bb[i]
+			}
+		case op == BMul && di == 1 && pi == 1 && qi == 1:
+			dd, aa, bb := dst[d:d+n], a[p:p+n], b[q:q+n]
+			for i := range dd {
+				dd[i] = aa[i] * bb[i]
+			}
+		default:
+			for range n {
+				dst[d] = f(a[p], b[q])
+				d += di
+				p += pi
+				q += qi
+			}
+		}
+	})
+}
+
+func compare[T Float](op int) func(x, y T) T {
+	b := func(c bool) T {
+		if c {
+			return 1
+		}
+		return 0
+	}
+	switch op {
+	case BEq:
+		return func(x, y T) T { return b(x == y) }
+	case BNe:
+		return func(x, y T) T { return b(x != y) }
+	case BLt:
+		return func(x, y T) T { return b(x < y) }
+	case BLe:
+		return func(x, y T) T { return b(x <= y) }
+	case BGt:
+		return func(x, y T) T { return b(x > y) }
+	case BGe:
+		return func(x, y T) T { return b(x >= y) }
+	}
+	panic("kernels: unknown binary op")
+}
+
+// Axpy adds alpha·x[xl] to the contiguous y (starting at yOff) over xl's shape.
+func Axpy[T Float](alpha float64, x []T, xl Layout, y []T, yOff int) {
+	a := T(alpha)
+	yl := Layout{Off: yOff, Shape: xl.Shape}
+	walk(xl.Shape, []Layout{xl, yl}, func(o []int, n int, inc []int) {
+		p, q, pi, qi := o[0], o[1], inc[0], inc[1]
+		if pi == 1 && qi == 1 {
+			xx, yy := x[p:p+n], y[q:q+n]
+			for i := range yy {
+				yy[i] += a * xx[i]
+			}
+			return
+		}
+		for range n {
+			y[q] += a * x[p]
+			p += pi
+			q += qi
+		}
+	})
+}
+
+// Where writes dst = cond ≠ 0 ? a : b over dl's shape.
+func Where[T Float](dst []T, dl Layout, cond []float64, cl Layout, a []T, al Layout, b []T, bl Layout) {
+	walk(dl.Shape, []Layout{dl, cl, al, bl}, func(o []int, n int, inc []int) {
+		d, c, p, q := o[0], o[1], o[2], o[3]
+		for range n {
+			if cond[c] != 0 {
+				dst[d] = a[p]
+			} else {
+				dst[d] = b[q]
+			}
+			d += inc[0]
+			c += inc[1]
+			p += inc[2]
+			q += inc[3]
+		}
+	})
+}
+
+// Fill sets dst[dl] to v.
+func Fill[T any](dst []T, dl Layout, v T) {
+	walk(dl.Shape, []Layout{dl}, func(o []int, n int, inc []int) {
+		d, di := o[0], inc[0]
+		if di == 1 {
+			s := dst[d : d+n]
+			for i := range s {
+				s[i] = v
+			}
+			return
+		}
+		for range n {
+			dst[d] = v
+			d += di
+		}
+	})
+}
+
+// Copy copies src[sl] into dst[dl] over dl's shape (same element type).
+func Copy[T any](dst []T, dl Layout, src []T, sl Layout) {
+	walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+		d, s, di, si := o[0], o[1], inc[0], inc[1]
+		if di == 1 && si == 1 {
+			copy(dst[d:d+n], src[s:s+n])
+			return
+		}
+		for range n {
+			dst[d] = src[s]
+			d += di
+			s += si
+		}
+	})
+}
+
+// Convert copies src[sl] into dst[dl], converting through float64 element
+// by element with the given load and store functions.
+func Convert(dl Layout, sl Layout, load func(i int) float64, store func(i int, v float64)) {
+	walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+		d, s, di, si := o[0], o[1], inc[0], inc[1]
+		for range n {
+			store(d, load(s))
+			d += di
+			s += si
+		}
+	})
+}

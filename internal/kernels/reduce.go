@@ -1,0 +1,101 @@
+package kernels
+
+import "math"
+
+// Reduction codes, in the order of device.ReduceOp.
+const (
+	RSum = iota
+	RMean
+	RMax
+	RMin
+	RVar
+	RArgMax
+)
+
+// Reduce reduces src[sl] over the axes where the contiguous dst's shape
+// (dshape, same rank as sl.Shape) is 1 and sl's is not, writing through
+// store(i, v) for each output index i in row-major order. Sums accumulate
+// in float64. arg is Var's correction.
+func Reduce[T Float](op int, arg float64, dshape []int, src []T, sl Layout, store func(i int, v float64)) {
+	sst := stridesOf(sl)
+	var keepShape, keepStr, redShape, redStr []int
+	for i, s := range sl.Shape {
+		if dshape[i] == 1 && s != 1 {
+			redShape = append(redShape, s)
+			redStr = append(redStr, sst[i])
+		} else {
+			keepShape = append(keepShape, s)
+			keepStr = append(keepStr, sst[i])
+		}
+	}
+	count := 1
+	for _, s := range redShape {
+		count *= s
+	}
+	i := 0
+	walk(keepShape, []Layout{{Off: sl.Off, Shape: keepShape, Strides: keepStr}}, func(o []int, n int, inc []int) {
+		base := o[0]
+		for range n {
+			in := Layout{Off: base, Shape: redShape, Strides: redStr}
+			store(i, reduceOne(op, arg, count, src, in))
+			i++
+			base += inc[0]
+		}
+	})
+}
+
+func reduceOne[T Float](op int, arg float64, count int, src []T, in Layout) float64 {
+	ls := []Layout{in}
+	switch op {
+	case RSum, RMean, RVar:
+		var s float64
+		walk(in.Shape, ls, func(o []int, n int, inc []int) {
+			p := o[0]
+			for range n {
+				s += float64(src[p])
+				p += inc[0]
+			}
+		})
+		if op == RSum {
+			return s
+		}
+		mean := s / float64(count)
+		if op == RMean {
+			return mean
+		}
+		var ss float64
+		walk(in.Shape, ls, func(o []int, n int, inc []int) {
+			p := o[0]
+			for range n {
+				d := float64(src[p]) - mean
+				ss += d * d
+				p += inc[0]
+			}
+		})
+		return ss / (float64(count) - arg)
+	case RMax, RMin, RArgMax:
+		best, at, k := math.NaN(), 0, 0
+		walk(in.Shape, ls, func(o []int, n int, inc []int) {
+			p := o[0]
+			for range n {
+				v := float64(src[p])
+				switch {
+				case k == 0:
+					best, at = v, 0
+				case best != best: // NaN wins and stays
+				case v != v:
+					best, at = v, k
+				case op == RMin && v < best, op != RMin && v > best:
+					best, at = v, k
+				}
+				k++
+				p += inc[0]
+			}
+		})
+		if op == RArgMax {
+			return float64(at)
+		}
+		return best
+	}
+	panic("kernels: unknown reduction")
+}
