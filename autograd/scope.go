@@ -1,0 +1,188 @@
+package autograd
+
+import (
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
+)
+
+// Scope owns the tensors and graph of a unit of work — normally one
+// training or evaluation step — and holds that work's modes: whether ops
+// record a graph, the layer path and step phase that label allocations, and
+// the saved-tensor hooks. Nothing of this is global: two goroutines with two
+// scopes train two models independently.
+//
+// Every tensor an op makes from a scope's tensors belongs to that scope, and
+// Release gives back all of them at once, with the graph's saved tensors.
+// Code that is done with an intermediate sooner may Release it sooner; the
+// engine itself frees each saved tensor as soon as backward has used it.
+// A Scope is used by one goroutine at a time. It is reusable after Release.
+type Scope struct {
+	parent *Scope
+	depth  int
+
+	noGrad int
+	tag    device.Tag
+	phase  string
+	path   []string
+	where  string // strings.Join(path, ".")
+	hooks  []SavedHooks
+
+	owned []*Tensor
+	nodes []*node
+	seq   uint64 // node counter, used from the root scope
+	epoch uint64 // backward passes, used from the root scope
+}
+
+// NewScope returns an empty scope that records graphs, in phase "forward".
+func NewScope() *Scope { return &Scope{tag: device.Activation, phase: "forward"} }
+
+// Child returns a scope nested in s: it starts with s's modes, its tensors
+// may be combined with s's, and its Release frees only what it owns.
+func (s *Scope) Child() *Scope {
+	c := &Scope{parent: s, depth: s.depth + 1, noGrad: s.noGrad, tag: s.tag, phase: s.phase, where: s.where}
+	c.path = append(c.path, s.path...)
+	c.hooks = append(c.hooks, s.hooks...)
+	return c
+}
+
+func (s *Scope) root() *Scope {
+	for s.parent != nil {
+		s = s.parent
+	}
+	return s
+}
+
+// GradEnabled reports whether ops in the scope record a graph.
+func (s *Scope) GradEnabled() bool { return s.noGrad == 0 }
+
+// NoGrad runs f with graph recording off (torch.no_grad). Results made in f
+// do not require grad and save nothing.
+func (s *Scope) NoGrad(f func()) {
+	s.noGrad++
+	defer func() { s.noGrad-- }()
+	f()
+}
+
+// Enter pushes a layer name onto the path that labels allocations
+// ("encoder" then "3" gives "encoder.3") and returns the function that pops
+// it: defer s.Enter("conv1")().
+func (s *Scope) Enter(name string) func() {
+	s.path = append(s.path, name)
+	old := s.where
+	s.where = strings.Join(s.path, ".")
+	return func() {
+		s.path = s.path[:len(s.path)-1]
+		s.where = old
+	}
+}
+
+// Path returns the current layer path ("" at top level).
+func (s *Scope) Path() string { return s.where }
+
+// SetPhase sets the step phase that labels allocations ("forward",
+// "backward", "optimizer", …). Backward sets "backward" while it runs.
+func (s *Scope) SetPhase(p string) { s.phase = p }
+
+// Phase returns the current step phase.
+func (s *Scope) Phase() string { return s.phase }
+
+// label returns the allocation label of an op's output made now.
+func (s *Scope) label(op string) device.Label {
+	if s == nil {
+		return device.Label{Tag: device.Other, Op: op}
+	}
+	return device.Label{Tag: s.tag, Op: op, Scope: s.where, Phase: s.phase}
+}
+
+// own registers a tensor made in the scope.
+func (s *Scope) own(t *Tensor) {
+	if s != nil {
+		t.scope = s
+		s.owned = append(s.owned, t)
+	}
+}
+
+// Keep hands a tensor from the scope to the caller: Release will no longer
+// free it, and the caller must Release it. It returns t.
+func (s *Scope) Keep(t *Tensor) *Tensor {
+	if t.scope != s {
+		fail("keep", "tensor %v is not owned by this scope", t.shape)
+	}
+	t.kept = true
+	return t
+}
+
+// Owned returns how many tensors the scope owns that are not yet released.
+func (s *Scope) Owned() int {
+	n := 0
+	for _, t := range s.owned {
+		if !t.kept && t.blk != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Release frees everything the scope owns: the saved tensors of graph nodes
+// that backward has not freed, and every tensor made in the scope that was
+// neither released nor kept. The scope can then be used for the next step.
+func (s *Scope) Release() {
+	for _, n := range s.nodes {
+		n.free()
+		n.clearGrads()
+	}
+	clear(s.nodes)
+	s.nodes = s.nodes[:0]
+	for _, t := range s.owned {
+		if !t.kept {
+			t.Release()
+		}
+	}
+	clear(s.owned)
+	s.owned = s.owned[:0]
+}
+
+// SavedHooks intercept what ops save for backward (torch.autograd.graph.
+// saved_tensors_hooks): activation offload and compression are built on
+// them.
+type SavedHooks struct {
+	// Pack receives a handle on a tensor an op saves; the hook owns it
+	// (keeps it, or releases it after copying what it needs) and returns
+	// what backward will pass to Unpack.
+	Pack func(t *Tensor) any
+	// Unpack returns a tensor equal to the one packed. The engine releases
+	// the returned handle after the backward step that used it.
+	Unpack func(p any) *Tensor
+	// Free, if set, is called once when the graph no longer needs p (after
+	// backward without RetainGraph, or when the scope is released).
+	Free func(p any)
+}
+
+// PushSavedHooks makes h intercept tensors saved by ops from now on until
+// the matching PopSavedHooks.
+func (s *Scope) PushSavedHooks(h SavedHooks) {
+	if h.Pack == nil || h.Unpack == nil {
+		fail("push_saved_hooks", "Pack and Unpack must both be set")
+	}
+	s.hooks = append(s.hooks, h)
+}
+
+// PopSavedHooks removes the hooks pushed last.
+func (s *Scope) PopSavedHooks() {
+	if len(s.hooks) == 0 {
+		fail("pop_saved_hooks", "no hooks pushed")
+	}
+	s.hooks = s.hooks[:len(s.hooks)-1]
+}
+
+// Use returns a handle on t that belongs to the scope, recorded in its
+// graph: gradients reaching it flow to t. Ops find their scope through their
+// inputs; Use attaches a free-standing tensor (a parameter) to a step when
+// an op's inputs would otherwise all be free-standing (slicing a positional
+// embedding table, say). It allocates nothing.
+func (s *Scope) Use(t *Tensor) *Tensor {
+	t.live("use")
+	o := &op{name: "use", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad}
+	return o.viewOp(t, t.off, t.shape, t.strides)
+}
