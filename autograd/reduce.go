@@ -9,7 +9,9 @@ import (
 
 // Sum sums over axes (all when none are given); keep retains reduced
 // dimensions with size 1. Saves nothing.
-func (t *Tensor) Sum(keep bool, axes ...int) *Tensor { return reduce(device.Sum, "sum", t, keep, axes, 0) }
+func (t *Tensor) Sum(keep bool, axes ...int) *Tensor {
+	return reduce(device.Sum, "sum", t, keep, axes, 0)
+}
 
 // Mean averages over axes (all when none). Saves nothing.
 func (t *Tensor) Mean(keep bool, axes ...int) *Tensor {
@@ -18,10 +20,14 @@ func (t *Tensor) Mean(keep bool, axes ...int) *Tensor {
 
 // Max takes the maximum over axes (all when none); the gradient is shared
 // equally among tied maxima (torch.amax). Saves t and the result.
-func (t *Tensor) Max(keep bool, axes ...int) *Tensor { return reduce(device.Max, "max", t, keep, axes, 0) }
+func (t *Tensor) Max(keep bool, axes ...int) *Tensor {
+	return reduce(device.Max, "max", t, keep, axes, 0)
+}
 
 // Min takes the minimum over axes. Saves t and the result.
-func (t *Tensor) Min(keep bool, axes ...int) *Tensor { return reduce(device.Min, "min", t, keep, axes, 0) }
+func (t *Tensor) Min(keep bool, axes ...int) *Tensor {
+	return reduce(device.Min, "min", t, keep, axes, 0)
+}
 
 // Var returns the variance over axes with the given correction (0:
 // population, 1: sample, PyTorch's default). Saves t.

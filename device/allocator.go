@@ -188,7 +188,9 @@ func (d *Device) grow(size, n int64, l Label) (*chunk, error) {
 	small := size <= smallBlock
 	segSize := segmentSize(size)
 	if d.capacity > 0 && d.st.Reserved.Current+segSize > d.capacity {
-		if d.st.Reserved.Current+size > d.capacity {
+		// Return the cache only when that makes room for the request: a
+		// request that cannot fit anyway leaves the device as it was.
+		if r := d.st.Reserved.Current; r+size > d.capacity && r-d.releasable()+size <= d.capacity {
 			d.releaseCache(true)
 		}
 		switch {
@@ -303,6 +305,20 @@ func (d *Device) releaseCache(pressure bool) {
 	if pressure && released {
 		d.st.CacheFlushes++
 	}
+}
+
+// releasable returns the bytes of the wholly free segments, which
+// releaseCache would return to the backend.
+func (d *Device) releasable() int64 {
+	var n int64
+	for _, p := range []*pool{&d.small, &d.large} {
+		for _, c := range p.free {
+			if c.whole() {
+				n += c.seg.size
+			}
+		}
+	}
+	return n
 }
 
 // largestFree returns the largest free cached chunk.

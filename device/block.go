@@ -28,8 +28,10 @@ func (b *Block) Device() *Device { return b.dev }
 // Len returns the bytes that were requested for the block.
 func (b *Block) Len() int64 { return b.n }
 
-// BlockSize returns the bytes the block occupies in its segment (the request
-// rounded up to the allocator's granularity).
+// BlockSize returns the bytes the block occupies in its segment: the request
+// rounded up to the allocator's granularity (RoundSize), or the whole free
+// chunk it was cut from when the remainder was too small to split off (at
+// most 1 MiB more, in large segments only).
 func (b *Block) BlockSize() int64 {
 	c := b.chunk("BlockSize")
 	return c.size
@@ -77,10 +79,16 @@ func (b *Block) Ptr() uintptr {
 // Refs returns the current number of references.
 func (b *Block) Refs() int { return int(b.refs.Load()) }
 
-// Retain adds a reference.
+// Retain adds a reference. It panics on a freed block, leaving it freed.
 func (b *Block) Retain() {
-	if b.refs.Add(1) <= 1 {
-		panic(fmt.Sprintf("device %s: Retain of freed block %d (%s, %d bytes)", b.dev.name, b.id, b.label.Creator(), b.n))
+	for {
+		r := b.refs.Load()
+		if r <= 0 {
+			panic(fmt.Sprintf("device %s: Retain of freed block %d (%s, %d bytes)", b.dev.name, b.id, b.label.Creator(), b.n))
+		}
+		if b.refs.CompareAndSwap(r, r+1) {
+			return
+		}
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 
 // OOMError reports an allocation that the device's capacity could not hold,
 // with the numbers that explain why. Match it with errors.As. After an
-// OOMError the device is unchanged and usable: nothing was allocated.
+// OOMError the device is usable and unchanged apart from its OOMs counter:
+// nothing was allocated, and the cache was kept (only a failure of the
+// backend itself, reported in Cause, first returns the cache and retries).
 type OOMError struct {
 	Device string `json:"device"`
 	// Requested is the size asked for; Label says what it was for.

@@ -51,7 +51,7 @@ func (s Stats) Summary() string {
 	rule('-')
 	bytesRow("Allocated memory", s.Allocated)
 	bytesRow("Reserved memory", s.Reserved)
-	row("Non-releasable memory", compact(s.CachedFree()), "-", "-", "-")
+	row("Cached free memory", compact(s.CachedFree()), "-", "-", "-")
 	row("Largest free block", compact(s.LargestFree), "-", "-", "-")
 	rule('-')
 	countRow("Allocations", s.Requested)
@@ -60,7 +60,9 @@ func (s Stats) Summary() string {
 	}
 	row("Reserved segments", fmt.Sprint(s.Segments), "-", fmt.Sprint(s.Reserved.Allocs), fmt.Sprint(s.Reserved.Frees))
 	rule('-')
-	center("at peak: " + atPeak(s))
+	for _, line := range wrap("at peak: ", atPeak(s), width-4) {
+		center(line)
+	}
 	rule('=')
 	return b.String()
 }
@@ -84,7 +86,7 @@ func compact(n int64) string {
 }
 
 // atPeak lists the non-zero tags of Stats.AtPeak.
-func atPeak(s Stats) string {
+func atPeak(s Stats) []string {
 	var parts []string
 	for t := range NumTags {
 		if s.AtPeak[t] > 0 {
@@ -92,7 +94,29 @@ func atPeak(s Stats) string {
 		}
 	}
 	if len(parts) == 0 {
-		return "nothing"
+		return []string{"nothing"}
 	}
-	return strings.Join(parts, ", ")
+	return parts
+}
+
+// wrap joins parts with ", " after prefix into lines of at most width
+// bytes, breaking only between parts.
+func wrap(prefix string, parts []string, width int) []string {
+	var lines []string
+	line := prefix
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p += ","
+		}
+		switch {
+		case line == prefix:
+			line += p
+		case len(line)+1+len(p) > width:
+			lines = append(lines, line)
+			line = p
+		default:
+			line += " " + p
+		}
+	}
+	return append(lines, line)
 }
