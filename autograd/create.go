@@ -127,15 +127,16 @@ func (t *Tensor) setHost(op string, dt dtype.DType, b []byte, n int) {
 		fail(op, "%d values for tensor of shape %v", n, t.shape)
 	}
 	k := t.dev.Kernels()
-	if k == nil {
-		return
-	}
 	if dt == t.dt && t.IsContiguous() {
-		k.Write(t.operand(), b)
+		if k != nil {
+			k.Write(t.operand(), b)
+		}
 	} else {
 		tmp := alloc(nil, t.dev, dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
-		k.Write(tmp.operand(), b)
-		k.Copy(t.operand(), tmp.operand())
+		if k != nil {
+			k.Write(tmp.operand(), b)
+			k.Copy(t.operand(), tmp.operand())
+		}
 		tmp.Release()
 	}
 	t.blk.Bump()
@@ -147,16 +148,19 @@ func (t *Tensor) hostBytes(op string, dt dtype.DType) []byte {
 	t.live(op)
 	out := make([]byte, t.Len()*dt.Size())
 	k := t.dev.Kernels()
-	if k == nil {
-		return out
-	}
 	if dt == t.dt && t.IsContiguous() {
-		k.Read(out, t.operand())
+		if k != nil {
+			k.Read(out, t.operand())
+		}
 		return out
 	}
+	// The conversion goes through a device temporary, on every device kind
+	// alike so that meta accounts what cpu does.
 	tmp := alloc(nil, t.dev, dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
-	k.Copy(tmp.operand(), t.operand())
-	k.Read(out, tmp.operand())
+	if k != nil {
+		k.Copy(tmp.operand(), t.operand())
+		k.Read(out, tmp.operand())
+	}
 	tmp.Release()
 	return out
 }

@@ -1,0 +1,76 @@
+// Package autograd is headroom's tensor library: an eager, define-by-run,
+// reverse-mode automatic differentiation engine whose memory is exact and
+// deterministic.
+//
+// # Tensors, devices and ownership
+//
+// A Tensor is a handle on device memory (a reference-counted device.Block)
+// with a shape, strides and a dtype. Every byte comes from a device's
+// allocator with a label — its tag (parameter, gradient, activation,
+// workspace, …), the op that made it, the layer path and the step phase —
+// so the device can say at any moment where its memory is and why.
+//
+// Memory comes back when the last reference goes, never when Go's garbage
+// collector gets round to it:
+//
+//   - Tensors made outside any scope (parameters, optimizer state, buffers)
+//     are owned by the caller, who calls Release.
+//   - Tensors made by ops from a Scope's tensors belong to that Scope. A
+//     training step runs in one; Scope.Release frees everything the step
+//     made. Code may Release an intermediate earlier (the nn layers do), and
+//     should: what a handle still holds cannot be freed by backward.
+//   - The engine frees each tensor an op saved for backward as soon as that
+//     op's backward has run, and each intermediate gradient as soon as it
+//     has been consumed.
+//   - A leaf's gradient (Grad) belongs to the leaf; ZeroGrad frees it.
+//
+// Device.Live and Device.Leaks report what is still held, by tag and
+// creator; after a step's Scope is released only parameters, gradients and
+// optimizer state should remain.
+//
+// # A training step
+//
+//	s := autograd.NewScope()
+//	x := s.FromFloat32s(dev, []int{B, D}, batch)      // input, tagged activation
+//	h := autograd.Linear(x, w1, b1)                     // saves x
+//	r := h.ReLU()                                       // saves r
+//	h.Release()                                         // nobody saved h: its memory returns now
+//	logits := autograd.Linear(r, w2, b2)                // saves r (already alive)
+//	loss := autograd.CrossEntropy(logits, y, autograd.CEOptions{})
+//	if err := loss.Backward(); err != nil { … }         // frees saved tensors as it goes
+//	value := loss.Item()
+//	s.Release()                                         // everything the step made
+//	for _, p := range params { p.AddInPlace(p.Grad(), -lr); p.ZeroGrad() }
+//
+// # Scopes instead of global modes
+//
+// Grad mode (Scope.NoGrad), the layer path that labels allocations
+// (Scope.Enter), the step phase, and the saved-tensor hooks (the mechanism
+// behind activation offload and checkpointing) all belong to a Scope, not to
+// the package: two goroutines with two scopes train two models at once. An
+// op finds its scope through its inputs (the innermost one when scopes are
+// nested with Child). An op whose inputs all are free-standing records no
+// graph; if one of them requires grad that is an error, because the gradient
+// would be lost silently: attach the tensor with Scope.Use.
+//
+// # Devices
+//
+// Ops never touch device memory themselves. They allocate through the
+// device and call its device.Kernels; on the meta device, which has no
+// kernels, the same code allocates exactly the same blocks and computes
+// nothing, which is how a training step of a model far larger than the
+// machine is measured before it runs. Reading values (Item, Float32s) is an
+// explicit copy to the host; meta tensors read as zeros.
+//
+// # Errors
+//
+// Misuse (shapes that do not fit, a released tensor, backward through a
+// freed graph) panics with *Error naming the op and the shapes; running out
+// of memory panics with *device.OOMError. Backward, BackwardWith and Try
+// return both as errors; any other panic is a bug and propagates.
+//
+// # Precision
+//
+// Ops compute F64 and F32. F16 and BF16 tensors are stored in 2 bytes and
+// computed in F32. Binary ops promote: the wider float; F32 for F16 with BF16.
+package autograd
