@@ -239,7 +239,7 @@ func (t *Tensor) Scalar(v float64) *Tensor {
 func (t *Tensor) Cast(dt dtype.DType) *Tensor {
 	o := begin("cast", t)
 	if dt == t.dt {
-		return share(t)
+		return o.viewOp(t, t.off, t.shape, t.strides)
 	}
 	out := o.empty(dt, t.shape)
 	if k := o.k(); k != nil {

@@ -8,7 +8,7 @@ import "github.com/headroom-ml/headroom/device"
 func (t *Tensor) To(dev *device.Device) *Tensor {
 	o := begin("to", t)
 	if dev == t.dev {
-		return share(t)
+		return o.viewOp(t, t.off, t.shape, t.strides)
 	}
 	out := alloc(o.s, dev, t.dt, t.shape, o.s.label("to"))
 	transfer(out, t)

@@ -13,9 +13,10 @@ import "github.com/headroom-ml/headroom/dtype"
 // nothing while allocating exactly the same blocks.
 //
 // Floating-point kernels compute F32 and F64; F16 and BF16 operands are
-// computed in F32. Unless a method says otherwise, operands of one call have
-// the same dtype, outputs are contiguous, and an output may not overlap an
-// input except where a method allows it.
+// computed in F32. Unless a method says otherwise (Copy, Fill, Unary,
+// Binary, Axpy, Where and Reduce accept strided inputs), operands are
+// contiguous, operands of one call have the same dtype, and an output may
+// not overlap an input except where a method allows it.
 type Kernels interface {
 	// Write copies host bytes (src, in dst's dtype) into a contiguous operand.
 	Write(dst Operand, src []byte)
@@ -113,8 +114,9 @@ type Kernels interface {
 	ScatterAdd(dst, idx, src Operand, outer, n, m, inner int)
 
 	// Dropout writes dst = src·mask/(1-p), the mask drawn from the counter-
-	// based generator at (seed, offset): element i is kept when its uniform
-	// draw at counter offset+i is ≥ p. The same call on dy computes backward.
+	// based Philox4x32-10 generator keyed by seed: element i (row-major) is
+	// kept when its uniform draw — word (offset+i) mod 4 of the block at
+	// counter (offset+i)/4 — is ≥ p. The same call on dy computes backward.
 	Dropout(dst, src Operand, p float64, seed, offset uint64)
 	// Attention computes scaled-dot-product attention for q, k, v (B, H, T, D):
 	// out (B, H, T, D) and the row log-sum-exp lse (B, H, T, F32); causal

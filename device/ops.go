@@ -147,7 +147,9 @@ type Pool2d struct {
 	PH, PW     int
 	DH, DW     int
 	OH, OW     int
-	// CountPad includes padding in AvgPool2d's divisor (PyTorch's default).
+	// CountPad includes padding in AvgPool2d's divisor (PyTorch's
+	// count_include_pad=True; autograd's PoolOptions sets it unless
+	// ExcludePad).
 	CountPad bool
 }
 

@@ -23,7 +23,9 @@ type Event struct {
 	T   int64 `json:"t_ns"`
 	Seq int   `json:"seq"`
 	// Kind is alloc, free, retag (a block moved to Tag), segment_alloc,
-	// segment_free or oom.
+	// segment_free or oom. Tag, Op, Scope and Phase are the block's label
+	// (the failed request's for oom); segment events carry the zero label,
+	// so their Tag reads "parameter" and means nothing.
 	Kind  string `json:"kind"`
 	Bytes int64  `json:"bytes"`
 	Addr  uint64 `json:"addr,omitempty"`
@@ -31,7 +33,9 @@ type Event struct {
 	Op    string `json:"op,omitempty"`
 	Scope string `json:"scope,omitempty"`
 	Phase string `json:"phase,omitempty"`
-	// Allocated and Reserved are the device's totals after the event.
+	// Allocated and Reserved are the device's totals after the event:
+	// Allocated the exact bytes of live blocks (Stats.Requested.Current, not
+	// the rounded Stats.Allocated), Reserved the bytes of its segments.
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
 }

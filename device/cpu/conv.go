@@ -1,31 +1,162 @@
 package cpu
 
-import "github.com/headroom-ml/headroom/device"
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/kernels"
+)
+
+// The convolution and pooling kernels read and write contiguous operands
+// (the ops above make them so); they compute in F64 when the output is F64,
+// else in F32. The workspace should have the compute dtype (another dtype
+// works, through a converted copy); a nil Block passes a nil slice.
+
+func convArgs(p device.Conv2d) kernels.ConvArgs {
+	return kernels.ConvArgs{
+		N: p.N, C: p.C, H: p.H, W: p.W, K: p.K, R: p.R, S: p.S,
+		StrideH: p.StrideH, StrideW: p.StrideW, PadH: p.PadH, PadW: p.PadW,
+		DilH: p.DilH, DilW: p.DilW, Groups: p.Groups, OH: p.OH, OW: p.OW,
+	}
+}
+
+func poolArgs(p device.Pool2d) kernels.PoolArgs {
+	return kernels.PoolArgs{
+		N: p.N, C: p.C, H: p.H, W: p.W, KH: p.KH, KW: p.KW, SH: p.SH, SW: p.SW,
+		PH: p.PH, PW: p.PW, DH: p.DH, DW: p.DW, OH: p.OH, OW: p.OW, CountPad: p.CountPad,
+	}
+}
+
+// contiguous panics unless every operand is dense: a strided operand here
+// is a bug in the op that made the call.
+func contiguous(op string, os ...device.Operand) {
+	for i, o := range os {
+		if !o.Nil() && !o.Contiguous() {
+			panic(fmt.Sprintf("cpu: %s: operand %d of shape %v has strides %v, want contiguous", op, i, o.Shape, o.Strides))
+		}
+	}
+}
 
 func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
-	panic("cpu: Conv2d not implemented yet")
+	contiguous("Conv2d", y, x, w, ws)
+	a := convArgs(p)
+	if wide(y) {
+		d := f64(y)
+		kernels.Conv2d(a, span(d, y), span(f64(x), x), span(f64(w), w), opt64(ws))
+		put64(y, d)
+		return
+	}
+	d := f32(y)
+	kernels.Conv2d(a, span(d, y), span(f32(x), x), span(f32(w), w), opt32(ws))
+	put32(y, d)
 }
+
 func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
-	panic("cpu: Conv2dGradInput not implemented yet")
+	contiguous("Conv2dGradInput", dx, dy, w, ws)
+	a := convArgs(p)
+	if wide(dx) {
+		d := f64(dx)
+		kernels.Conv2dGradInput(a, span(d, dx), span(f64(dy), dy), span(f64(w), w), opt64(ws))
+		put64(dx, d)
+		return
+	}
+	d := f32(dx)
+	kernels.Conv2dGradInput(a, span(d, dx), span(f32(dy), dy), span(f32(w), w), opt32(ws))
+	put32(dx, d)
 }
+
 func (kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
-	panic("cpu: Conv2dGradWeight not implemented yet")
+	contiguous("Conv2dGradWeight", dw, dy, x, ws)
+	a := convArgs(p)
+	if wide(dw) {
+		d := f64(dw)
+		kernels.Conv2dGradWeight(a, span(d, dw), span(f64(dy), dy), span(f64(x), x), opt64(ws))
+		put64(dw, d)
+		return
+	}
+	d := f32(dw)
+	kernels.Conv2dGradWeight(a, span(d, dw), span(f32(dy), dy), span(f32(x), x), opt32(ws))
+	put32(dw, d)
 }
+
 func (kern) MaxPool2d(p device.Pool2d, y, x device.Operand) {
-	panic("cpu: MaxPool2d not implemented yet")
+	contiguous("MaxPool2d", y, x)
+	a := poolArgs(p)
+	if wide(y) {
+		d := f64(y)
+		kernels.MaxPool2d(a, span(d, y), span(f64(x), x))
+		put64(y, d)
+		return
+	}
+	d := f32(y)
+	kernels.MaxPool2d(a, span(d, y), span(f32(x), x))
+	put32(y, d)
 }
+
 func (kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
-	panic("cpu: MaxPool2dGrad not implemented yet")
+	contiguous("MaxPool2dGrad", dx, dy, x)
+	a := poolArgs(p)
+	if wide(dx) {
+		d := f64(dx)
+		kernels.MaxPool2dGrad(a, span(d, dx), span(f64(dy), dy), span(f64(x), x))
+		put64(dx, d)
+		return
+	}
+	d := f32(dx)
+	kernels.MaxPool2dGrad(a, span(d, dx), span(f32(dy), dy), span(f32(x), x))
+	put32(dx, d)
 }
+
 func (kern) AvgPool2d(p device.Pool2d, y, x device.Operand) {
-	panic("cpu: AvgPool2d not implemented yet")
+	contiguous("AvgPool2d", y, x)
+	a := poolArgs(p)
+	if wide(y) {
+		d := f64(y)
+		kernels.AvgPool2d(a, span(d, y), span(f64(x), x))
+		put64(y, d)
+		return
+	}
+	d := f32(y)
+	kernels.AvgPool2d(a, span(d, y), span(f32(x), x))
+	put32(y, d)
 }
+
 func (kern) AvgPool2dGrad(p device.Pool2d, dx, dy device.Operand) {
-	panic("cpu: AvgPool2dGrad not implemented yet")
+	contiguous("AvgPool2dGrad", dx, dy)
+	a := poolArgs(p)
+	if wide(dx) {
+		d := f64(dx)
+		kernels.AvgPool2dGrad(a, span(d, dx), span(f64(dy), dy))
+		put64(dx, d)
+		return
+	}
+	d := f32(dx)
+	kernels.AvgPool2dGrad(a, span(d, dx), span(f32(dy), dy))
+	put32(dx, d)
 }
+
 func (kern) AdaptiveAvgPool2d(y, x device.Operand, n, c, h, w, oh, ow int) {
-	panic("cpu: AdaptiveAvgPool2d not implemented yet")
+	contiguous("AdaptiveAvgPool2d", y, x)
+	if wide(y) {
+		d := f64(y)
+		kernels.AdaptiveAvgPool2d(span(d, y), span(f64(x), x), n, c, h, w, oh, ow)
+		put64(y, d)
+		return
+	}
+	d := f32(y)
+	kernels.AdaptiveAvgPool2d(span(d, y), span(f32(x), x), n, c, h, w, oh, ow)
+	put32(y, d)
 }
+
 func (kern) AdaptiveAvgPool2dGrad(dx, dy device.Operand, n, c, h, w, oh, ow int) {
-	panic("cpu: AdaptiveAvgPool2dGrad not implemented yet")
+	contiguous("AdaptiveAvgPool2dGrad", dx, dy)
+	if wide(dx) {
+		d := f64(dx)
+		kernels.AdaptiveAvgPool2dGrad(span(d, dx), span(f64(dy), dy), n, c, h, w, oh, ow)
+		put64(dx, d)
+		return
+	}
+	d := f32(dx)
+	kernels.AdaptiveAvgPool2dGrad(span(d, dx), span(f32(dy), dy), n, c, h, w, oh, ow)
+	put32(dx, d)
 }

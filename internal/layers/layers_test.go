@@ -12,9 +12,9 @@ import (
 const module = "github.com/headroom-ml/headroom"
 
 type pkg struct {
-	ImportPath   string
-	Imports      []string
-	TestImports  []string
+	ImportPath  string
+	Imports     []string
+	TestImports []string
 }
 
 // layerOf returns the layer of a module-relative path, or -1.

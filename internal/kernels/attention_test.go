@@ -1,0 +1,158 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// attnRef computes attention and its gradients for one head with the whole
+// t×t matrices, as the textbook formulas say: S = scale·QKᵀ (masked), P =
+// softmax(S), O = PV; dV = Pᵀ dO, dP = dO Vᵀ, dS = P∘(dP − rowsum(dP∘P)),
+// dQ = scale·dS K, dK = scale·dSᵀ Q.
+func attnRef(q, k, v, do []float64, t, d int, scale float64, causal bool) (o, lse, dq, dk, dv []float64) {
+	P := make([][]float64, t)
+	lse = make([]float64, t)
+	for i := range t {
+		s := make([]float64, t)
+		mx := math.Inf(-1)
+		for j := range t {
+			s[j] = math.Inf(-1)
+			if causal && j > i {
+				continue
+			}
+			var acc float64
+			for x := range d {
+				acc += q[i*d+x] * k[j*d+x]
+			}
+			s[j] = scale * acc
+			mx = math.Max(mx, s[j])
+		}
+		var sum float64
+		for j := range t {
+			s[j] = math.Exp(s[j] - mx)
+			sum += s[j]
+		}
+		for j := range t {
+			s[j] /= sum
+		}
+		P[i] = s
+		lse[i] = mx + math.Log(sum)
+	}
+	o = make([]float64, t*d)
+	dq, dk, dv = make([]float64, t*d), make([]float64, t*d), make([]float64, t*d)
+	for i := range t {
+		for j := range t {
+			for x := range d {
+				o[i*d+x] += P[i][j] * v[j*d+x]
+				dv[j*d+x] += P[i][j] * do[i*d+x]
+			}
+		}
+	}
+	for i := range t {
+		dp := make([]float64, t)
+		var rs float64
+		for j := range t {
+			for x := range d {
+				dp[j] += do[i*d+x] * v[j*d+x]
+			}
+			rs += dp[j] * P[i][j]
+		}
+		for j := range t {
+			ds := P[i][j] * (dp[j] - rs)
+			for x := range d {
+				dq[i*d+x] += scale * ds * k[j*d+x]
+				dk[j*d+x] += scale * ds * q[i*d+x]
+			}
+		}
+	}
+	return o, lse, dq, dk, dv
+}
+
+func TestAttentionKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	shapes := [][4]int{{1, 1, 1, 1}, {1, 1, 1, 4}, {2, 3, 5, 3}, {1, 2, 7, 8}, {1, 1, 70, 5}, {2, 1, 130, 2}}
+	for _, sh := range shapes {
+		for _, causal := range []bool{false, true} {
+			b, h, tt, d := sh[0], sh[1], sh[2], sh[3]
+			n := b * h * tt * d
+			q, k, v, do := idxRandF64(rng, n), idxRandF64(rng, n), idxRandF64(rng, n), idxRandF64(rng, n)
+			for i := range q {
+				q[i] *= 2 // wide score range: exercises the running-max rescale
+			}
+			scale := 1 / math.Sqrt(float64(d))
+			name := fmt.Sprintf("%v/causal=%v", sh, causal)
+
+			out := make([]float64, n)
+			lse := make([]float32, b*h*tt)
+			Attention(out, lse, q, k, v, b, h, tt, d, scale, causal)
+			dq, dk, dv := make([]float64, n), make([]float64, n), make([]float64, n)
+			AttentionGrad(dq, dk, dv, do, q, k, v, out, lse, b, h, tt, d, scale, causal)
+
+			q32, k32, v32, do32 := attnTo32(q), attnTo32(k), attnTo32(v), attnTo32(do)
+			out32 := make([]float32, n)
+			lse32 := make([]float32, b*h*tt)
+			Attention(out32, lse32, q32, k32, v32, b, h, tt, d, scale, causal)
+			dq32, dk32, dv32 := make([]float32, n), make([]float32, n), make([]float32, n)
+			AttentionGrad(dq32, dk32, dv32, do32, q32, k32, v32, out32, lse32, b, h, tt, d, scale, causal)
+
+			for hd := range b * h {
+				at := hd * tt * d
+				sl := func(s []float64) []float64 { return s[at : at+tt*d] }
+				o, l, gq, gk, gv := attnRef(sl(q), sl(k), sl(v), sl(do), tt, d, scale, causal)
+				attnClose(t, name+"/out", sl(out), o, 1e-12)
+				attnClose(t, name+"/lse", attnTo64(lse[hd*tt:(hd+1)*tt]), l, 1e-6)
+				// lse is stored in F32, so the recomputed probabilities carry
+				// its rounding: relative 1e-7·|lse|.
+				attnClose(t, name+"/dq", sl(dq), gq, 1e-5)
+				attnClose(t, name+"/dk", sl(dk), gk, 1e-5)
+				attnClose(t, name+"/dv", sl(dv), gv, 1e-5)
+				s32 := func(s []float32) []float64 { return attnTo64(s[at : at+tt*d]) }
+				attnClose(t, name+"/out32", s32(out32), o, 1e-5)
+				attnClose(t, name+"/dq32", s32(dq32), gq, 1e-4)
+				attnClose(t, name+"/dk32", s32(dk32), gk, 1e-4)
+				attnClose(t, name+"/dv32", s32(dv32), gv, 1e-4)
+			}
+		}
+	}
+}
+
+// TestAttentionLargeScores checks that scores far beyond exp's range give
+// finite results (the online maximum keeps every exponent ≤ 0).
+func TestAttentionLargeScores(t *testing.T) {
+	tt, d := 3, 2
+	q := []float64{100, 0, 0, 100, -100, 50}
+	k := []float64{10, 0, 0, 10, 9, 9}
+	v := []float64{1, 2, 3, 4, 5, 6}
+	out := make([]float64, tt*d)
+	lse := make([]float32, tt)
+	Attention(out, lse, q, k, v, 1, 1, tt, d, 1, false)
+	o, _, _, _, _ := attnRef(q, k, v, make([]float64, tt*d), tt, d, 1, false)
+	attnClose(t, "large", out, o, 1e-12)
+}
+
+func attnClose(t *testing.T, name string, got, want []float64, tol float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(got[i] - want[i]); !(d <= tol*(1+math.Abs(want[i]))) {
+			t.Fatalf("%s: element %d = %.10g, want %.10g", name, i, got[i], want[i])
+		}
+	}
+}
+
+func attnTo32(s []float64) []float32 {
+	r := make([]float32, len(s))
+	for i, v := range s {
+		r[i] = float32(v)
+	}
+	return r
+}
+
+func attnTo64(s []float32) []float64 {
+	r := make([]float64, len(s))
+	for i, v := range s {
+		r[i] = float64(v)
+	}
+	return r
+}

@@ -1,0 +1,184 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// refConv computes y, and the gradients dx and dw for a given dy, with the
+// convolution's definition written as plain nested loops in float64.
+func refConv(p ConvArgs, x, w, dy []float64) (y, dx, dw []float64) {
+	cg, kg := p.C/p.Groups, p.K/p.Groups
+	y = make([]float64, p.N*p.K*p.OH*p.OW)
+	dx = make([]float64, len(x))
+	dw = make([]float64, len(w))
+	for n := range p.N {
+		for k := range p.K {
+			g := k / kg
+			for oh := range p.OH {
+				for ow := range p.OW {
+					yi := ((n*p.K+k)*p.OH+oh)*p.OW + ow
+					for c := range cg {
+						ci := g*cg + c
+						for r := range p.R {
+							for s := range p.S {
+								ih := oh*p.StrideH - p.PadH + r*p.DilH
+								iw := ow*p.StrideW - p.PadW + s*p.DilW
+								if ih < 0 || ih >= p.H || iw < 0 || iw >= p.W {
+									continue
+								}
+								xi := ((n*p.C+ci)*p.H+ih)*p.W + iw
+								wi := ((k*cg+c)*p.R+r)*p.S + s
+								y[yi] += x[xi] * w[wi]
+								dx[xi] += dy[yi] * w[wi]
+								dw[wi] += dy[yi] * x[xi]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return y, dx, dw
+}
+
+func randConv(rng *rand.Rand) ConvArgs {
+	for {
+		g := 1 + rng.IntN(3)
+		p := ConvArgs{
+			N: 1 + rng.IntN(3), C: g * (1 + rng.IntN(3)), H: 1 + rng.IntN(8), W: 1 + rng.IntN(8),
+			K: g * (1 + rng.IntN(3)), R: 1 + rng.IntN(4), S: 1 + rng.IntN(4),
+			StrideH: 1 + rng.IntN(3), StrideW: 1 + rng.IntN(3), PadH: rng.IntN(3), PadW: rng.IntN(3),
+			DilH: 1 + rng.IntN(2), DilW: 1 + rng.IntN(2), Groups: g,
+		}
+		if rng.IntN(5) == 0 { // pointwise
+			p.R, p.S, p.StrideH, p.StrideW, p.PadH, p.PadW = 1, 1, 1, 1, 0, 0
+		}
+		nh := p.H + 2*p.PadH - p.DilH*(p.R-1) - 1
+		nw := p.W + 2*p.PadW - p.DilW*(p.S-1) - 1
+		if nh < 0 || nw < 0 {
+			continue
+		}
+		p.OH, p.OW = nh/p.StrideH+1, nw/p.StrideW+1
+		return p
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = 2*rng.Float64() - 1
+	}
+	return v
+}
+
+func to32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+func nanSlice[T Float](n int) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = T(math.NaN())
+	}
+	return v
+}
+
+// within reports the first index where got and want differ by more than
+// tol·(1+|want|), or -1.
+func within[T Float](got []T, want []float64, tol float64) int {
+	for i := range want {
+		d := math.Abs(float64(got[i]) - want[i])
+		if !(d <= tol*(1+math.Abs(want[i]))) {
+			return i
+		}
+	}
+	return -1
+}
+
+// runConv runs the three kernels in T on outputs and workspace prefilled
+// with NaN (so that every element must be written) and compares them with
+// the reference.
+func runConv[T Float](t *testing.T, p ConvArgs, x, w, dy []float64, conv func([]float64) []T, tol float64) {
+	t.Helper()
+	ry, rdx, rdw := refConv(p, x, w, dy)
+	if p.Workspace() != p.C/p.Groups*p.R*p.S*p.OH*p.OW && !p.Pointwise() {
+		t.Fatalf("%+v: Workspace %d", p, p.Workspace())
+	}
+	var ws []T
+	if n := p.Workspace(); n > 0 {
+		ws = nanSlice[T](n)
+	}
+	y, dx, dw := nanSlice[T](len(ry)), nanSlice[T](len(x)), nanSlice[T](len(w))
+	Conv2d(p, y, conv(x), conv(w), ws)
+	if i := within(y, ry, tol); i >= 0 {
+		t.Errorf("Conv2d %+v: y[%d] = %v, want %v", p, i, y[i], ry[i])
+	}
+	if ws != nil {
+		ws = nanSlice[T](len(ws))
+	}
+	Conv2dGradInput(p, dx, conv(dy), conv(w), ws)
+	if i := within(dx, rdx, tol); i >= 0 {
+		t.Errorf("Conv2dGradInput %+v: dx[%d] = %v, want %v", p, i, dx[i], rdx[i])
+	}
+	if ws != nil {
+		ws = nanSlice[T](len(ws))
+	}
+	Conv2dGradWeight(p, dw, conv(dy), conv(x), ws)
+	if i := within(dw, rdw, tol); i >= 0 {
+		t.Errorf("Conv2dGradWeight %+v: dw[%d] = %v, want %v", p, i, dw[i], rdw[i])
+	}
+}
+
+func TestConv2dKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	fixed := []ConvArgs{
+		{N: 1, C: 1, H: 1, W: 1, K: 1, R: 1, S: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 2, C: 4, H: 5, W: 3, K: 6, R: 1, S: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 2},                   // pointwise, grouped
+		{N: 2, C: 3, H: 7, W: 6, K: 3, R: 3, S: 2, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1, DilH: 2, DilW: 1, Groups: 3}, // depthwise
+		{N: 1, C: 2, H: 4, W: 4, K: 2, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1},                   // 1×1 strided: im2col
+		{N: 1, C: 1, H: 2, W: 2, K: 1, R: 3, S: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2, DilH: 1, DilW: 1, Groups: 1},
+	}
+	var cases []ConvArgs
+	for _, p := range fixed {
+		p.OH = (p.H+2*p.PadH-p.DilH*(p.R-1)-1)/p.StrideH + 1
+		p.OW = (p.W+2*p.PadW-p.DilW*(p.S-1)-1)/p.StrideW + 1
+		cases = append(cases, p)
+	}
+	for range 60 {
+		cases = append(cases, randConv(rng))
+	}
+	for i, p := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			x := randSlice(rng, p.N*p.C*p.H*p.W)
+			w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
+			dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
+			runConv(t, p, x, w, dy, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-12)
+			runConv(t, p, x, w, dy, to32, 1e-5)
+		})
+	}
+}
+
+func TestConvRange(t *testing.T) {
+	for off := -7; off <= 7; off++ {
+		for stride := 1; stride <= 3; stride++ {
+			for size := 0; size <= 5; size++ {
+				for n := 0; n <= 6; n++ {
+					lo, hi := convRange(off, stride, size, n)
+					for o := range n {
+						in := o*stride+off >= 0 && o*stride+off < size
+						if in != (o >= lo && o < hi) {
+							t.Fatalf("convRange(%d, %d, %d, %d) = [%d, %d), but output %d inside is %v", off, stride, size, n, lo, hi, o, in)
+						}
+					}
+				}
+			}
+		}
+	}
+}

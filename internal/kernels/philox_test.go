@@ -1,0 +1,135 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// Known answers from Random123's tests/kat_vectors (checked against copies of
+// that file; columns: counter[4] key[2] → output[4]):
+//
+//	philox4x32 7  00000000 00000000 00000000 00000000 00000000 00000000   5f6fb709 0d893f64 4f121f81 4f730a48
+//	philox4x32 7  ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff   5207ddc2 45165e59 4d8ee751 8c52f662
+//	philox4x32 7  243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0   4dfccaba 190a87f0 c47362ba b6b5242a
+//	philox4x32 10 00000000 00000000 00000000 00000000 00000000 00000000   6627e8d5 e169c58d bc57ac4c 9b00dbd8
+//	philox4x32 10 ffffffff ffffffff ffffffff ffffffff ffffffff ffffffff   408f276d 41c83b0e a20bc7c6 6d5451fd
+//	philox4x32 10 243f6a88 85a308d3 13198a2e 03707344 a4093822 299f31d0   d16cfe09 94fdcceb 5001e420 24126ea1
+var philoxKAT = []struct {
+	rounds int
+	ctr    [4]uint32
+	key    [2]uint32
+	want   [4]uint32
+}{
+	{7, [4]uint32{0, 0, 0, 0}, [2]uint32{0, 0}, [4]uint32{0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48}},
+	{7, [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}, [2]uint32{^uint32(0), ^uint32(0)}, [4]uint32{0x5207ddc2, 0x45165e59, 0x4d8ee751, 0x8c52f662}},
+	{7, [4]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, [2]uint32{0xa4093822, 0x299f31d0}, [4]uint32{0x4dfccaba, 0x190a87f0, 0xc47362ba, 0xb6b5242a}},
+	{10, [4]uint32{0, 0, 0, 0}, [2]uint32{0, 0}, [4]uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+	{10, [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}, [2]uint32{^uint32(0), ^uint32(0)}, [4]uint32{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+	{10, [4]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, [2]uint32{0xa4093822, 0x299f31d0}, [4]uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+}
+
+func TestPhiloxKnownAnswers(t *testing.T) {
+	for _, c := range philoxKAT {
+		got := philoxRounds(c.rounds, c.ctr, c.key)
+		if got != c.want {
+			t.Errorf("philox4x32_%d(%08x, %08x) = %08x, want %08x", c.rounds, c.ctr, c.key, got, c.want)
+		}
+		if c.rounds == 10 {
+			if got := Philox4x32(c.ctr, c.key); got != c.want {
+				t.Errorf("Philox4x32(%08x, %08x) = %08x, want %08x", c.ctr, c.key, got, c.want)
+			}
+		}
+	}
+}
+
+func TestUniform24(t *testing.T) {
+	cases := []struct {
+		w    uint32
+		want float32
+	}{
+		{0, 0},
+		{0xff, 0},
+		{0x100, 1.0 / (1 << 24)},
+		{0x80000000, 0.5},
+		{0xffffffff, 1 - 1.0/(1<<24)},
+	}
+	for _, c := range cases {
+		if got := Uniform24(c.w); got != c.want {
+			t.Errorf("Uniform24(%#x) = %g, want %g", c.w, got, c.want)
+		}
+	}
+}
+
+func TestPhiloxStream(t *testing.T) {
+	seed := uint64(0x0123456789abcdef)
+	s := NewPhiloxStream(seed)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		pos := rng.Uint64() >> uint(rng.IntN(64))
+		b := pos / 4
+		want := Philox4x32([4]uint32{uint32(b), uint32(b >> 32), 0, 0}, [2]uint32{0x89abcdef, 0x01234567})[pos%4]
+		if got := s.Word(pos); got != want {
+			t.Fatalf("Word(%d) = %#x, want %#x", pos, got, want)
+		}
+	}
+}
+
+func TestDropoutKernel(t *testing.T) {
+	const n = 1 << 16
+	src := make([]float64, n)
+	for i := range src {
+		src[i] = 1 + float64(i%7)
+	}
+	dst := make([]float64, n)
+	p := 0.3
+	l := Layout{Shape: []int{n}}
+	Dropout(dst, l, src, l, p, 42, 8)
+	s := NewPhiloxStream(42)
+	kept := 0
+	for i := range dst {
+		keep := float64(s.Uniform(8+uint64(i))) >= p
+		want := 0.0
+		if keep {
+			want = src[i] / (1 - p)
+			kept++
+		}
+		if math.Abs(dst[i]-want) > 1e-12 {
+			t.Fatalf("Dropout element %d = %g, want %g", i, dst[i], want)
+		}
+	}
+	// Binomial(n, 1-p): within 4 standard deviations.
+	mean, sd := n*(1-p), math.Sqrt(n*p*(1-p))
+	if math.Abs(float64(kept)-mean) > 4*sd {
+		t.Errorf("kept %d of %d with p=%g, want %.0f ± %.0f", kept, n, p, mean, 4*sd)
+	}
+}
+
+// TestDropoutStrided checks that a strided source draws the mask of its
+// row-major element order: dropping a transposed view equals dropping a
+// contiguous copy of it.
+func TestDropoutStrided(t *testing.T) {
+	rows, cols := 5, 7
+	rng := rand.New(rand.NewPCG(3, 4))
+	base := make([]float32, 3+rows*cols) // with a leading offset
+	for i := range base {
+		base[i] = rng.Float32()
+	}
+	// view (cols, rows) of the (rows, cols) matrix at offset 3, transposed
+	view := Layout{Off: 3, Shape: []int{cols, rows}, Strides: []int{1, cols}}
+	dense := make([]float32, rows*cols)
+	for c := range cols {
+		for r := range rows {
+			dense[c*rows+r] = base[3+r*cols+c]
+		}
+	}
+	a := make([]float32, rows*cols+2)
+	b := make([]float32, rows*cols)
+	Dropout(a, Layout{Off: 2, Shape: []int{cols, rows}}, base, view, 0.5, 9, 100)
+	Dropout(b, Layout{Shape: []int{cols, rows}}, dense, Layout{Shape: []int{cols, rows}}, 0.5, 9, 100)
+	for i := range b {
+		if a[2+i] != b[i] {
+			t.Fatalf("strided dropout element %d = %g, contiguous %g", i, a[2+i], b[i])
+		}
+	}
+}
