@@ -1,0 +1,5 @@
+//go:build !noasm
+
+package kernels
+
+const noasm = false

@@ -1,0 +1,43 @@
+package kernels
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Features says which instruction-set paths the kernels may take. It is
+// read once at start-up; the noasm build tag turns every assembly path off.
+type Features struct {
+	AVX2FMA bool // AVX2 and FMA3: the 256-bit float paths
+	F16C    bool // hardware F16<->F32 conversion
+	AVX512  bool // AVX-512 F, BW, VL, DQ
+	VNNI    bool // AVX512-VNNI or AVX-VNNI: VPDPBUSD
+}
+
+// CPU is what this machine offers and the build allows.
+var CPU = detect()
+
+func detect() Features {
+	if noasm || runtime.GOARCH != "amd64" {
+		return Features{}
+	}
+	x := cpu.X86
+	return Features{
+		AVX2FMA: x.HasAVX2 && x.HasFMA,
+		F16C:    x.HasAVX2 && x.HasFMA, // every AVX2 CPU has F16C
+		AVX512:  x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ,
+		VNNI:    x.HasAVX512VNNI || x.HasAVXVNNI,
+	}
+}
+
+// Path names the widest path in use, for benchmarks and reports.
+func (f Features) Path() string {
+	switch {
+	case f.AVX512:
+		return "avx512"
+	case f.AVX2FMA:
+		return "avx2"
+	}
+	return "go"
+}
