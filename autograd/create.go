@@ -127,14 +127,16 @@ func (t *Tensor) setHost(op string, dt dtype.DType, b []byte, n int) {
 		fail(op, "%d values for tensor of shape %v", n, t.shape)
 	}
 	k := t.dev.Kernels()
-	if dt == t.dt && t.IsContiguous() {
+	if t.IsContiguous() {
 		if k != nil {
-			k.Write(t.operand(), b)
+			k.Write(t.operand(), convertHost(t.dt, dt, b, n))
 		}
 	} else {
-		tmp := alloc(nil, t.dev, dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
+		// A strided destination is written through a device temporary, on
+		// every device kind alike so that meta accounts what cpu does.
+		tmp := alloc(nil, t.dev, t.dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
 		if k != nil {
-			k.Write(tmp.operand(), b)
+			k.Write(tmp.operand(), convertHost(t.dt, dt, b, n))
 			k.Copy(t.operand(), tmp.operand())
 		}
 		tmp.Release()
@@ -142,27 +144,40 @@ func (t *Tensor) setHost(op string, dt dtype.DType, b []byte, n int) {
 	t.blk.Bump()
 }
 
+// convertHost converts n host elements from one dtype's bytes to another's.
+func convertHost(to, from dtype.DType, b []byte, n int) []byte {
+	if to == from {
+		return b
+	}
+	f := make([]float64, n)
+	dtype.ToF64(f, from, b)
+	out := make([]byte, n*to.Size())
+	dtype.FromF64(to, out, f)
+	return out
+}
+
 // hostBytes copies t's elements, converted to dt, into host memory. On a
 // device that holds no data (meta) the result is zeros.
 func (t *Tensor) hostBytes(op string, dt dtype.DType) []byte {
 	t.live(op)
-	out := make([]byte, t.Len()*dt.Size())
+	n := t.Len()
 	k := t.dev.Kernels()
-	if dt == t.dt && t.IsContiguous() {
+	raw := make([]byte, n*t.dt.Size())
+	if t.IsContiguous() {
 		if k != nil {
-			k.Read(out, t.operand())
+			k.Read(raw, t.operand())
 		}
-		return out
+	} else {
+		// A strided source is gathered through a device temporary, on
+		// every device kind alike.
+		tmp := alloc(nil, t.dev, t.dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
+		if k != nil {
+			k.Copy(tmp.operand(), t.operand())
+			k.Read(raw, tmp.operand())
+		}
+		tmp.Release()
 	}
-	// The conversion goes through a device temporary, on every device kind
-	// alike so that meta accounts what cpu does.
-	tmp := alloc(nil, t.dev, dt, t.shape, device.Label{Tag: device.Workspace, Op: op})
-	if k != nil {
-		k.Copy(tmp.operand(), t.operand())
-		k.Read(out, tmp.operand())
-	}
-	tmp.Release()
-	return out
+	return convertHost(dt, t.dt, raw, n)
 }
 
 // Float32s copies the elements out as float32 (row-major). This is an

@@ -186,3 +186,16 @@ func (s *Scope) Use(t *Tensor) *Tensor {
 	o := &op{name: "use", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad}
 	return o.viewOp(t, t.off, t.shape, t.strides)
 }
+
+// Within sets the whole layer path that labels allocations (a module's full
+// dotted name, "layer1.0.conv2") and returns the function that restores the
+// previous one: defer s.Within(m.name)(). A nil scope does nothing, so
+// modules may call it for inputs made outside any scope.
+func (s *Scope) Within(path string) func() {
+	if s == nil {
+		return func() {}
+	}
+	oldPath, oldWhere := s.path, s.where
+	s.path, s.where = []string{path}, path
+	return func() { s.path, s.where = oldPath, oldWhere }
+}

@@ -222,3 +222,11 @@ func sameShape(a, b []int) bool {
 	}
 	return true
 }
+
+// Scope returns the scope that owns the tensor (nil when free-standing).
+func (t *Tensor) Scope() *Scope {
+	if t.kept {
+		return nil
+	}
+	return t.scope
+}

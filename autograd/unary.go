@@ -68,15 +68,15 @@ func unary(u device.UnaryOp, name string, t *Tensor, arg float64) *Tensor {
 		g := c.g[0]
 		o := begin(name+"_backward", g, c.saved[0], c.saved[1])
 		dx := o.empty(g.dt, g.shape)
+		gd, fg := dense(g)
+		x, fx := dense(c.saved[0])
+		y, fy := dense(c.saved[1])
 		if k := o.k(); k != nil {
-			gd, fg := dense(g)
-			x, fx := dense(c.saved[0])
-			y, fy := dense(c.saved[1])
 			k.UnaryGrad(u, dx.operand(), gd.operand(), optOperand(x), optOperand(y), arg)
-			fg()
-			fx()
-			fy()
 		}
+		fg()
+		fx()
+		fy()
 		return []*Tensor{dx}
 	})
 	return out

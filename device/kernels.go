@@ -65,7 +65,7 @@ type Kernels interface {
 	LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd Operand, rows, cols int)
 	// BatchNorm normalises x (N, C, HW) per channel. In training it uses the
 	// batch statistics, stores the batch mean and 1/sqrt(var+eps) in mean and
-	// invstd (C, F32) and updates runMean and runVar (unbiased variance) with
+	// invstd (C, in the compute dtype: F64 for F64, else F32) and updates runMean and runVar (unbiased variance) with
 	// momentum; in eval it uses runMean and runVar and still stores the mean
 	// and invstd it used. w and b (C) may have a nil Block.
 	BatchNorm(y, mean, invstd, x, w, b, runMean, runVar Operand, n, c, hw int, training bool, momentum, eps float64)
@@ -74,7 +74,8 @@ type Kernels interface {
 	BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd Operand, n, c, hw int, training bool)
 	// CrossEntropy writes per-row losses (rows) and the log-sum-exp of each
 	// row (rows, F32 or the logits' dtype) for logits (rows, cols) and integer
-	// targets (rows). Rows whose target is ignore get loss 0. smoothing mixes
+	// targets (rows). Rows whose target is ignore get loss 0 (pass a value
+	// no target has, such as math.MinInt, to ignore none). smoothing mixes
 	// the one-hot target with the uniform distribution.
 	CrossEntropy(loss, lse, logits, target Operand, rows, cols, ignore int, smoothing float64)
 	// CrossEntropyGrad writes dlogits from the per-row loss gradients dloss.

@@ -1,28 +1,165 @@
 package cpu
 
-import "github.com/headroom-ml/headroom/device"
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/kernels"
+)
+
+// Normalisation, softmax and loss kernels compute in F64 when their output
+// is F64, else in F32 (F16 and BF16 operands converted). The statistics
+// operands (mean, rstd, invstd, lse) are read and written in that same
+// precision, whatever their dtype.
+
+// set holds operands as slices of one precision (nil for absent operands),
+// with the function that stores converted copies back.
+type set[T kernels.Float] struct {
+	s     []([]T)
+	store func()
+}
+
+func set64(os ...device.Operand) set[float64] {
+	g := set[float64]{s: make([][]float64, len(os))}
+	whole := make([][]float64, len(os))
+	for i, o := range os {
+		if !o.Nil() {
+			whole[i] = f64(o)
+			g.s[i] = span(whole[i], o)
+		}
+	}
+	g.store = func() {
+		for i, o := range os {
+			if !o.Nil() {
+				put64(o, whole[i])
+			}
+		}
+	}
+	return g
+}
+
+func set32(os ...device.Operand) set[float32] {
+	g := set[float32]{s: make([][]float32, len(os))}
+	whole := make([][]float32, len(os))
+	for i, o := range os {
+		if !o.Nil() {
+			whole[i] = f32(o)
+			g.s[i] = span(whole[i], o)
+		}
+	}
+	g.store = func() {
+		for i, o := range os {
+			if !o.Nil() {
+				put32(o, whole[i])
+			}
+		}
+	}
+	return g
+}
+
+// wideOf reports whether a call with these outputs (some may be absent)
+// computes in F64: when its first present output is F64.
+func wideOf(os ...device.Operand) bool {
+	for _, o := range os {
+		if !o.Nil() {
+			return wide(o)
+		}
+	}
+	return false
+}
 
 func (kern) Softmax(dst, src device.Operand, rows, cols int, log bool) {
-	panic("cpu: Softmax not implemented yet")
+	if wide(dst) {
+		out, in := set64(dst), set64(src)
+		kernels.Softmax(out.s[0], in.s[0], rows, cols, log)
+		out.store()
+		return
+	}
+	out, in := set32(dst), set32(src)
+	kernels.Softmax(out.s[0], in.s[0], rows, cols, log)
+	out.store()
 }
+
 func (kern) SoftmaxGrad(dx, dy, y device.Operand, rows, cols int, log bool) {
-	panic("cpu: SoftmaxGrad not implemented yet")
+	if wide(dx) {
+		out, in := set64(dx), set64(dy, y)
+		kernels.SoftmaxGrad(out.s[0], in.s[0], in.s[1], rows, cols, log)
+		out.store()
+		return
+	}
+	out, in := set32(dx), set32(dy, y)
+	kernels.SoftmaxGrad(out.s[0], in.s[0], in.s[1], rows, cols, log)
+	out.store()
 }
+
 func (kern) LayerNorm(y, mean, rstd, x, w, b device.Operand, rows, cols int, eps float64) {
-	panic("cpu: LayerNorm not implemented yet")
+	if wide(y) {
+		out, in := set64(y, mean, rstd), set64(x, w, b)
+		kernels.LayerNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[1], out.s[2], rows, cols, eps)
+		out.store()
+		return
+	}
+	out, in := set32(y, mean, rstd), set32(x, w, b)
+	kernels.LayerNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[1], out.s[2], rows, cols, eps)
+	out.store()
 }
+
 func (kern) LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd device.Operand, rows, cols int) {
-	panic("cpu: LayerNormGrad not implemented yet")
+	if wideOf(dx, dw, db) {
+		out, in := set64(dx, dw, db), set64(dy, x, w, mean, rstd)
+		kernels.LayerNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], rows, cols)
+		out.store()
+		return
+	}
+	out, in := set32(dx, dw, db), set32(dy, x, w, mean, rstd)
+	kernels.LayerNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], rows, cols)
+	out.store()
 }
+
 func (kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
-	panic("cpu: BatchNorm not implemented yet")
+	if wide(y) {
+		out, in := set64(y, mean, invstd, runMean, runVar), set64(x, w, b)
+		kernels.BatchNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
+		out.store()
+		return
+	}
+	out, in := set32(y, mean, invstd, runMean, runVar), set32(x, w, b)
+	kernels.BatchNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
+	out.store()
 }
+
 func (kern) BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd device.Operand, n, c, hw int, training bool) {
-	panic("cpu: BatchNormGrad not implemented yet")
+	if wideOf(dx, dw, db) {
+		out, in := set64(dx, dw, db), set64(dy, x, w, mean, invstd)
+		kernels.BatchNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], n, c, hw, training)
+		out.store()
+		return
+	}
+	out, in := set32(dx, dw, db), set32(dy, x, w, mean, invstd)
+	kernels.BatchNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], n, c, hw, training)
+	out.store()
 }
+
 func (kern) CrossEntropy(loss, lse, logits, target device.Operand, rows, cols, ignore int, smoothing float64) {
-	panic("cpu: CrossEntropy not implemented yet")
+	t := span(ints(target), target)
+	if wide(loss) {
+		out, in := set64(loss, lse), set64(logits)
+		kernels.CrossEntropy(out.s[0], out.s[1], in.s[0], t, rows, cols, int64(ignore), smoothing)
+		out.store()
+		return
+	}
+	out, in := set32(loss, lse), set32(logits)
+	kernels.CrossEntropy(out.s[0], out.s[1], in.s[0], t, rows, cols, int64(ignore), smoothing)
+	out.store()
 }
+
 func (kern) CrossEntropyGrad(dlogits, dloss, logits, lse, target device.Operand, rows, cols, ignore int, smoothing float64) {
-	panic("cpu: CrossEntropyGrad not implemented yet")
+	t := span(ints(target), target)
+	if wide(dlogits) {
+		out, in := set64(dlogits), set64(dloss, logits, lse)
+		kernels.CrossEntropyGrad(out.s[0], in.s[0], in.s[1], in.s[2], t, rows, cols, int64(ignore), smoothing)
+		out.store()
+		return
+	}
+	out, in := set32(dlogits), set32(dloss, logits, lse)
+	kernels.CrossEntropyGrad(out.s[0], in.s[0], in.s[1], in.s[2], t, rows, cols, int64(ignore), smoothing)
+	out.store()
 }

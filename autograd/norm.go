@@ -1,0 +1,201 @@
+package autograd
+
+// LayerNorm normalises x (…, C) over its last dimension:
+// y = (x - mean)/√(var + eps)·w + b with each row's mean and biased
+// variance; w and b have shape (C) and may be nil (weight 1, bias 0). x, w
+// and b share one float dtype, which y has; F16 and BF16 are computed in
+// F32.
+//
+// Memory, with rows = numel(x)/C: y (x's shape and dtype), and the per-row
+// mean and rstd = 1/√(var + eps), (rows) each in the compute dtype (F32, or
+// F64 for an F64 x): 2·rows·4 bytes for F32, F16 and BF16 inputs
+// (2·rows·8 for F64), tagged Activation. Saves x (already alive), w when x
+// needs a gradient, and mean and rstd. Without a recorded graph the
+// statistics are workspace, freed before it returns. A strided x borrows a
+// contiguous copy (x's bytes, Workspace) in forward and again in backward.
+// Backward allocates dx, dw and db as needed (dw and db summed over rows).
+func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
+	const name = "layer_norm"
+	o := begin(name, x, w, b)
+	if !x.dt.IsFloat() || len(x.shape) == 0 {
+		fail(name, "input %v %s: want a float tensor with at least one dimension", x.shape, x.dt)
+	}
+	c := x.shape[len(x.shape)-1]
+	if c == 0 {
+		fail(name, "input %v: the normalised (last) dimension is empty", x.shape)
+	}
+	rows := numel(x.shape) / c
+	for _, p := range []struct {
+		what string
+		t    *Tensor
+	}{{"weight", w}, {"bias", b}} {
+		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || p.t.dt != x.dt) {
+			fail(name, "input %v %s and %s %v %s: want %s (%d) %s", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c, x.dt)
+		}
+	}
+	if eps < 0 {
+		fail(name, "eps %g: want eps ≥ 0", eps)
+	}
+	rec := o.records()
+	sdt := accDType(x.dt)
+	stat := o.scratch
+	if rec {
+		stat = o.empty
+	}
+	xd, fx := o.denseWork(x)
+	y := o.empty(x.dt, x.shape)
+	mean, rstd := stat(sdt, []int{rows}), stat(sdt, []int{rows})
+	if k := o.k(); k != nil && rows > 0 {
+		k.LayerNorm(y.operand(), mean.operand(), rstd.operand(), xd.operand(), optOperand(w), optOperand(b), rows, c, eps)
+	}
+	fx()
+	if !rec {
+		mean.Release()
+		rstd.Release()
+		return y
+	}
+	xs, dt := x.shape, x.dt
+	o.grad([]*Tensor{y}, []*Tensor{x, w, b}, []*Tensor{x, pick(x.requiresGrad, w), mean, rstd}, func(bc *bctx) []*Tensor {
+		g, xv, wv, mv, rv := bc.g[0], bc.saved[0], bc.saved[1], bc.saved[2], bc.saved[3]
+		bo := begin(name+"_backward", g, xv, wv, mv, rv)
+		gd, fg := bo.denseWork(g)
+		xd, fx := bo.denseWork(xv)
+		res := make([]*Tensor, 3)
+		if bc.need[0] {
+			res[0] = bo.empty(dt, xs)
+		}
+		if bc.need[1] {
+			res[1] = bo.empty(dt, []int{c})
+		}
+		if bc.need[2] {
+			res[2] = bo.empty(dt, []int{c})
+		}
+		if k := bo.k(); k != nil {
+			k.LayerNormGrad(optOperand(res[0]), optOperand(res[1]), optOperand(res[2]), gd.operand(), xd.operand(), optOperand(wv), mv.operand(), rv.operand(), rows, c)
+		}
+		fg()
+		fx()
+		return res
+	})
+	mean.Release()
+	rstd.Release()
+	return y
+}
+
+// BatchNorm2d normalises x (N, C, H, W) per channel (any rank ≥ 2 works:
+// (N, C) is HW = 1, (N, C, L) is HW = L): y = (x - mean)/√(var + eps)·w + b
+// with w, b (C) optional (nil: weight 1, bias 0). x, w, b and the running
+// statistics share one float dtype, which y has; F16 and BF16 are computed
+// in F32.
+//
+// In training (PyTorch's semantics) mean and the biased variance are the
+// batch's, over the N·H·W values of each channel (more than one needed),
+// and runMean and runVar (C), when not nil, are updated in place with the
+// unbiased variance: run = (1-momentum)·run + momentum·stat (momentum 0.1
+// is usual). They are free-standing buffers, not differentiated (they must
+// not require grad); their block versions are bumped. In eval runMean and
+// runVar (both required) are the statistics and are not changed.
+//
+// Memory: y (x's shape and dtype), and the per-channel mean and invstd =
+// 1/√(var + eps) used, (C) each in the compute dtype (F32, or F64 for an
+// F64 x): 2·C·4 bytes for F32, F16 and BF16 inputs (2·C·8 for F64), tagged
+// Activation (workspace, freed before it returns, without a recorded
+// graph). Saves x (already alive; in eval only when w needs a gradient),
+// w when x needs a gradient, and mean and invstd. A strided x borrows a
+// contiguous copy (Workspace) in forward and in backward. Backward
+// computes the full gradient through the batch statistics in training
+// and the affine one (dx = dy·w·invstd) in eval, allocating dx, dw and db
+// as needed.
+func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps float64) *Tensor {
+	const name = "batch_norm"
+	o := begin(name, x, w, b, runMean, runVar)
+	if !x.dt.IsFloat() || len(x.shape) < 2 {
+		fail(name, "input %v %s: want a float tensor (N, C, H, W) or (N, C)", x.shape, x.dt)
+	}
+	n, c := x.shape[0], x.shape[1]
+	hw := numel(x.shape[2:])
+	for _, p := range []struct {
+		what string
+		t    *Tensor
+	}{{"weight", w}, {"bias", b}, {"running mean", runMean}, {"running var", runVar}} {
+		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || p.t.dt != x.dt) {
+			fail(name, "input %v %s and %s %v %s: want %s (%d) %s", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c, x.dt)
+		}
+	}
+	for _, t := range []*Tensor{runMean, runVar} {
+		if t != nil && t.requiresGrad {
+			fail(name, "running statistics %v require grad: they are buffers, not parameters", t.shape)
+		}
+	}
+	switch {
+	case !training && (runMean == nil || runVar == nil):
+		fail(name, "input %v in eval mode needs running mean and running var, got nil", x.shape)
+	case training && n*hw <= 1 && c > 0:
+		fail(name, "input %v in training: want more than 1 value per channel", x.shape)
+	case eps < 0 || momentum < 0 || momentum > 1:
+		fail(name, "momentum %g and eps %g: want 0 ≤ momentum ≤ 1 and eps ≥ 0", momentum, eps)
+	}
+	rec := o.records()
+	sdt := accDType(x.dt)
+	stat := o.scratch
+	if rec {
+		stat = o.empty
+	}
+	xd, fx := o.denseWork(x)
+	y := o.empty(x.dt, x.shape)
+	mean, invstd := stat(sdt, []int{c}), stat(sdt, []int{c})
+	if k := o.k(); k != nil && n*c*hw > 0 {
+		k.BatchNorm(y.operand(), mean.operand(), invstd.operand(), xd.operand(), optOperand(w), optOperand(b),
+			optOperand(runMean), optOperand(runVar), n, c, hw, training, momentum, eps)
+	}
+	fx()
+	if training {
+		for _, t := range []*Tensor{runMean, runVar} {
+			if t != nil {
+				t.blk.Bump()
+			}
+		}
+	}
+	if !rec {
+		mean.Release()
+		invstd.Release()
+		return y
+	}
+	xs, dt := x.shape, x.dt
+	wGrad := w != nil && w.requiresGrad
+	save := []*Tensor{pick(training || wGrad, x), pick(x.requiresGrad, w), mean, invstd}
+	o.grad([]*Tensor{y}, []*Tensor{x, w, b}, save, func(bc *bctx) []*Tensor {
+		g, xv, wv, mv, iv := bc.g[0], bc.saved[0], bc.saved[1], bc.saved[2], bc.saved[3]
+		bo := begin(name+"_backward", g, xv, wv, mv, iv)
+		gd, fg := bo.denseWork(g)
+		xd, fx := xv, func() {}
+		if xv != nil {
+			xd, fx = bo.denseWork(xv)
+		}
+		res := make([]*Tensor, 3)
+		if bc.need[0] {
+			res[0] = bo.empty(dt, xs)
+		}
+		if bc.need[1] {
+			res[1] = bo.empty(dt, []int{c})
+		}
+		if bc.need[2] {
+			res[2] = bo.empty(dt, []int{c})
+		}
+		if k := bo.k(); k != nil && n*c*hw > 0 {
+			k.BatchNormGrad(optOperand(res[0]), optOperand(res[1]), optOperand(res[2]), gd.operand(), optOperand(xd), optOperand(wv), mv.operand(), iv.operand(), n, c, hw, training)
+		} else if k != nil {
+			for _, t := range res[1:] {
+				if t != nil {
+					k.Fill(t.operand(), 0)
+				}
+			}
+		}
+		fg()
+		fx()
+		return res
+	})
+	mean.Release()
+	invstd.Release()
+	return y
+}

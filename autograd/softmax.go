@@ -1,0 +1,136 @@
+package autograd
+
+import (
+	"slices"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// Softmax returns exp(x)/Σexp(x) along dim (negative counts from the end),
+// computed stably (the maximum of each slice is subtracted first, sums in
+// float64). x has any float dtype, which the result has; F16 and BF16 are
+// computed in F32.
+//
+// Memory: the result (x's shape and dtype) is the only allocation that
+// outlives the call, and it is the only tensor saved for backward (no new
+// bytes). When dim is the last dimension the result is contiguous. For
+// another dim the kernel runs on x viewed with dim moved last: the result
+// is then a permuted view of a contiguous buffer (as if computed on
+// x.Permute(…, dim).Contiguous()), and when that view of x is not dense
+// the forward pass borrows a contiguous copy of it (x's bytes, tagged
+// Workspace, freed before it returns). Backward allocates dx (x's shape,
+// laid out like the result) and borrows dense copies of the gradient or
+// the saved output when their permuted views are not dense.
+func Softmax(x *Tensor, dim int) *Tensor { return softmax("softmax", x, dim, false) }
+
+// LogSoftmax returns log(Softmax(x, dim)) computed directly as
+// x - max - log Σexp(x - max), without forming the softmax. Memory as for
+// Softmax: saves the result only.
+func LogSoftmax(x *Tensor, dim int) *Tensor { return softmax("log_softmax", x, dim, true) }
+
+func softmax(name string, x *Tensor, dim int, log bool) *Tensor {
+	o := begin(name, x)
+	if !x.dt.IsFloat() {
+		fail(name, "input %v has dtype %s: want a float dtype", x.shape, x.dt)
+	}
+	if len(x.shape) == 0 {
+		fail(name, "input of shape %v has no dimension %d", x.shape, dim)
+	}
+	r := len(x.shape)
+	d := axis(name, dim, r)
+	perm := lastPerm(d, r)
+	cols := x.shape[d]
+	rows := numel(x.shape) / max(cols, 1)
+	if cols == 0 {
+		rows = 0
+	}
+
+	xp := permuted(x, perm)
+	src, free := o.denseWork(xp)
+	outp := o.empty(x.dt, xp.shape)
+	if k := o.k(); k != nil && rows > 0 {
+		k.Softmax(outp.operand(), src.operand(), rows, cols, log)
+	}
+	free()
+	xp.Release()
+	out := outp
+	if d != r-1 {
+		out = o.view(outp, outp.off, x.shape, unpermute(outp.strides, perm))
+		outp.Release()
+	}
+	o.grad([]*Tensor{out}, []*Tensor{x}, []*Tensor{out}, func(c *bctx) []*Tensor {
+		g, y := c.g[0], c.saved[0]
+		bo := begin(name+"_backward", g, y)
+		gp, yp := permuted(g, perm), permuted(y, perm)
+		gd, fg := bo.denseWork(gp)
+		yd, fy := bo.denseWork(yp)
+		dxp := bo.empty(g.dt, gp.shape)
+		if k := bo.k(); k != nil && rows > 0 {
+			k.SoftmaxGrad(dxp.operand(), gd.operand(), yd.operand(), rows, cols, log)
+		}
+		fg()
+		fy()
+		gp.Release()
+		yp.Release()
+		if d == r-1 {
+			return []*Tensor{dxp}
+		}
+		dx := bo.view(dxp, dxp.off, g.shape, unpermute(dxp.strides, perm))
+		dxp.Release()
+		return []*Tensor{dx}
+	})
+	return out
+}
+
+// lastPerm returns the permutation of rank r that moves dimension d last.
+func lastPerm(d, r int) []int {
+	p := make([]int, 0, r)
+	for i := range r {
+		if i != d {
+			p = append(p, i)
+		}
+	}
+	return append(p, d)
+}
+
+// permuted returns an unrecorded handle on t with dimension perm[i] as
+// dimension i; the caller releases it.
+func permuted(t *Tensor, perm []int) *Tensor {
+	shape, st := make([]int, len(perm)), make([]int, len(perm))
+	for i, p := range perm {
+		shape[i], st[i] = t.shape[p], t.strides[p]
+	}
+	return rawView(t, t.off, shape, st)
+}
+
+// unpermute returns the strides that undo permuted: dimension perm[i] of
+// the result has stride st[i].
+func unpermute(st, perm []int) []int {
+	out := slices.Clone(st)
+	for i, p := range perm {
+		out[p] = st[i]
+	}
+	return out
+}
+
+// denseWork returns t when it is contiguous, else a contiguous copy
+// borrowed as the op's workspace, with the function that releases the copy.
+func (o *op) denseWork(t *Tensor) (*Tensor, func()) {
+	if t.IsContiguous() {
+		return t, func() {}
+	}
+	c := o.scratch(t.dt, t.shape)
+	if k := o.k(); k != nil {
+		k.Copy(c.operand(), t.operand())
+	}
+	return c, c.Release
+}
+
+// accDType is the dtype kernels compute and keep statistics in: F64 for
+// F64, F32 for the other float dtypes.
+func accDType(dt dtype.DType) dtype.DType {
+	if dt == dtype.F64 {
+		return dtype.F64
+	}
+	return dtype.F32
+}
