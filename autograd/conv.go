@@ -103,14 +103,6 @@ func convScratch(o *op, p device.Conv2d, cdt dtype.DType) *Tensor {
 	return o.scratch(cdt, []int{n})
 }
 
-// computeDType is the dtype kernels compute a float dtype in.
-func computeDType(dt dtype.DType) dtype.DType {
-	if dt == dtype.F64 {
-		return dtype.F64
-	}
-	return dtype.F32
-}
-
 // denseAs returns t as a contiguous tensor of dtype dt (t itself when it
 // already is one) and the function that releases a copy.
 func denseAs(t *Tensor, dt dtype.DType) (*Tensor, func()) {

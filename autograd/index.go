@@ -56,10 +56,10 @@ func Embedding(weight, idx *Tensor) *Tensor {
 // indexSelect is IndexSelect over x viewed as (outer, n, inner), the
 // output (outer, numel(idx), inner) having shape.
 func indexSelect(o *op, name string, x, idx *Tensor, shape []int, outer, n, inner int, where string) *Tensor {
-	ic, freeI := o.indexDense(idx)
+	ic, freeI := o.denseWork(idx)
 	checkIndices(o, name, ic, n, where, x.shape)
 	out := o.empty(x.dt, shape)
-	xc, freeX := o.indexDense(x)
+	xc, freeX := o.denseWork(x)
 	if k := o.k(); k != nil {
 		k.IndexSelect(out.operand(), xc.operand(), ic.operand(), outer, n, inner)
 	}
@@ -70,7 +70,7 @@ func indexSelect(o *op, name string, x, idx *Tensor, shape []int, outer, n, inne
 		g, fg := dense(c.g[0])
 		defer fg()
 		o := begin(name+"_backward", g, c.saved[1])
-		ic, freeI := o.indexDense(c.saved[1])
+		ic, freeI := o.denseWork(c.saved[1])
 		defer freeI()
 		dx := o.zeros(g.dt, xshape)
 		if k := o.k(); k != nil {
@@ -111,11 +111,11 @@ func Gather(x *Tensor, dim int, idx *Tensor) *Tensor {
 	}
 	whole := sameShape(part, x.shape)
 	outer, n, m, inner := numel(part[:d]), part[d], idx.shape[d], numel(part[d+1:])
-	ic, freeI := o.indexDense(idx)
+	ic, freeI := o.denseWork(idx)
 	checkIndices(o, name, ic, n, fmt.Sprintf("dimension %d", d), x.shape)
 	out := o.empty(x.dt, idx.shape)
 	xv := rawView(x, x.off, part, x.strides)
-	xc, freeX := o.indexDense(xv)
+	xc, freeX := o.denseWork(xv)
 	if k := o.k(); k != nil {
 		k.Gather(out.operand(), xc.operand(), ic.operand(), outer, n, m, inner)
 	}
@@ -127,7 +127,7 @@ func Gather(x *Tensor, dim int, idx *Tensor) *Tensor {
 		g, fg := dense(c.g[0])
 		defer fg()
 		o := begin(name+"_backward", g, c.saved[1])
-		ic, freeI := o.indexDense(c.saved[1])
+		ic, freeI := o.denseWork(c.saved[1])
 		defer freeI()
 		dx := o.zeros(g.dt, xshape)
 		if whole {
@@ -155,19 +155,6 @@ func indexDType(name string, idx *Tensor, xshape []int) {
 	if idx.dt != dtype.I64 && idx.dt != dtype.I32 {
 		fail(name, "indices %v have dtype %s for input %v: want i64 or i32", idx.shape, idx.dt, xshape)
 	}
-}
-
-// indexDense returns t when it is contiguous, else a contiguous workspace
-// copy, with the function that releases the copy.
-func (o *op) indexDense(t *Tensor) (*Tensor, func()) {
-	if t.IsContiguous() {
-		return t, func() {}
-	}
-	c := o.scratch(t.dt, t.shape)
-	if k := o.k(); k != nil {
-		k.Copy(c.operand(), t.operand())
-	}
-	return c, c.Release
 }
 
 // checkIndices reads the contiguous indices idx on the host, when the

@@ -88,7 +88,7 @@ func CrossEntropy(logits, target *Tensor, o CEOptions) *Tensor {
 		stat = op.empty
 	}
 	dt := logits.dt
-	lse := stat(accDType(dt), []int{n})
+	lse := stat(computeDType(dt), []int{n})
 	var out, rows *Tensor
 	if red == "none" {
 		out = op.empty(dt, []int{n})

@@ -37,7 +37,7 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 		fail(name, "eps %g: want eps ≥ 0", eps)
 	}
 	rec := o.records()
-	sdt := accDType(x.dt)
+	sdt := computeDType(x.dt)
 	stat := o.scratch
 	if rec {
 		stat = o.empty
@@ -136,7 +136,7 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 		fail(name, "momentum %g and eps %g: want 0 ≤ momentum ≤ 1 and eps ≥ 0", momentum, eps)
 	}
 	rec := o.records()
-	sdt := accDType(x.dt)
+	sdt := computeDType(x.dt)
 	stat := o.scratch
 	if rec {
 		stat = o.empty

@@ -174,3 +174,24 @@ func rawView(t *Tensor, off int, shape, strides []int) *Tensor {
 	t.blk.Retain()
 	return &Tensor{blk: t.blk, dev: t.dev, off: off, shape: shape, strides: strides, dt: t.dt}
 }
+
+// denseWork returns t when it is contiguous, else a contiguous copy
+// borrowed as the op's workspace, with the function that releases the copy.
+func (o *op) denseWork(t *Tensor) (*Tensor, func()) {
+	if t.IsContiguous() {
+		return t, func() {}
+	}
+	c := o.scratch(t.dt, t.shape)
+	if k := o.k(); k != nil {
+		k.Copy(c.operand(), t.operand())
+	}
+	return c, c.Release
+}
+
+// computeDType is the dtype kernels compute a float dtype in.
+func computeDType(dt dtype.DType) dtype.DType {
+	if dt == dtype.F64 {
+		return dtype.F64
+	}
+	return dtype.F32
+}

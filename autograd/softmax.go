@@ -2,8 +2,6 @@ package autograd
 
 import (
 	"slices"
-
-	"github.com/headroom-ml/headroom/dtype"
 )
 
 // Softmax returns exp(x)/Σexp(x) along dim (negative counts from the end),
@@ -111,26 +109,4 @@ func unpermute(st, perm []int) []int {
 		out[p] = st[i]
 	}
 	return out
-}
-
-// denseWork returns t when it is contiguous, else a contiguous copy
-// borrowed as the op's workspace, with the function that releases the copy.
-func (o *op) denseWork(t *Tensor) (*Tensor, func()) {
-	if t.IsContiguous() {
-		return t, func() {}
-	}
-	c := o.scratch(t.dt, t.shape)
-	if k := o.k(); k != nil {
-		k.Copy(c.operand(), t.operand())
-	}
-	return c, c.Release
-}
-
-// accDType is the dtype kernels compute and keep statistics in: F64 for
-// F64, F32 for the other float dtypes.
-func accDType(dt dtype.DType) dtype.DType {
-	if dt == dtype.F64 {
-		return dtype.F64
-	}
-	return dtype.F32
 }
