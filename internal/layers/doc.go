@@ -10,7 +10,7 @@ package layers
 // any layer.
 var Order = [][]string{
 	{"dtype"},
-	{"internal/kernels"},
+	{"internal/kernels", "safetensors"},
 	{"device"},
 	{"device/cpu", "device/meta"},
 	{"autograd"},
@@ -18,7 +18,7 @@ var Order = [][]string{
 	{"nn"},
 	{"optim", "checkpoint", "amp", "data"},
 	{"quant", "prune", "parallel"},
-	{"plan", "bench"},
+	{"plan", "bench", "train"},
 	{"examples/...", "cmd/..."},
 	{"internal/layers"},
 }

@@ -1,0 +1,34 @@
+package optim
+
+import "github.com/headroom-ml/headroom/autograd"
+
+// Optimizer updates parameters from the gradients backward left in them.
+type Optimizer interface {
+	// Step applies one update to every parameter that has a gradient
+	// (parameters without one are skipped, as in PyTorch). It checks every
+	// parameter, gradient and state tensor before it writes anything: when
+	// it returns an error, no parameter and no state has changed.
+	Step() error
+	// ZeroGrad frees the parameters' gradients.
+	ZeroGrad()
+	// LR returns the learning rate of the next Step; SetLR changes it
+	// (schedules call it before each Step).
+	LR() float64
+	SetLR(lr float64)
+	// State returns the optimizer's state for saving: its tensors by name
+	// ("exp_avg.fc1.weight") — the optimizer's own, not to be released —
+	// and its scalars ("step").
+	State() State
+	// Load restores a State saved from an optimizer of the same kind over
+	// the same parameters. It checks every name, shape and dtype before it
+	// copies anything: on error the optimizer is unchanged.
+	Load(s State) error
+	// Release frees the optimizer's state tensors.
+	Release()
+}
+
+// State is an optimizer's state: named tensors and scalars.
+type State struct {
+	Tensors map[string]*autograd.Tensor
+	Scalars map[string]float64
+}
