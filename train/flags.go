@@ -1,0 +1,169 @@
+package train
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
+)
+
+// Common holds the flags every example shares. Register adds them to a
+// FlagSet; after parsing, Set reports which were given on the command line.
+type Common struct {
+	Steps    int
+	Epochs   int
+	Batch    int
+	LR       float64
+	Seed     uint64
+	Data     string
+	Device   string
+	MemLimit string
+	Save     string
+	Resume   string
+	Report   string
+
+	// Technique flags. Each example says which it supports; the others
+	// are refused by Check with "not available yet".
+	AMP              string
+	AMPParams        bool
+	Checkpoint       string
+	CheckpointBudget string
+	Accum            int
+	Ranks            int
+	Zero             int
+	Offload          bool
+	Quantize         string
+	Calibrate        int
+	QAT              bool
+	Prune            float64
+	MemAlert         float64
+
+	fs *flag.FlagSet
+}
+
+// Defaults are an example's default values for the common flags.
+type Defaults struct {
+	Steps, Epochs, Batch int
+	LR                   float64
+}
+
+// Register adds the common flags to fs with the given defaults.
+func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
+	c.fs = fs
+	fs.IntVar(&c.Steps, "steps", d.Steps, "training steps (0: run --epochs)")
+	fs.IntVar(&c.Epochs, "epochs", d.Epochs, "training epochs, when --steps is 0")
+	fs.IntVar(&c.Batch, "batch", d.Batch, "batch size")
+	fs.Float64Var(&c.LR, "lr", d.LR, "peak learning rate")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (initialisation, data order, dropout)")
+	fs.StringVar(&c.Data, "data", "", "data directory or file (default: the example's built-in source)")
+	fs.StringVar(&c.Device, "device", "cpu", "device: cpu")
+	fs.StringVar(&c.MemLimit, "mem-limit", "", "capacity of the device, e.g. 2GiB (default: unlimited)")
+	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end")
+	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot file")
+	fs.StringVar(&c.Report, "report", "", "write a JSON report of the run to this file")
+
+	fs.StringVar(&c.AMP, "amp", "", "mixed precision: bf16 or fp16 (--amp alone: bf16)")
+	fs.BoolVar(&c.AMPParams, "amp-params", false, "keep parameters and gradients in the --amp dtype with fp32 master weights in the optimizer")
+	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
+	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 256MiB")
+	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: micro-batches per optimizer step (--batch is the micro-batch)")
+	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks (in-process)")
+	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage 0-3")
+	fs.BoolVar(&c.Offload, "offload", false, "offload optimizer state to the host")
+	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference: int8")
+	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")
+	fs.BoolVar(&c.QAT, "qat", false, "quantization-aware fine-tuning before converting")
+	fs.Float64Var(&c.Prune, "prune", 0, "prune this fraction of channels (0.3 = 30%)")
+	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "save and stop when device usage passes this fraction of capacity")
+}
+
+// OptionalValue lists the flags that may be given without a value, with
+// the value they then take: "--amp" means "--amp=bf16", "--checkpoint"
+// means "--checkpoint=sqrt".
+var OptionalValue = map[string]string{"amp": "bf16", "checkpoint": "sqrt"}
+
+// NormalizeArgs rewrites command-line arguments so that the flags of
+// OptionalValue work with a space-separated value ("--amp fp16"), with an
+// equals sign, or alone ("--amp").
+func NormalizeArgs(args []string, accept map[string]func(string) bool) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		def, ok := OptionalValue[name]
+		if !ok || !strings.HasPrefix(a, "-") || strings.Contains(name, "=") {
+			out = append(out, a)
+			continue
+		}
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && accept[name] != nil && accept[name](args[i+1]) {
+			out = append(out, "--"+name+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, "--"+name+"="+def)
+	}
+	return out
+}
+
+// Set reports whether the flag was given on the command line.
+func (c *Common) Set(name string) bool {
+	set := false
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// Capacity returns the --mem-limit in bytes (0: unlimited).
+func (c *Common) Capacity() (int64, error) {
+	if c.MemLimit == "" {
+		return 0, nil
+	}
+	n, err := device.ParseBytes(c.MemLimit)
+	if err != nil {
+		return 0, fmt.Errorf("--mem-limit: %w", err)
+	}
+	return n, nil
+}
+
+// techniqueFlags are the flags that turn on a technique.
+var techniqueFlags = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert"}
+
+// Check refuses technique flags that the example does not support yet,
+// and devices other than cpu.
+func (c *Common) Check(supported ...string) error {
+	if c.Device != "cpu" {
+		return fmt.Errorf("--device %s: not available yet (only cpu)", c.Device)
+	}
+	ok := map[string]bool{}
+	for _, s := range supported {
+		ok[s] = true
+	}
+	var refused []string
+	for _, f := range techniqueFlags {
+		if c.Set(f) && !ok[f] {
+			refused = append(refused, "--"+f)
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		return fmt.Errorf("%s: not available yet in this version", strings.Join(refused, ", "))
+	}
+	if c.Batch <= 0 {
+		return fmt.Errorf("--batch %d: want a positive batch size", c.Batch)
+	}
+	if c.Steps < 0 || c.Epochs < 0 || (c.Steps == 0 && c.Epochs == 0) {
+		return fmt.Errorf("--steps %d, --epochs %d: want a positive number of steps or epochs", c.Steps, c.Epochs)
+	}
+	if !(c.LR > 0) {
+		return fmt.Errorf("--lr %g: want a positive learning rate", c.LR)
+	}
+	return nil
+}
+
+// Values returns every flag of the set with its value, for reports.
+func (c *Common) Values() map[string]string {
+	m := map[string]string{}
+	c.fs.VisitAll(func(f *flag.Flag) { m[f.Name] = f.Value.String() })
+	return m
+}
