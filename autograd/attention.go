@@ -26,6 +26,9 @@ import (
 func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	const name = "scaled_dot_product_attention"
 	o := begin(name, q, k, v)
+	cast, rel := o.castLow(q, k, v)
+	defer rel()
+	q, k, v = cast[0], cast[1], cast[2]
 	if len(q.shape) != 4 || !sameShape(q.shape, k.shape) || !sameShape(q.shape, v.shape) {
 		fail(name, "q %v, k %v, v %v: want three (B, H, T, D) of one shape", q.shape, k.shape, v.shape)
 	}

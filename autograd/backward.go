@@ -4,6 +4,7 @@ import (
 	"container/heap"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
 )
 
 // BackwardOption changes how Backward runs.
@@ -42,48 +43,101 @@ func (t *Tensor) BackwardWith(grad *Tensor, opts ...BackwardOption) error {
 	})
 }
 
+// BackwardAll runs backward from several tensors at once, each seeded with
+// its gradient (same shape; not consumed; nil means ones for a
+// one-element tensor): torch.autograd.backward(tensors, grad_tensors).
+// Nodes reachable from several roots run once, after all their consumers.
+func BackwardAll(ts, grads []*Tensor, opts ...BackwardOption) error {
+	return Try(func() {
+		if len(ts) != len(grads) {
+			fail("backward", "%d tensors and %d gradients", len(ts), len(grads))
+		}
+		for i, t := range ts {
+			begin("backward", t, grads[i])
+			if grads[i] == nil && t.Len() != 1 {
+				fail("backward", "tensor %d of shape %v is not a scalar and has no gradient", i, t.shape)
+			}
+			if grads[i] != nil && !sameShape(grads[i].shape, t.shape) {
+				fail("backward", "gradient %d shape %v differs from tensor shape %v", i, grads[i].shape, t.shape)
+			}
+		}
+		runBackward(ts, grads, opts)
+	})
+}
+
 // backward runs the engine from t, seeded with grad (ones when nil).
 func (t *Tensor) backward(grad *Tensor, opts []BackwardOption) {
+	runBackward([]*Tensor{t}, []*Tensor{grad}, opts)
+}
+
+// runBackward is the engine: it seeds the roots, counts for every node
+// reachable from them the edges into it, and runs the nodes whose consumers
+// have all run, newest first.
+func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	var bo backwardOpts
 	for _, f := range opts {
 		f(&bo)
 	}
-	if !t.requiresGrad {
-		fail("backward", "tensor %v does not require grad (no input requires grad, or it was made without grad)", t.shape)
-	}
-	s := t.scope
-	if t.node != nil {
-		s = t.node.scope
+	var s *Scope
+	for _, t := range roots {
+		if !t.requiresGrad {
+			fail("backward", "tensor %v does not require grad (no input requires grad, or it was made without grad)", t.shape)
+		}
+		ts := t.Scope()
+		if t.node != nil {
+			ts = t.node.scope
+		}
+		if ts != nil {
+			s = inner("backward", s, ts)
+		}
 	}
 	if s != nil {
-		oldTag, oldPhase := s.tag, s.phase
-		s.tag, s.phase = device.Workspace, "backward"
+		// Backward steps compute in the dtypes the forward chose: no
+		// autocast (checkpoint recomputation restores the forward's own).
+		oldTag, oldPhase, oldCast := s.tag, s.phase, s.autocast
+		s.tag, s.phase, s.autocast = device.Workspace, "backward", dtype.Invalid
 		s.noGrad++
 		defer func() {
-			s.tag, s.phase = oldTag, oldPhase
+			s.tag, s.phase, s.autocast = oldTag, oldPhase, oldCast
 			s.noGrad--
 		}()
 	}
-	seed := alloc(s, t.dev, t.dt, t.shape, s.label("backward"))
-	if k := t.dev.Kernels(); k != nil {
-		if grad == nil {
-			k.Fill(seed.operand(), 1)
-		} else {
-			k.Copy(seed.operand(), grad.operand())
+	seeds := make([]*Tensor, len(roots))
+	for i, t := range roots {
+		seed := alloc(s, t.dev, t.dt, t.shape, s.label("backward"))
+		if k := t.dev.Kernels(); k != nil {
+			if grads[i] == nil {
+				k.Fill(seed.operand(), 1)
+			} else {
+				k.Copy(seed.operand(), grads[i].operand())
+			}
 		}
+		seeds[i] = seed
 	}
-	if t.node == nil {
-		accumulate(t, seed)
+	var starts []*node
+	for i, t := range roots {
+		if t.node == nil {
+			accumulate(t, seeds[i])
+			seeds[i] = nil
+			continue
+		}
+		starts = append(starts, t.node)
+	}
+	if len(starts) == 0 {
 		return
 	}
-	root := t.node
 	r := s.root()
 	r.epoch++
 	epoch := r.epoch
 
-	// Count, for every node reachable from the root, the edges into it.
-	root.epoch, root.deps = epoch, 0
-	stack := []*node{root}
+	// Count, for every node reachable from the roots, the edges into it.
+	var stack []*node
+	for _, n := range starts {
+		if n.epoch != epoch {
+			n.epoch, n.deps = epoch, 0
+			stack = append(stack, n)
+		}
+	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -99,8 +153,18 @@ func (t *Tensor) backward(grad *Tensor, opts []BackwardOption) {
 		}
 	}
 
-	addGrad(root, t.out, seed)
-	ready := &nodeHeap{root}
+	ready := &nodeHeap{}
+	for i, t := range roots {
+		if seeds[i] == nil {
+			continue
+		}
+		n := t.node
+		first := n.grads == nil || allNil(n.grads)
+		addGrad(n, t.out, seeds[i])
+		if first && n.deps == 0 {
+			heap.Push(ready, n)
+		}
+	}
 	for ready.Len() > 0 {
 		n := heap.Pop(ready).(*node)
 		ins := n.run(bo.retain)
@@ -130,6 +194,15 @@ func (t *Tensor) backward(grad *Tensor, opts []BackwardOption) {
 			}
 		}
 	}
+}
+
+func allNil(ts []*Tensor) bool {
+	for _, t := range ts {
+		if t != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // run executes a node's backward step and returns its input gradients.
@@ -220,15 +293,20 @@ func accumulate(leaf *Tensor, g *Tensor) {
 		g.Release()
 		return
 	}
-	name := leaf.name
+	name, tag := leaf.name, device.Gradient
+	if leaf.tempLeaf {
+		tag = device.Workspace
+	}
 	if g.exclusive() && g.dt == leaf.dt {
-		g.blk.Retag(device.Gradient)
-		g.blk.Relabel("grad", name)
+		if !leaf.tempLeaf {
+			g.blk.Retag(tag)
+			g.blk.Relabel("grad", name)
+		}
 		g.kept, g.scope = true, nil
 		leaf.grad = g
 		return
 	}
-	gr := alloc(nil, leaf.dev, leaf.dt, leaf.shape, device.Label{Tag: device.Gradient, Op: "grad", Scope: name, Phase: "backward"})
+	gr := alloc(nil, leaf.dev, leaf.dt, leaf.shape, device.Label{Tag: tag, Op: "grad", Scope: name, Phase: "backward"})
 	if k := leaf.dev.Kernels(); k != nil {
 		k.Copy(gr.operand(), g.operand())
 	}

@@ -38,6 +38,9 @@ type ConvOptions struct {
 // db is the sum of dy over N, OH and OW.
 func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	o := begin("conv2d", x, w, b)
+	cast, rel := o.castLow(x, w, b)
+	defer rel()
+	x, w, b = cast[0], cast[1], cast[2]
 	p := convParams(x, w, b, opt)
 	dt, cdt := x.dt, computeDType(x.dt)
 	y := o.empty(dt, []int{p.N, p.K, p.OH, p.OW})

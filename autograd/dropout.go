@@ -30,7 +30,7 @@ func Dropout(x *Tensor, p float64, gen *Generator, training bool) *Tensor {
 	if gen == nil {
 		fail("dropout", "nil generator for input %v in training", x.shape)
 	}
-	seed, offset := gen.reserve(x.Len())
+	seed, offset := o.s.draw(gen, x.Len())
 	out := o.empty(x.dt, x.shape)
 	if k := o.k(); k != nil {
 		k.Dropout(out.operand(), x.operand(), p, seed, offset)

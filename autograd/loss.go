@@ -87,15 +87,21 @@ func CrossEntropy(logits, target *Tensor, o CEOptions) *Tensor {
 	if rec {
 		stat = op.empty
 	}
-	dt := logits.dt
+	dt, odt := logits.dt, logits.dt
+	if op.s != nil && op.s.autocast != dtype.Invalid {
+		// Under autocast the loss is F32; the logits stay in their dtype
+		// (the kernel computes in F32 anyway), so what is saved is no
+		// larger than the forward made it.
+		odt = computeDType(dt)
+	}
 	lse := stat(computeDType(dt), []int{n})
 	var out, rows *Tensor
 	if red == "none" {
-		out = op.empty(dt, []int{n})
+		out = op.empty(odt, []int{n})
 		rows = out
 	} else {
-		rows = op.scratch(dt, []int{n})
-		out = op.empty(dt, []int{})
+		rows = op.scratch(odt, []int{n})
+		out = op.empty(odt, []int{})
 	}
 	if k := op.k(); k != nil {
 		if n > 0 {

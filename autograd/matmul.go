@@ -15,6 +15,9 @@ func (a *Tensor) MatMul(b *Tensor) *Tensor {
 		fail("matmul", "shapes %v and %v: both operands need at least 2 dimensions (Unsqueeze vectors)", a.shape, b.shape)
 	}
 	o := begin("matmul", a, b)
+	cast, rel := o.castLow(a, b)
+	defer rel()
+	a, b = cast[0], cast[1]
 	ra, rb := len(a.shape), len(b.shape)
 	m, ka, kb, n := a.shape[ra-2], a.shape[ra-1], b.shape[rb-2], b.shape[rb-1]
 	if ka != kb {
@@ -165,6 +168,9 @@ func gemm(o *op, out, a, b *Tensor, batch []int, alpha, beta float64) {
 // allocation.
 func Linear(x, w, b *Tensor) *Tensor {
 	o := begin("linear", x, w, b)
+	cast, rel := o.castLow(x, w, b)
+	defer rel()
+	x, w, b = cast[0], cast[1], cast[2]
 	if len(w.shape) != 2 || len(x.shape) < 1 || x.shape[len(x.shape)-1] != w.shape[1] {
 		fail("linear", "input %v and weight %v: want input (…, %d) for weight (out, in)", x.shape, w.shape, lastOr(w.shape, 1))
 	}

@@ -1,10 +1,13 @@
 package autograd
 
+import "github.com/headroom-ml/headroom/dtype"
+
 // LayerNorm normalises x (…, C) over its last dimension:
 // y = (x - mean)/√(var + eps)·w + b with each row's mean and biased
-// variance; w and b have shape (C) and may be nil (weight 1, bias 0). x, w
-// and b share one float dtype, which y has; F16 and BF16 are computed in
-// F32.
+// variance; w and b have shape (C) and may be nil (weight 1, bias 0). y has
+// x's dtype; w and b may have another float dtype (an F32 weight with a BF16
+// input under autocast), but F64 goes only with F64; F16 and BF16 are
+// computed in F32.
 //
 // Memory, with rows = numel(x)/C: y (x's shape and dtype), and the per-row
 // mean and rstd = 1/√(var + eps), (rows) each in the compute dtype (F32, or
@@ -29,8 +32,8 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 		what string
 		t    *Tensor
 	}{{"weight", w}, {"bias", b}} {
-		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || p.t.dt != x.dt) {
-			fail(name, "input %v %s and %s %v %s: want %s (%d) %s", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c, x.dt)
+		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || !normDTypes(x.dt, p.t.dt)) {
+			fail(name, "input %v %s and %s %v %s: want %s (%d) of a float dtype (f64 only with f64)", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c)
 		}
 	}
 	if eps < 0 {
@@ -54,7 +57,7 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 		rstd.Release()
 		return y
 	}
-	xs, dt := x.shape, x.dt
+	xs, dt, wdt, bdt := x.shape, x.dt, dtypeOr(w, x.dt), dtypeOr(b, x.dt)
 	o.grad([]*Tensor{y}, []*Tensor{x, w, b}, []*Tensor{x, pick(x.requiresGrad, w), mean, rstd}, func(bc *bctx) []*Tensor {
 		g, xv, wv, mv, rv := bc.g[0], bc.saved[0], bc.saved[1], bc.saved[2], bc.saved[3]
 		bo := begin(name+"_backward", g, xv, wv, mv, rv)
@@ -65,10 +68,10 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 			res[0] = bo.empty(dt, xs)
 		}
 		if bc.need[1] {
-			res[1] = bo.empty(dt, []int{c})
+			res[1] = bo.empty(wdt, []int{c})
 		}
 		if bc.need[2] {
-			res[2] = bo.empty(dt, []int{c})
+			res[2] = bo.empty(bdt, []int{c})
 		}
 		if k := bo.k(); k != nil {
 			k.LayerNormGrad(optOperand(res[0]), optOperand(res[1]), optOperand(res[2]), gd.operand(), xd.operand(), optOperand(wv), mv.operand(), rv.operand(), rows, c)
@@ -84,9 +87,9 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 
 // BatchNorm2d normalises x (N, C, H, W) per channel (any rank ≥ 2 works:
 // (N, C) is HW = 1, (N, C, L) is HW = L): y = (x - mean)/√(var + eps)·w + b
-// with w, b (C) optional (nil: weight 1, bias 0). x, w, b and the running
-// statistics share one float dtype, which y has; F16 and BF16 are computed
-// in F32.
+// with w, b (C) optional (nil: weight 1, bias 0). y has x's dtype; w, b
+// and the running statistics may have another float dtype (F64 only with
+// F64); F16 and BF16 are computed in F32.
 //
 // In training (PyTorch's semantics) mean and the biased variance are the
 // batch's, over the N·H·W values of each channel (more than one needed),
@@ -94,7 +97,10 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 // unbiased variance: run = (1-momentum)·run + momentum·stat (momentum 0.1
 // is usual). They are free-standing buffers, not differentiated (they must
 // not require grad); their block versions are bumped. In eval runMean and
-// runVar (both required) are the statistics and are not changed.
+// runVar (both required) are the statistics and are not changed. While
+// its scope recomputes a checkpointed forward (Scope.Recompute), training
+// uses the batch statistics but leaves the running ones alone: the
+// original forward updated them once already.
 //
 // Memory: y (x's shape and dtype), and the per-channel mean and invstd =
 // 1/√(var + eps) used, (C) each in the compute dtype (F32, or F64 for an
@@ -118,8 +124,8 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 		what string
 		t    *Tensor
 	}{{"weight", w}, {"bias", b}, {"running mean", runMean}, {"running var", runVar}} {
-		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || p.t.dt != x.dt) {
-			fail(name, "input %v %s and %s %v %s: want %s (%d) %s", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c, x.dt)
+		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || !normDTypes(x.dt, p.t.dt)) {
+			fail(name, "input %v %s and %s %v %s: want %s (%d) of a float dtype (f64 only with f64)", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c)
 		}
 	}
 	for _, t := range []*Tensor{runMean, runVar} {
@@ -141,6 +147,10 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	if rec {
 		stat = o.empty
 	}
+	if training && o.s.Recomputing() {
+		// The original forward updated the running statistics already.
+		runMean, runVar = nil, nil
+	}
 	xd, fx := o.denseWork(x)
 	y := o.empty(x.dt, x.shape)
 	mean, invstd := stat(sdt, []int{c}), stat(sdt, []int{c})
@@ -161,7 +171,7 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 		invstd.Release()
 		return y
 	}
-	xs, dt := x.shape, x.dt
+	xs, dt, wdt, bdt := x.shape, x.dt, dtypeOr(w, x.dt), dtypeOr(b, x.dt)
 	wGrad := w != nil && w.requiresGrad
 	save := []*Tensor{pick(training || wGrad, x), pick(x.requiresGrad, w), mean, invstd}
 	o.grad([]*Tensor{y}, []*Tensor{x, w, b}, save, func(bc *bctx) []*Tensor {
@@ -177,10 +187,10 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 			res[0] = bo.empty(dt, xs)
 		}
 		if bc.need[1] {
-			res[1] = bo.empty(dt, []int{c})
+			res[1] = bo.empty(wdt, []int{c})
 		}
 		if bc.need[2] {
-			res[2] = bo.empty(dt, []int{c})
+			res[2] = bo.empty(bdt, []int{c})
 		}
 		if k := bo.k(); k != nil && n*c*hw > 0 {
 			k.BatchNormGrad(optOperand(res[0]), optOperand(res[1]), optOperand(res[2]), gd.operand(), optOperand(xd), optOperand(wv), mv.operand(), iv.operand(), n, c, hw, training)
@@ -198,4 +208,19 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	mean.Release()
 	invstd.Release()
 	return y
+}
+
+// normDTypes reports whether a normalisation's weight, bias or statistics of
+// dtype p may go with an input of dtype x: any float dtypes (they are
+// computed in F32), except that F64 goes only with F64.
+func normDTypes(x, p dtype.DType) bool {
+	return p.IsFloat() && (x == dtype.F64) == (p == dtype.F64)
+}
+
+// dtypeOr returns t's dtype, or d when t is nil.
+func dtypeOr(t *Tensor, d dtype.DType) dtype.DType {
+	if t == nil {
+		return d
+	}
+	return t.dt
 }

@@ -89,6 +89,11 @@ func reducedShapes(op string, in []int, axes []int, keep bool) (kshape, shape []
 
 func reduce(rop device.ReduceOp, name string, t *Tensor, keep bool, axes []int, arg float64) *Tensor {
 	o := begin(name, t)
+	if rop == device.Sum || rop == device.Mean || rop == device.Var {
+		cast, rel := o.castF32(t)
+		defer rel()
+		t = cast[0]
+	}
 	kshape, shape := reducedShapes(name, t.shape, axes, keep)
 	count := numel(t.shape) / max(numel(kshape), 1)
 	if numel(kshape) == 0 {

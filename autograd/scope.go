@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
 )
 
 // Scope owns the tensors and graph of a unit of work — normally one
@@ -28,6 +29,11 @@ type Scope struct {
 	where  string // strings.Join(path, ".")
 	hooks  []SavedHooks
 
+	recomputing bool
+	rng         *rngLog
+	autocast    dtype.DType
+	casts       map[castKey]*Tensor // autocast copies of parameters
+
 	owned []*Tensor
 	nodes []*node
 	seq   uint64 // node counter, used from the root scope
@@ -40,7 +46,7 @@ func NewScope() *Scope { return &Scope{tag: device.Activation, phase: "forward"}
 // Child returns a scope nested in s: it starts with s's modes, its tensors
 // may be combined with s's, and its Release frees only what it owns.
 func (s *Scope) Child() *Scope {
-	c := &Scope{parent: s, depth: s.depth + 1, noGrad: s.noGrad, tag: s.tag, phase: s.phase, where: s.where}
+	c := &Scope{parent: s, depth: s.depth + 1, noGrad: s.noGrad, tag: s.tag, phase: s.phase, where: s.where, autocast: s.autocast}
 	c.path = append(c.path, s.path...)
 	c.hooks = append(c.hooks, s.hooks...)
 	return c
@@ -141,6 +147,7 @@ func (s *Scope) Release() {
 	}
 	clear(s.owned)
 	s.owned = s.owned[:0]
+	clear(s.casts)
 }
 
 // SavedHooks intercept what ops save for backward (torch.autograd.graph.

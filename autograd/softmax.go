@@ -28,6 +28,9 @@ func LogSoftmax(x *Tensor, dim int) *Tensor { return softmax("log_softmax", x, d
 
 func softmax(name string, x *Tensor, dim int, log bool) *Tensor {
 	o := begin(name, x)
+	cast, rel := o.castF32(x)
+	defer rel()
+	x = cast[0]
 	if !x.dt.IsFloat() {
 		fail(name, "input %v has dtype %s: want a float dtype", x.shape, x.dt)
 	}

@@ -34,6 +34,7 @@ type Tensor struct {
 	requiresGrad bool
 	grad         *Tensor // accumulated gradient of a leaf
 	name         string
+	tempLeaf     bool // a LeafOf handle: its gradient is workspace
 }
 
 // Shape returns a copy of the tensor's dimensions.

@@ -59,6 +59,11 @@ func reads(u device.UnaryOp) (x, y bool) {
 
 func unary(u device.UnaryOp, name string, t *Tensor, arg float64) *Tensor {
 	o := begin(name, t)
+	if u == device.Exp || u == device.Log || u == device.Pow {
+		cast, rel := o.castF32(t)
+		defer rel()
+		t = cast[0]
+	}
 	out := o.empty(t.dt, t.shape)
 	if k := o.k(); k != nil {
 		k.Unary(u, out.operand(), t.operand(), arg)

@@ -1,0 +1,119 @@
+package autograd
+
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// Autocast runs f with ops autocasting to dt (F16 or BF16; dtype.Invalid
+// turns autocast off inside f), PyTorch's torch.autocast scoped to this
+// step instead of a thread:
+//
+//   - MatMul, Linear, Conv2d and ScaledDotProductAttention cast their float
+//     inputs to dt and compute in it (on the cpu device: F32 arithmetic on
+//     dt-rounded inputs, results rounded to dt); their outputs, and so the
+//     activations saved downstream, are dt: that is where memory goes down.
+//   - Softmax, LogSoftmax, Exp, Log, Pow, Sum, Mean and Var cast their
+//     inputs to F32 and return F32.
+//   - CrossEntropy computes in F32 and returns an F32 loss, reading (and
+//     saving) the logits in their own dtype rather than an F32 copy.
+//   - LayerNorm and BatchNorm2d compute in F32 whatever their input and
+//     return their input's dtype (a departure from PyTorch, which returns
+//     F32 for layer_norm: returning F32 would make every normalised
+//     activation, and what the next op saves, twice as large).
+//   - Other ops follow their widest input (binary ops promote).
+//
+// A parameter (a free-standing leaf) is cast once per scope and the cast
+// reused by every op of the step; the casts are tagged parameter (they are
+// the low-precision copy of the weights the step runs on) and freed by
+// Release. Gradients reach the parameters in the parameters' own dtype.
+func (s *Scope) Autocast(dt dtype.DType, f func()) {
+	old := s.SetAutocast(dt)
+	defer s.SetAutocast(old)
+	f()
+}
+
+// SetAutocast sets the autocast dtype (Invalid: off) and returns the
+// previous one, for code that cannot wrap a function (checkpoint restores
+// the forward's setting when it recomputes).
+func (s *Scope) SetAutocast(dt dtype.DType) dtype.DType {
+	if dt != dtype.Invalid && !dt.IsLowPrecision() {
+		fail("autocast", "dtype %s: want f16 or bf16 (or invalid to turn it off)", dt)
+	}
+	old := s.autocast
+	s.autocast = dt
+	return old
+}
+
+// AutocastDType returns the scope's autocast dtype (Invalid when off).
+func (s *Scope) AutocastDType() dtype.DType { return s.autocast }
+
+// castLow casts the float inputs of a low-precision op to the autocast
+// dtype. It returns the tensors to use and the function that releases the
+// casts the op made (cached parameter casts stay).
+func (o *op) castLow(ts ...*Tensor) ([]*Tensor, func()) {
+	if o.s == nil || o.s.autocast == dtype.Invalid {
+		return ts, func() {}
+	}
+	return o.castAll(o.s.autocast, ts)
+}
+
+// castF32 casts the low-precision inputs of an F32-list op to F32 under
+// autocast.
+func (o *op) castF32(ts ...*Tensor) ([]*Tensor, func()) {
+	if o.s == nil || o.s.autocast == dtype.Invalid {
+		return ts, func() {}
+	}
+	return o.castAll(dtype.F32, ts)
+}
+
+func (o *op) castAll(dt dtype.DType, ts []*Tensor) ([]*Tensor, func()) {
+	out := make([]*Tensor, len(ts))
+	var made []*Tensor
+	for i, t := range ts {
+		switch {
+		case t == nil || !t.dt.IsFloat() || t.dt == dt || (dt == dtype.F32 && !t.dt.IsLowPrecision()):
+			out[i] = t
+		case t.scope == nil && t.node == nil:
+			out[i] = o.s.castParam(t, dt)
+		default:
+			c := t.Cast(dt)
+			out[i] = c
+			made = append(made, c)
+		}
+	}
+	return out, func() {
+		for _, c := range made {
+			c.Release()
+		}
+	}
+}
+
+// castParam returns the scope's cached cast of a free-standing tensor (a
+// parameter) to dt, making it on first use: tagged parameter, owned by the
+// scope, recorded so that its gradient reaches t in t's dtype.
+func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
+	key := castKey{t, dt}
+	if c, ok := s.casts[key]; ok && c.blk != nil {
+		return c
+	}
+	if s.casts == nil {
+		s.casts = map[castKey]*Tensor{}
+	}
+	l := s.label("autocast")
+	l.Tag, l.Scope = device.Parameter, t.name
+	c := alloc(s, t.dev, dt, t.shape, l)
+	if k := t.dev.Kernels(); k != nil {
+		k.Copy(c.operand(), t.operand())
+	}
+	o := &op{name: "autocast", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad, ins: []*Tensor{t}}
+	from := t.dt
+	o.grad([]*Tensor{c}, []*Tensor{t}, nil, func(bc *bctx) []*Tensor { return []*Tensor{bc.g[0].Cast(from)} })
+	s.casts[key] = c
+	return c
+}
+
+type castKey struct {
+	t  *Tensor
+	dt dtype.DType
+}

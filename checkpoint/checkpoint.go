@@ -1,0 +1,174 @@
+package checkpoint
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// Func is a checkpointable function: it maps input tensors to output
+// tensors, may read parameters and generators, and must release its own
+// intermediates (it must not release its inputs).
+type Func func(ins []*autograd.Tensor) []*autograd.Tensor
+
+// savedMeta describes one tensor an op saved for backward.
+type savedMeta struct {
+	shape []int
+	dt    dtype.DType
+	bytes int64
+}
+
+// Stats describes one checkpointed call: what its forward would have kept
+// for backward without checkpointing.
+type Stats struct {
+	Saved      int   // tensors saved by the function's ops
+	SavedBytes int64 // their bytes (tensors shared by several ops counted each time)
+	OutBytes   int64 // bytes of the outputs
+}
+
+// Run computes fn(ins) keeping only ins (and the outputs) for backward;
+// backward recomputes fn and differentiates through the recomputation.
+// The outputs belong to the inputs' scope. When that scope records no
+// graph, Run just calls fn.
+func Run(fn Func, ins ...*autograd.Tensor) []*autograd.Tensor {
+	outs, _ := run(fn, ins)
+	return outs
+}
+
+func scopeOf(ts []*autograd.Tensor) *autograd.Scope {
+	for _, t := range ts {
+		if s := t.Scope(); s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+func run(fn Func, ins []*autograd.Tensor) ([]*autograd.Tensor, Stats) {
+	s := scopeOf(ins)
+	if s == nil || !s.GradEnabled() {
+		return fn(ins), Stats{}
+	}
+	// Forward: run fn in a child scope with grad recording on, to learn
+	// exactly what its ops would save (shapes and dtypes only: the hook
+	// drops each tensor at once), and the random draws it makes.
+	child := s.Child()
+	var want []savedMeta
+	child.PushSavedHooks(autograd.SavedHooks{
+		Pack: func(t *autograd.Tensor) any {
+			want = append(want, metaOf(t))
+			t.Release()
+			return nil
+		},
+		Unpack: func(any) *autograd.Tensor { panic("checkpoint: unpack of a dropped tensor") },
+	})
+	cast := s.AutocastDType()
+	stopLog := child.LogRNG()
+	leaves := leavesOf(child, ins)
+	outs := fn(leaves)
+	draws := stopLog()
+	needGrad := false
+	adopted := make([]*autograd.Tensor, len(outs))
+	var st Stats
+	for i, o := range outs {
+		needGrad = needGrad || o.RequiresGrad()
+		adopted[i] = s.Adopt(o)
+		st.OutBytes += o.Bytes()
+	}
+	for _, m := range want {
+		st.Saved++
+		st.SavedBytes += m.bytes
+	}
+	child.Release()
+
+	shapes := make([][]int, len(adopted))
+	for i, a := range adopted {
+		shapes[i] = a.Shape()
+	}
+	autograd.Record(autograd.Custom{
+		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: ins, RequiresGrad: needGrad,
+		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
+			return recompute(s, fn, cast, draws, want, shapes, grads, saved, need)
+		},
+	})
+	return adopted, st
+}
+
+// recompute reruns fn on the saved inputs as the forward did and
+// differentiates through it.
+func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RNGDraw, want []savedMeta,
+	shapes [][]int, grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
+	child := s.Child()
+	defer child.Release()
+	var got []savedMeta
+	child.PushSavedHooks(autograd.SavedHooks{
+		Pack: func(t *autograd.Tensor) any {
+			got = append(got, metaOf(t))
+			return t
+		},
+		Unpack: func(p any) *autograd.Tensor { return p.(*autograd.Tensor).Detach() },
+		Free:   func(p any) { p.(*autograd.Tensor).Release() },
+	})
+	leaves := leavesOf(child, saved)
+	var outs []*autograd.Tensor
+	old := child.SetAutocast(cast)
+	stop := child.ReplayRNG(draws)
+	child.Recompute(func() { outs = fn(leaves) })
+	stop()
+	child.SetAutocast(old)
+	if err := same(want, got, shapes, outs); err != nil {
+		panic(&autograd.Error{Op: "checkpoint", Msg: err.Error()})
+	}
+	var roots, seeds []*autograd.Tensor
+	for i, g := range grads {
+		if g != nil && outs[i].RequiresGrad() {
+			roots = append(roots, outs[i])
+			seeds = append(seeds, g)
+		}
+	}
+	if err := autograd.BackwardAll(roots, seeds); err != nil {
+		panic(err)
+	}
+	res := make([]*autograd.Tensor, len(saved))
+	for i, l := range leaves {
+		if need[i] {
+			res[i] = l.TakeGrad()
+		}
+	}
+	return res
+}
+
+func leavesOf(s *autograd.Scope, ins []*autograd.Tensor) []*autograd.Tensor {
+	ls := make([]*autograd.Tensor, len(ins))
+	for i, t := range ins {
+		ls[i] = s.LeafOf(t)
+	}
+	return ls
+}
+
+func metaOf(t *autograd.Tensor) savedMeta {
+	return savedMeta{shape: t.Shape(), dt: t.DType(), bytes: t.Bytes()}
+}
+
+// same checks that the recomputation saved what the forward did and made
+// outputs of the same shapes.
+func same(want, got []savedMeta, shapes [][]int, outs []*autograd.Tensor) error {
+	if len(outs) != len(shapes) {
+		return fmt.Errorf("recomputation returned %d outputs, the forward %d: the function is not deterministic", len(outs), len(shapes))
+	}
+	for i, o := range outs {
+		if fmt.Sprint(o.Shape()) != fmt.Sprint(shapes[i]) {
+			return fmt.Errorf("recomputed output %d has shape %v, the forward's %v", i, o.Shape(), shapes[i])
+		}
+	}
+	if len(want) != len(got) {
+		return fmt.Errorf("recomputation saved %d tensors for backward, the forward %d: the function is not deterministic (does it depend on state that changed, such as a mode or a flag?)", len(got), len(want))
+	}
+	for i := range want {
+		if fmt.Sprint(want[i].shape) != fmt.Sprint(got[i].shape) || want[i].dt != got[i].dt {
+			return fmt.Errorf("recomputation saved tensor %d as %v %s, the forward as %v %s", i, got[i].shape, got[i].dt, want[i].shape, want[i].dt)
+		}
+	}
+	return nil
+}
