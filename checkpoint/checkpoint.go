@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
 )
 
@@ -17,14 +18,21 @@ type savedMeta struct {
 	shape []int
 	dt    dtype.DType
 	bytes int64
+	blk   *device.Block
 }
 
 // Stats describes one checkpointed call: what its forward would have kept
 // for backward without checkpointing.
 type Stats struct {
-	Saved      int   // tensors saved by the function's ops
-	SavedBytes int64 // their bytes (tensors shared by several ops counted each time)
+	Saved int // tensors saved by the function's ops
+	// SavedBytes is the bytes of the distinct activation blocks they hold,
+	// the function's inputs and parameters excluded.
+	SavedBytes int64
 	OutBytes   int64 // bytes of the outputs
+	// RecomputePeak is how far the activation bytes rose while backward
+	// recomputed the function: everything it saves, its outputs, and the
+	// transients in between. 0 until backward has run.
+	RecomputePeak int64
 }
 
 // Run computes fn(ins) keeping only ins (and the outputs) for backward;
@@ -32,8 +40,7 @@ type Stats struct {
 // The outputs belong to the inputs' scope. When that scope records no
 // graph, Run just calls fn.
 func Run(fn Func, ins ...*autograd.Tensor) []*autograd.Tensor {
-	outs, _ := run(fn, ins)
-	return outs
+	return run(fn, ins, nil)
 }
 
 func scopeOf(ts []*autograd.Tensor) *autograd.Scope {
@@ -45,10 +52,15 @@ func scopeOf(ts []*autograd.Tensor) *autograd.Scope {
 	return nil
 }
 
-func run(fn Func, ins []*autograd.Tensor) ([]*autograd.Tensor, Stats) {
+// run checkpoints fn; when st is not nil it receives what the forward
+// measured, and RecomputePeak when backward recomputes.
+func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 	s := scopeOf(ins)
 	if s == nil || !s.GradEnabled() {
-		return fn(ins), Stats{}
+		return fn(ins)
+	}
+	if st == nil {
+		st = &Stats{}
 	}
 	// Forward: run fn in a child scope with grad recording on, to learn
 	// exactly what its ops would save (shapes and dtypes only: the hook
@@ -70,15 +82,21 @@ func run(fn Func, ins []*autograd.Tensor) ([]*autograd.Tensor, Stats) {
 	draws := stopLog()
 	needGrad := false
 	adopted := make([]*autograd.Tensor, len(outs))
-	var st Stats
 	for i, o := range outs {
 		needGrad = needGrad || o.RequiresGrad()
 		adopted[i] = s.Adopt(o)
 		st.OutBytes += o.Bytes()
 	}
+	seen := map[*device.Block]bool{}
+	for _, t := range ins {
+		seen[t.Block()] = true
+	}
 	for _, m := range want {
 		st.Saved++
-		st.SavedBytes += m.bytes
+		if !seen[m.blk] && m.blk.Label().Tag == device.Activation {
+			seen[m.blk] = true
+			st.SavedBytes += m.blk.Len()
+		}
 	}
 	child.Release()
 
@@ -89,16 +107,16 @@ func run(fn Func, ins []*autograd.Tensor) ([]*autograd.Tensor, Stats) {
 	autograd.Record(autograd.Custom{
 		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: ins, RequiresGrad: needGrad,
 		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
-			return recompute(s, fn, cast, draws, want, shapes, grads, saved, need)
+			return recompute(s, fn, cast, draws, want, shapes, grads, saved, need, st)
 		},
 	})
-	return adopted, st
+	return adopted
 }
 
 // recompute reruns fn on the saved inputs as the forward did and
 // differentiates through it.
 func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RNGDraw, want []savedMeta,
-	shapes [][]int, grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
+	shapes [][]int, grads, saved []*autograd.Tensor, need []bool, st *Stats) []*autograd.Tensor {
 	child := s.Child()
 	defer child.Release()
 	var got []savedMeta
@@ -114,7 +132,10 @@ func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RN
 	var outs []*autograd.Tensor
 	old := child.SetAutocast(cast)
 	stop := child.ReplayRNG(draws)
+	probe := saved[0].Device().Probe()
 	child.Recompute(func() { outs = fn(leaves) })
+	probe.Stop()
+	st.RecomputePeak = probe.Rise(device.Activation)
 	stop()
 	child.SetAutocast(old)
 	if err := same(want, got, shapes, outs); err != nil {
@@ -148,7 +169,7 @@ func leavesOf(s *autograd.Scope, ins []*autograd.Tensor) []*autograd.Tensor {
 }
 
 func metaOf(t *autograd.Tensor) savedMeta {
-	return savedMeta{shape: t.Shape(), dt: t.DType(), bytes: t.Bytes()}
+	return savedMeta{shape: t.Shape(), dt: t.DType(), bytes: t.Bytes(), blk: t.Block()}
 }
 
 // same checks that the recomputation saved what the forward did and made

@@ -109,6 +109,18 @@ func (m *model) release() {
 // loss, every parameter gradient and buffer, and the activation peak.
 func step(t *testing.T, dev *device.Device, m *model, segments int, dt dtype.DType, ac dtype.DType) (float64, [][]float64, int64) {
 	t.Helper()
+	return stepWith(t, dev, m, dt, ac, func(x *autograd.Tensor) *autograd.Tensor {
+		if segments == 0 {
+			return nn.NewSequential(m.layers...).Forward(x)
+		}
+		return checkpoint.Sequential(m.layers, segments, x)
+	})
+}
+
+// stepWith runs forward through fwd, then backward, and returns the loss,
+// every parameter gradient and buffer, and the activation peak.
+func stepWith(t *testing.T, dev *device.Device, m *model, dt dtype.DType, ac dtype.DType, fwd func(*autograd.Tensor) *autograd.Tensor) (float64, [][]float64, int64) {
+	t.Helper()
 	const batch = 8
 	width := m.blocks[0].w1.Dim(1)
 	x := make([]float64, batch*width)
@@ -126,13 +138,7 @@ func step(t *testing.T, dev *device.Device, m *model, segments int, dt dtype.DTy
 			xs.Release()
 			xs = c
 		}
-		var h *autograd.Tensor
-		if segments == 0 {
-			h = nn.NewSequential(m.layers...).Forward(xs)
-		} else {
-			h = checkpoint.Sequential(m.layers, segments, xs)
-		}
-		loss = h.Pow(2).Mean(false)
+		loss = fwd(xs).Pow(2).Mean(false)
 	})
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)

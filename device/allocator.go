@@ -148,6 +148,7 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 			st.AtPeak[t] = st.ByTag[t].Current
 		}
 	}
+	d.observe(l.Tag)
 	d.record(evAlloc, n, c.addr(), l)
 	return b, nil
 }

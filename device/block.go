@@ -130,6 +130,7 @@ func (b *Block) Retag(t Tag) {
 	d.st.ByTag[b.label.Tag].sub(b.n)
 	b.label.Tag = t
 	d.st.ByTag[t].add(b.n)
+	d.observe(t)
 	d.record(evRetag, b.n, b.Addr(), b.label)
 }
 

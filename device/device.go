@@ -53,6 +53,7 @@ type Device struct {
 	live     *Block // newest live block; the list runs through Block.older
 	seq      uint64
 	tl       *recorder
+	probes   []*Probe
 }
 
 // New makes a device named name (for example "cpu:0") over a backend.
