@@ -116,7 +116,7 @@ func (b *Budget) plan() {
 		}
 		return max(peak, held)
 	}
-	last := b.out[n-1] // the caller holds the final output throughout
+	last := b.out[n-1]               // the caller holds the final output throughout
 	peakOf := func(i, j int) int64 { // recomputing segment [i, j) after keep[i]
 		return keep[i] + b.in[i] + peakRun(i, j) + last
 	}
