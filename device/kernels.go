@@ -126,6 +126,22 @@ type Kernels interface {
 	// AttentionGrad writes dq, dk, dv from dout, recomputing the probabilities
 	// from q, k and lse.
 	AttentionGrad(dq, dk, dv, dout, q, k, v, out, lse Operand, b, h, t, d int, scale float64, causal bool)
+
+	// Optimizer kernels (package optim). The operands of AdamStep and
+	// SGDStep are contiguous and of one length; p is F32 or F64, and g and
+	// the state operands (m, v, buf) have p's dtype. p and the state are
+	// updated in place; g is only read.
+
+	// AdamStep applies one Adam or AdamW update (see AdamArgs for the
+	// formula) to p, with m and v its first and second moments.
+	AdamStep(p, g, m, v Operand, a AdamArgs)
+	// SGDStep applies one SGD update (see SGDArgs for the formula) to p;
+	// buf is the momentum buffer, a nil-Block operand when Momentum is 0.
+	SGDStep(p, g, buf Operand, a SGDArgs)
+	// SumSquares writes Σ src² into dst, one F64 element, accumulating in
+	// float64 in an order that does not depend on the number of cores. src
+	// is any float dtype.
+	SumSquares(dst, src Operand)
 }
 
 // Operand is tensor memory as a kernel sees it: a block, an element offset,
@@ -167,3 +183,43 @@ func (o Operand) Contiguous() bool {
 
 // Nil reports whether the operand is absent (no block).
 func (o Operand) Nil() bool { return o.Block == nil }
+
+// optimizer kernels
+
+// AdamArgs are the hyperparameters of one AdamStep, with PyTorch's
+// semantics (torch.optim.Adam and AdamW). With t = Step (1 for the first
+// update), λ = WeightDecay and g the gradient, per element:
+//
+//	Adam  (Decoupled false): g' = g + λ·p
+//	AdamW (Decoupled true):  p  = p·(1 − LR·λ); g' = g
+//	m  = β1·m + (1 − β1)·g'
+//	v  = β2·v + (1 − β2)·g'²
+//	m̂ = m / (1 − β1^t)
+//	v̂ = v / (1 − β2^t)
+//	p  = p − LR·m̂ / (√v̂ + Eps)
+type AdamArgs struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+	// Step is the 1-based number of this update of the parameter.
+	Step int
+	// Decoupled selects AdamW's weight decay.
+	Decoupled bool
+}
+
+// SGDArgs are the hyperparameters of one SGDStep, with PyTorch's semantics
+// (torch.optim.SGD). With μ = Momentum, τ = Dampening, λ = WeightDecay and
+// g the gradient, per element:
+//
+//	g' = g + λ·p
+//	μ = 0:     d = g'                      (buf is not used)
+//	μ ≠ 0:     buf = g'                    on the first step (First)
+//	           buf = μ·buf + (1 − τ)·g'    after it
+//	           d = g' + μ·buf              (Nesterov)
+//	           d = buf                     (otherwise)
+//	p = p − LR·d
+type SGDArgs struct {
+	LR, Momentum, Dampening, WeightDecay float64
+	// Nesterov selects Nesterov momentum.
+	Nesterov bool
+	// First says buf holds no history yet: it is set to g', undampened.
+	First bool
+}

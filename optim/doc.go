@@ -1,4 +1,68 @@
 // Package optim updates parameters from their gradients: SGD, Adam and
-// AdamW, gradient clipping and learning-rate schedules. Optimizer state
-// lives on the parameters' device under the optimizer tag.
+// AdamW with PyTorch's semantics, global gradient-norm clipping and
+// learning-rate schedules. Optimizer state lives on the parameters' device
+// under the device.Optimizer tag, so its bytes are counted exactly.
+//
+// # A training loop
+//
+//	opt, err := optim.NewAdamW(nn.Trainable(model), optim.AdamConfig{LR: 3e-4})
+//	if err != nil { … }
+//	defer opt.Release()
+//	sched := optim.CosineWarmup{Base: 3e-4, Warmup: 100, Total: 10000}
+//	for step := 0; step < 10000; step++ {
+//		opt.SetLR(sched.LR(step))
+//		s := autograd.NewScope()
+//		loss := … // forward in s
+//		if err := loss.Backward(); err != nil { … }
+//		s.Release()
+//		if _, err := optim.ClipGradNorm(nn.Trainable(model), 1.0); err != nil { … }
+//		if err := opt.Step(); err != nil { … } // on error nothing changed
+//		opt.ZeroGrad()
+//	}
+//
+// # Knobs and defaults
+//
+// The zero value of every config is PyTorch's defaults:
+//
+//	AdamConfig  LR 1e-3, Beta1 0.9, Beta2 0.999, Eps 1e-8,
+//	            WeightDecay 0 (NewAdam) or 0.01 (NewAdamW)
+//	SGDConfig   LR required, Momentum 0, Dampening 0, WeightDecay 0, Nesterov false
+//	StepLR      Gamma 0.1 (StepSize required)
+//	CosineWarmup Min 0, Warmup 0 (Total required)
+//
+// A 0 in an AdamConfig field means its default; Zero asks for an actual 0.
+//
+// # Memory
+//
+// State tensors have their parameter's shape and dtype and are allocated
+// on the first Step that sees the parameter's gradient, all of them before
+// any parameter is written, so running out of memory there changes
+// nothing. Per parameter element:
+//
+//	Adam, AdamW      2·size bytes (m and v: 8 per F32 element)
+//	SGD, momentum    1·size bytes (the momentum buffer)
+//	SGD, no momentum 0
+//
+// Each state tensor is labelled with its name as op and the parameter's
+// name as scope ("fc1.weight/exp_avg") in the device's live and leak
+// reports. Step allocates nothing else; ClipGradNorm borrows one F64
+// element per gradient while it runs. Release frees the state.
+//
+// # Failures
+//
+// Step checks every parameter, gradient and state tensor and allocates any
+// missing state before it writes anything: when it returns an error (a
+// 16-bit or view parameter, a gradient that does not match its parameter,
+// a negative learning rate, no memory for the state) no parameter and no
+// state has changed. Load is all-or-nothing in the same way.
+//
+// # Saving
+//
+// State returns the optimizer's tensors by name — "exp_avg.<param>",
+// "exp_avg_sq.<param>", "momentum_buffer.<param>" — and its scalars:
+// "step", "lr" and the hyperparameters. Load restores the tensors, the step
+// counts and the learning rate into an optimizer made with the same
+// hyperparameters over parameters with the same names, shapes and dtypes.
+// Saving after n steps and loading into a fresh optimizer continues the run
+// bit for bit.
 package optim

@@ -3,11 +3,13 @@ package optim
 import "github.com/headroom-ml/headroom/autograd"
 
 // Optimizer updates parameters from the gradients backward left in them.
+// SGD and Adam (Adam and AdamW) implement it.
 type Optimizer interface {
 	// Step applies one update to every parameter that has a gradient
 	// (parameters without one are skipped, as in PyTorch). It checks every
-	// parameter, gradient and state tensor before it writes anything: when
-	// it returns an error, no parameter and no state has changed.
+	// parameter, gradient and state tensor, and allocates any state it
+	// lacks, before it writes anything: when it returns an error, no
+	// parameter and no state has changed.
 	Step() error
 	// ZeroGrad frees the parameters' gradients.
 	ZeroGrad()
@@ -17,11 +19,12 @@ type Optimizer interface {
 	SetLR(lr float64)
 	// State returns the optimizer's state for saving: its tensors by name
 	// ("exp_avg.fc1.weight") — the optimizer's own, not to be released —
-	// and its scalars ("step").
+	// and its scalars ("step", "lr" and the hyperparameters).
 	State() State
-	// Load restores a State saved from an optimizer of the same kind over
-	// the same parameters. It checks every name, shape and dtype before it
-	// copies anything: on error the optimizer is unchanged.
+	// Load restores a State saved from an optimizer of the same kind and
+	// hyperparameters over the same parameters. It checks every name,
+	// shape and dtype, and allocates any missing state, before it copies
+	// anything: on error the optimizer is unchanged.
 	Load(s State) error
 	// Release frees the optimizer's state tensors.
 	Release()

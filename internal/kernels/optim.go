@@ -1,0 +1,146 @@
+package kernels
+
+import "math"
+
+// Optimizer updates, elementwise over contiguous slices of one length. Each
+// element is computed in float64 and rounded once to T, so the F32 and F64
+// results differ only by that rounding; elements are independent, so the
+// result does not depend on how the loop is split across cores.
+
+// optimGrain is the number of elements one worker takes at least.
+const optimGrain = 1 << 14
+
+// AdamUpdateArgs are the hyperparameters of one AdamUpdate (PyTorch's Adam
+// and AdamW; Step is 1 for the first update).
+type AdamUpdateArgs struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+	Step                               int
+	Decoupled                          bool
+}
+
+// AdamUpdate applies one Adam (or, Decoupled, AdamW) update to p in place,
+// updating the moments m and v; g is read only. With t = a.Step, λ =
+// a.WeightDecay, per element:
+//
+//	Adam:  g' = g + λ·p          AdamW: p = p·(1 − lr·λ), g' = g
+//	m = β1·m + (1−β1)·g'
+//	v = β2·v + (1−β2)·g'²
+//	p = p − (lr/(1−β1^t))·m / (√v/√(1−β2^t) + eps)
+func AdamUpdate[T Float](p, g, m, v []T, a AdamUpdateArgs) {
+	n := len(p)
+	g, m, v = g[:n], m[:n], v[:n]
+	t := float64(a.Step)
+	stepSize := a.LR / (1 - math.Pow(a.Beta1, t))
+	bc2 := math.Sqrt(1 - math.Pow(a.Beta2, t))
+	b1, b2 := a.Beta1, a.Beta2
+	decay := 1.0
+	coupled := 0.0
+	if a.Decoupled {
+		decay = 1 - a.LR*a.WeightDecay
+	} else {
+		coupled = a.WeightDecay
+	}
+	ParallelFor(n, optimGrain, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pi := float64(p[i]) * decay
+			gi := float64(g[i]) + coupled*pi
+			mi := b1*float64(m[i]) + (1-b1)*gi
+			vi := b2*float64(v[i]) + (1-b2)*gi*gi
+			m[i], v[i] = T(mi), T(vi)
+			p[i] = T(pi - stepSize*mi/(math.Sqrt(vi)/bc2+a.Eps))
+		}
+	})
+}
+
+// SGDUpdateArgs are the hyperparameters of one SGDUpdate (PyTorch's SGD).
+type SGDUpdateArgs struct {
+	LR, Momentum, Dampening, WeightDecay float64
+	Nesterov                             bool
+	// First: buf has no history yet and is set to g' undampened.
+	First bool
+}
+
+// SGDUpdate applies one SGD update to p in place; g is read only, buf (the
+// momentum buffer, nil when Momentum is 0) is updated. With μ, τ, λ the
+// momentum, dampening and weight decay, per element:
+//
+//	g' = g + λ·p
+//	buf = g' (First) or μ·buf + (1−τ)·g'
+//	d = g' (μ = 0), g' + μ·buf (Nesterov) or buf
+//	p = p − lr·d
+func SGDUpdate[T Float](p, g, buf []T, a SGDUpdateArgs) {
+	n := len(p)
+	g = g[:n]
+	mu := a.Momentum
+	if mu == 0 {
+		ParallelFor(n, optimGrain, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				pi := float64(p[i])
+				d := float64(g[i]) + a.WeightDecay*pi
+				p[i] = T(pi - a.LR*d)
+			}
+		})
+		return
+	}
+	buf = buf[:n]
+	ParallelFor(n, optimGrain, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			pi := float64(p[i])
+			gi := float64(g[i]) + a.WeightDecay*pi
+			b := gi
+			if !a.First {
+				b = mu*float64(buf[i]) + (1-a.Dampening)*gi
+			}
+			buf[i] = T(b)
+			d := b
+			if a.Nesterov {
+				d = gi + mu*b
+			}
+			p[i] = T(pi - a.LR*d)
+		}
+	})
+}
+
+// sumSquaresChunk is the fixed block of elements whose squares are summed
+// together; the block sums are then added in order, so the result is the
+// same on any number of cores.
+const sumSquaresChunk = 1 << 12
+
+// SumSquares returns Σ x², accumulated in float64 in a fixed order (blocks
+// of 4096 elements, each summed in four interleaved lanes, then the block
+// sums in order).
+func SumSquares[T Float](x []T) float64 {
+	n := len(x)
+	blocks := (n + sumSquaresChunk - 1) / sumSquaresChunk
+	if blocks <= 1 {
+		return sumSquaresBlock(x)
+	}
+	part := make([]float64, blocks)
+	ParallelFor(blocks, max(optimGrain/sumSquaresChunk, 1), func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			part[b] = sumSquaresBlock(x[b*sumSquaresChunk : min((b+1)*sumSquaresChunk, n)])
+		}
+	})
+	var s float64
+	for _, p := range part {
+		s += p
+	}
+	return s
+}
+
+func sumSquaresBlock[T Float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < len(x); i++ {
+		a := float64(x[i])
+		s0 += a * a
+	}
+	return (s0 + s1) + (s2 + s3)
+}

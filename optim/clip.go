@@ -1,0 +1,120 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// ClipGradNorm scales the gradients of params (buffers and parameters
+// without a gradient are skipped; a tensor listed twice counts once) so
+// that their global L2 norm is at most maxNorm, as PyTorch's
+// clip_grad_norm_ does: with total = √(Σ over every gradient element of
+// g²) and c = maxNorm/(total + 1e-6), every gradient is multiplied by c
+// when c < 1. It returns total, the norm before clipping.
+//
+// A non-finite total (a NaN or Inf gradient) is returned without error and
+// nothing is scaled (PyTorch's error_if_nonfinite=False, except that
+// PyTorch would multiply by the NaN coefficient).
+//
+// Memory: one F64 element per gradient on each gradient's device (tagged
+// device.Workspace, freed before it returns); the squares are summed there
+// and the per-gradient sums added on the host, in parameter order. On
+// error (a bad maxNorm or gradient, or no memory for those elements) no
+// gradient has changed.
+func ClipGradNorm(params []nn.Param, maxNorm float64) (float64, error) {
+	if math.IsNaN(maxNorm) || maxNorm < 0 {
+		return 0, fmt.Errorf("clip_grad_norm: maxNorm %v, want ≥ 0", maxNorm)
+	}
+	var grads []*autograd.Tensor
+	seen := map[*autograd.Tensor]bool{}
+	for _, p := range params {
+		if p.Buffer || p.T == nil || p.T.Released() || seen[p.T] {
+			continue
+		}
+		seen[p.T] = true
+		g := p.T.Grad()
+		if g == nil {
+			continue
+		}
+		if !g.DType().IsFloat() || !whole(g) {
+			return 0, fmt.Errorf("clip_grad_norm: gradient of %q (%v %s) is not a whole contiguous float tensor", p.Name, g.Shape(), g.DType())
+		}
+		grads = append(grads, g)
+	}
+	if len(grads) == 0 {
+		return 0, nil
+	}
+	sums, err := sumSquares(grads)
+	if err != nil {
+		return 0, err
+	}
+	var ss float64
+	for _, s := range sums {
+		ss += s
+	}
+	total := math.Sqrt(ss)
+	if math.IsNaN(total) || math.IsInf(total, 0) {
+		return total, nil
+	}
+	if c := maxNorm / (total + 1e-6); c < 1 {
+		for _, g := range grads {
+			g.ScaleInPlace(c)
+		}
+	}
+	return total, nil
+}
+
+// sumSquares returns Σ g² of each gradient, computed on its device into
+// one F64 workspace tensor per device.
+func sumSquares(grads []*autograd.Tensor) ([]float64, error) {
+	var devs []*device.Device
+	count := map[*device.Device]int{}
+	for _, g := range grads {
+		if count[g.Device()] == 0 {
+			devs = append(devs, g.Device())
+		}
+		count[g.Device()]++
+	}
+	ws := map[*device.Device]*autograd.Tensor{}
+	release := func() {
+		for _, t := range ws {
+			t.Release()
+		}
+	}
+	defer release()
+	err := autograd.Try(func() {
+		for _, d := range devs {
+			t := autograd.New(d, dtype.F64, device.Workspace, count[d])
+			ws[d] = t
+			t.Block().Relabel("clip_grad_norm", "")
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clip_grad_norm: %w", err)
+	}
+	slot := make([]int, len(grads))
+	next := map[*device.Device]int{}
+	for i, g := range grads {
+		d := g.Device()
+		slot[i] = next[d]
+		next[d]++
+		if k := d.Kernels(); k != nil {
+			dst := device.Operand{Block: ws[d].Block(), Off: slot[i], DType: dtype.F64, Shape: []int{1}}
+			k.SumSquares(dst, operand(g))
+		}
+	}
+	host := map[*device.Device][]float64{}
+	for _, d := range devs {
+		host[d] = ws[d].Float64s()
+	}
+	out := make([]float64, len(grads))
+	for i, g := range grads {
+		out[i] = host[g.Device()][slot[i]]
+	}
+	return out, nil
+}

@@ -1,0 +1,234 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// Zero asks for an actual 0 in a config field whose zero value means a
+// non-zero default (AdamConfig.Beta1, Beta2, Eps, and AdamW's WeightDecay):
+// AdamConfig{WeightDecay: optim.Zero} is AdamW without weight decay.
+const Zero = -1.0
+
+// orDefault resolves a config field: 0 is def, Zero is 0.
+func orDefault(v, def float64) float64 {
+	switch v {
+	case 0:
+		return def
+	case Zero:
+		return 0
+	}
+	return v
+}
+
+// slot is one trained parameter and its state.
+type slot struct {
+	name  string
+	t     *autograd.Tensor
+	state []*autograd.Tensor // one per stateNames entry; nil until the first update
+	step  int                // updates applied to this parameter
+}
+
+// base is what every optimizer here shares: the trained parameters, their
+// state tensors (allocated together, lazily) and the learning rate.
+type base struct {
+	kind   string   // "sgd", "adam", "adamw": the prefix of errors
+	names  []string // state tensor names, e.g. exp_avg, exp_avg_sq
+	slots  []*slot
+	lr     float64
+	steps  int // successful Step calls
+	byName map[string]*slot
+}
+
+// newBase collects the trainable (non-buffer) params, checking that each
+// has a unique non-empty name and a live tensor listed once.
+func newBase(kind string, params []nn.Param, lr float64, names ...string) (base, error) {
+	b := base{kind: kind, names: names, lr: lr, byName: map[string]*slot{}}
+	seen := map[*autograd.Tensor]string{}
+	for i, p := range params {
+		if p.Buffer {
+			continue
+		}
+		switch {
+		case p.T == nil:
+			return b, fmt.Errorf("%s: parameter %d (%q) has no tensor", kind, i, p.Name)
+		case p.T.Released():
+			return b, fmt.Errorf("%s: parameter %q was released", kind, p.Name)
+		case p.Name == "":
+			return b, fmt.Errorf("%s: parameter %d (%v) has no name; state is saved by name", kind, i, p.T)
+		case b.byName[p.Name] != nil:
+			return b, fmt.Errorf("%s: two parameters are named %q", kind, p.Name)
+		case seen[p.T] != "":
+			return b, fmt.Errorf("%s: parameters %q and %q are the same tensor; list it once", kind, seen[p.T], p.Name)
+		}
+		seen[p.T] = p.Name
+		s := &slot{name: p.Name, t: p.T}
+		b.slots = append(b.slots, s)
+		b.byName[p.Name] = s
+	}
+	if len(b.slots) == 0 {
+		return b, fmt.Errorf("%s: no trainable parameters (%d given, all buffers or none)", kind, len(params))
+	}
+	return b, nil
+}
+
+// LR returns the learning rate of the next Step.
+func (b *base) LR() float64 { return b.lr }
+
+// SetLR sets the learning rate of the next Steps (Step rejects a negative
+// or non-finite one).
+func (b *base) SetLR(lr float64) { b.lr = lr }
+
+// ZeroGrad frees the parameters' gradients.
+func (b *base) ZeroGrad() {
+	for _, s := range b.slots {
+		s.t.ZeroGrad()
+	}
+}
+
+// Release frees every state tensor. The optimizer stays usable: its next
+// Step starts again from fresh state, as on the first step.
+func (b *base) Release() {
+	for _, s := range b.slots {
+		for _, t := range s.state {
+			t.Release()
+		}
+		s.state, s.step = nil, 0
+	}
+	b.steps = 0
+}
+
+// StateBytes returns the bytes of the optimizer's state tensors.
+func (b *base) StateBytes() int64 {
+	var n int64
+	for _, s := range b.slots {
+		for _, t := range s.state {
+			n += t.Bytes()
+		}
+	}
+	return n
+}
+
+// pending returns the slots that have a gradient, after checking every one
+// of them and their state: nothing is written before this succeeds.
+func (b *base) pending() ([]*slot, error) {
+	if math.IsNaN(b.lr) || math.IsInf(b.lr, 0) || b.lr < 0 {
+		return nil, fmt.Errorf("%s: step: learning rate %v, want a finite value ≥ 0", b.kind, b.lr)
+	}
+	var work []*slot
+	for _, s := range b.slots {
+		if s.t.Released() {
+			return nil, fmt.Errorf("%s: step: parameter %q was released", b.kind, s.name)
+		}
+		g := s.t.Grad()
+		if g == nil {
+			continue
+		}
+		if err := checkPair(b.kind, s.name, s.t, g); err != nil {
+			return nil, err
+		}
+		for i, st := range s.state {
+			if st.Released() || !sameShape(st.Shape(), s.t.Shape()) || st.DType() != s.t.DType() || st.Device() != s.t.Device() {
+				return nil, fmt.Errorf("%s: step: state %s.%s (%v) no longer fits parameter %v %s on %s (released outside the optimizer?)",
+					b.kind, b.names[i], s.name, st, s.t.Shape(), s.t.DType(), s.t.Device())
+			}
+		}
+		work = append(work, s)
+	}
+	return work, nil
+}
+
+// checkPair checks that a parameter and its gradient can be updated by the
+// optimizer kernels: F32 or F64, whole contiguous tensors, one shape, dtype
+// and device.
+func checkPair(kind, name string, p, g *autograd.Tensor) error {
+	switch {
+	case p.DType() != dtype.F32 && p.DType() != dtype.F64:
+		return fmt.Errorf("%s: step: parameter %q has dtype %s, want f32 or f64 (keep f32 master weights for 16-bit models)", kind, name, p.DType())
+	case !whole(p):
+		return fmt.Errorf("%s: step: parameter %q (%v, strides %v) is a view; the optimizer updates whole contiguous tensors", kind, name, p.Shape(), p.Strides())
+	case g.Released():
+		return fmt.Errorf("%s: step: gradient of %q was released", kind, name)
+	case !sameShape(g.Shape(), p.Shape()):
+		return fmt.Errorf("%s: step: gradient of %q has shape %v, want the parameter's %v", kind, name, g.Shape(), p.Shape())
+	case g.DType() != p.DType():
+		return fmt.Errorf("%s: step: gradient of %q has dtype %s, want the parameter's %s", kind, name, g.DType(), p.DType())
+	case g.Device() != p.Device():
+		return fmt.Errorf("%s: step: gradient of %q is on %s, the parameter on %s", kind, name, g.Device(), p.Device())
+	case !whole(g):
+		return fmt.Errorf("%s: step: gradient of %q (%v, strides %v) is not a whole contiguous tensor", kind, name, g.Shape(), g.Strides())
+	}
+	return nil
+}
+
+// whole reports whether t is contiguous and covers its whole block, so that
+// its operand starts at element 0.
+func whole(t *autograd.Tensor) bool {
+	return !t.Released() && t.IsContiguous() && t.Bytes() == t.Block().Len()
+}
+
+// operand returns a whole tensor as a kernel operand.
+func operand(t *autograd.Tensor) device.Operand {
+	return device.Operand{Block: t.Block(), DType: t.DType(), Shape: t.Shape()}
+}
+
+// allocate gives every slot in work that has no state its state tensors:
+// all of them, or — when the device runs out of memory — none (those made
+// are released) and an error naming the call (step or load).
+func (b *base) allocate(call string, work []*slot) error {
+	if len(b.names) == 0 {
+		return nil
+	}
+	var need []*slot
+	for _, s := range work {
+		if s.state == nil {
+			need = append(need, s)
+		}
+	}
+	var made []*autograd.Tensor // len(b.names) per slot of need, in order
+	err := autograd.Try(func() {
+		for _, s := range need {
+			for _, n := range b.names {
+				t := autograd.New(s.t.Device(), s.t.DType(), device.Optimizer, s.t.Shape()...)
+				made = append(made, t)
+				t.Block().Relabel(n, s.name)
+				t.SetName(n + "." + s.name)
+			}
+		}
+	})
+	if err != nil {
+		for _, t := range made {
+			t.Release()
+		}
+		return fmt.Errorf("%s: %s: allocating optimizer state (nothing was changed): %w", b.kind, call, err)
+	}
+	k := len(b.names)
+	for i, s := range need {
+		s.state = made[i*k : (i+1)*k : (i+1)*k]
+	}
+	return nil
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func b2f(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
