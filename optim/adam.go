@@ -23,6 +23,13 @@ type AdamConfig struct {
 	// decoupled decay rate (AdamW: p ← p·(1 − LR·WeightDecay)); default 0
 	// for Adam and 0.01 for AdamW.
 	WeightDecay float64
+	// MasterWeights keeps an F32 copy of each F16/BF16 parameter in the
+	// optimizer (state "master", tagged optimizer): Step updates the copy
+	// from the 16-bit gradient and rounds it into the parameter (Micikevicius
+	// et al. 2018). The parameters must all be F16 or BF16. Memory per
+	// element: 4 (master) + 8 (m and v in F32) bytes of optimizer state,
+	// besides the 2-byte parameter and 2-byte gradient.
+	MasterWeights bool
 }
 
 // Adam is the Adam optimizer (Kingma and Ba), or AdamW (Loshchilov and
@@ -80,7 +87,7 @@ func newAdam(kind string, params []nn.Param, c AdamConfig, wd float64, decoupled
 			return nil, fmt.Errorf("%s: %s is %v, want %s (or Zero for 0)", kind, f.name, f.v, want)
 		}
 	}
-	b, err := newBase(kind, params, lr, "exp_avg", "exp_avg_sq")
+	b, err := newBase(kind, params, lr, c.MasterWeights, "exp_avg", "exp_avg_sq")
 	if err != nil {
 		return nil, err
 	}
@@ -101,16 +108,18 @@ func (a *Adam) Step() error {
 	}
 	for _, s := range work {
 		s.step++
-		m, v := s.state[0], s.state[1]
+		m, v := s.state[len(s.state)-2], s.state[len(s.state)-1]
+		p := a.target(s)
 		if k := s.t.Device().Kernels(); k != nil {
-			k.AdamStep(operand(s.t), operand(s.t.Grad()), operand(m), operand(v), device.AdamArgs{
+			k.AdamStep(operand(p), operand(s.t.Grad()), operand(m), operand(v), device.AdamArgs{
 				LR: a.lr, Beta1: a.beta1, Beta2: a.beta2, Eps: a.eps, WeightDecay: a.wd,
 				Step: s.step, Decoupled: a.decoupled,
 			})
 		}
-		s.t.Block().Bump()
+		p.Block().Bump()
 		m.Block().Bump()
 		v.Block().Bump()
+		a.publish(s)
 	}
 	a.steps++
 	return nil
@@ -119,7 +128,7 @@ func (a *Adam) Step() error {
 // hypers are the settings a loaded State must match.
 func (a *Adam) hypers() []hyper {
 	return []hyper{{"beta1", a.beta1}, {"beta2", a.beta2}, {"eps", a.eps},
-		{"weight_decay", a.wd}, {"decoupled_weight_decay", b2f(a.decoupled)}}
+		{"weight_decay", a.wd}, {"decoupled_weight_decay", b2f(a.decoupled)}, {"master_weights", b2f(a.master)}}
 }
 
 // State returns m and v of each parameter that has them ("exp_avg.<name>",

@@ -40,11 +40,11 @@ func TestCheckPair(t *testing.T) {
 		{p, mk(big.Slice(0, 0, 2)), "is not a whole contiguous tensor"},
 		{p, mk(mk(ok.T()).T()), ""},
 		{p, released, "gradient of \"w\" was released"},
-		{mk(autograd.New(d0, dtype.BF16, device.Parameter, 2, 3)), ok, "has dtype bf16, want f32 or f64"},
+		{mk(autograd.New(d0, dtype.BF16, device.Parameter, 2, 3)), ok, "has dtype bf16, want f32 or f64 (use MasterWeights"},
 		{mk(big.Slice(0, 1, 3)), ok, "is a view"},
 		{p, ok, ""},
 	} {
-		err := checkPair("adam", "w", c.p, c.g)
+		err := checkPair("adam", "w", c.p, c.g, false)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("checkPair(%v, %v) = %v, want nil", c.p, c.g, err)

@@ -1,6 +1,9 @@
 package optim
 
-import "github.com/headroom-ml/headroom/autograd"
+import (
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/nn"
+)
 
 // Optimizer updates parameters from the gradients backward left in them.
 // SGD and Adam (Adam and AdamW) implement it.
@@ -28,6 +31,8 @@ type Optimizer interface {
 	Load(s State) error
 	// Release frees the optimizer's state tensors.
 	Release()
+	// Params returns the parameters the optimizer trains, in order.
+	Params() []nn.Param
 }
 
 // State is an optimizer's state: named tensors and scalars.

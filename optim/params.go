@@ -38,6 +38,7 @@ type slot struct {
 // state tensors (allocated together, lazily) and the learning rate.
 type base struct {
 	kind   string   // "sgd", "adam", "adamw": the prefix of errors
+	master bool     // F32 master weights for F16/BF16 parameters (state[0])
 	names  []string // state tensor names, e.g. exp_avg, exp_avg_sq
 	slots  []*slot
 	lr     float64
@@ -47,8 +48,11 @@ type base struct {
 
 // newBase collects the trainable (non-buffer) params, checking that each
 // has a unique non-empty name and a live tensor listed once.
-func newBase(kind string, params []nn.Param, lr float64, names ...string) (base, error) {
-	b := base{kind: kind, names: names, lr: lr, byName: map[string]*slot{}}
+func newBase(kind string, params []nn.Param, lr float64, master bool, names ...string) (base, error) {
+	if master {
+		names = append([]string{"master"}, names...)
+	}
+	b := base{kind: kind, master: master, names: names, lr: lr, byName: map[string]*slot{}}
 	seen := map[*autograd.Tensor]string{}
 	for i, p := range params {
 		if p.Buffer {
@@ -129,11 +133,11 @@ func (b *base) pending() ([]*slot, error) {
 		if g == nil {
 			continue
 		}
-		if err := checkPair(b.kind, s.name, s.t, g); err != nil {
+		if err := checkPair(b.kind, s.name, s.t, g, b.master); err != nil {
 			return nil, err
 		}
 		for i, st := range s.state {
-			if st.Released() || !sameShape(st.Shape(), s.t.Shape()) || st.DType() != s.t.DType() || st.Device() != s.t.Device() {
+			if st.Released() || !sameShape(st.Shape(), s.t.Shape()) || st.DType() != b.stateDType(s) || st.Device() != s.t.Device() {
 				return nil, fmt.Errorf("%s: step: state %s.%s (%v) no longer fits parameter %v %s on %s (released outside the optimizer?)",
 					b.kind, b.names[i], s.name, st, s.t.Shape(), s.t.DType(), s.t.Device())
 			}
@@ -144,12 +148,14 @@ func (b *base) pending() ([]*slot, error) {
 }
 
 // checkPair checks that a parameter and its gradient can be updated by the
-// optimizer kernels: F32 or F64, whole contiguous tensors, one shape, dtype
-// and device.
-func checkPair(kind, name string, p, g *autograd.Tensor) error {
+// optimizer kernels: F32 or F64 (F16 or BF16 with master weights), whole
+// contiguous tensors, one shape, dtype and device.
+func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 	switch {
-	case p.DType() != dtype.F32 && p.DType() != dtype.F64:
-		return fmt.Errorf("%s: step: parameter %q has dtype %s, want f32 or f64 (keep f32 master weights for 16-bit models)", kind, name, p.DType())
+	case master && !p.DType().IsLowPrecision():
+		return fmt.Errorf("%s: step: parameter %q has dtype %s: master weights are f32 copies of f16 or bf16 parameters", kind, name, p.DType())
+	case !master && p.DType() != dtype.F32 && p.DType() != dtype.F64:
+		return fmt.Errorf("%s: step: parameter %q has dtype %s, want f32 or f64 (use MasterWeights for 16-bit parameters)", kind, name, p.DType())
 	case !whole(p):
 		return fmt.Errorf("%s: step: parameter %q (%v, strides %v) is a view; the optimizer updates whole contiguous tensors", kind, name, p.Shape(), p.Strides())
 	case g.Released():
@@ -194,7 +200,7 @@ func (b *base) allocate(call string, work []*slot) error {
 	err := autograd.Try(func() {
 		for _, s := range need {
 			for _, n := range b.names {
-				t := autograd.New(s.t.Device(), s.t.DType(), device.Optimizer, s.t.Shape()...)
+				t := autograd.New(s.t.Device(), b.stateDType(s), device.Optimizer, s.t.Shape()...)
 				made = append(made, t)
 				t.Block().Relabel(n, s.name)
 				t.SetName(n + "." + s.name)
@@ -210,8 +216,47 @@ func (b *base) allocate(call string, work []*slot) error {
 	k := len(b.names)
 	for i, s := range need {
 		s.state = made[i*k : (i+1)*k : (i+1)*k]
+		if b.master {
+			s.state[0].CopyFrom(s.t)
+		}
 	}
 	return nil
+}
+
+// stateDType is the dtype of a slot's state: F32 with master weights, else
+// the parameter's.
+func (b *base) stateDType(s *slot) dtype.DType {
+	if b.master {
+		return dtype.F32
+	}
+	return s.t.DType()
+}
+
+// target returns the tensor the update kernels write: the master copy, or
+// the parameter itself.
+func (b *base) target(s *slot) *autograd.Tensor {
+	if b.master {
+		return s.state[0]
+	}
+	return s.t
+}
+
+// publish copies an updated master copy into its 16-bit parameter.
+func (b *base) publish(s *slot) {
+	if b.master {
+		s.t.CopyFrom(s.state[0])
+	} else {
+		s.t.Block().Bump()
+	}
+}
+
+// Params returns the trained parameters, in order.
+func (b *base) Params() []nn.Param {
+	ps := make([]nn.Param, len(b.slots))
+	for i, s := range b.slots {
+		ps[i] = nn.Param{Name: s.name, T: s.t}
+	}
+	return ps
 }
 
 func sameShape(a, b []int) bool {

@@ -22,6 +22,9 @@ type SGDConfig struct {
 	WeightDecay float64
 	// Nesterov uses Nesterov momentum (needs Momentum > 0 and Dampening 0).
 	Nesterov bool
+	// MasterWeights keeps an F32 copy of each F16/BF16 parameter (see
+	// AdamConfig.MasterWeights): 4 bytes per element, plus 4 for momentum.
+	MasterWeights bool
 }
 
 // SGD is stochastic gradient descent with PyTorch's semantics
@@ -66,7 +69,7 @@ func NewSGD(params []nn.Param, c SGDConfig) (*SGD, error) {
 	if c.Momentum != 0 {
 		names = []string{"momentum_buffer"}
 	}
-	b, err := newBase("sgd", params, c.LR, names...)
+	b, err := newBase("sgd", params, c.LR, c.MasterWeights, names...)
 	if err != nil {
 		return nil, err
 	}
@@ -92,19 +95,21 @@ func (o *SGD) Step() error {
 	for i, s := range work {
 		s.step++
 		var buf device.Operand
-		if s.state != nil {
-			buf = operand(s.state[0])
+		if o.momentum != 0 {
+			buf = operand(s.state[len(s.state)-1])
 		}
+		p := o.target(s)
 		if k := s.t.Device().Kernels(); k != nil {
-			k.SGDStep(operand(s.t), operand(s.t.Grad()), buf, device.SGDArgs{
+			k.SGDStep(operand(p), operand(s.t.Grad()), buf, device.SGDArgs{
 				LR: o.lr, Momentum: o.momentum, Dampening: o.dampening, WeightDecay: o.wd,
 				Nesterov: o.nesterov, First: first[i],
 			})
 		}
-		s.t.Block().Bump()
-		if s.state != nil {
-			s.state[0].Block().Bump()
+		p.Block().Bump()
+		if o.momentum != 0 {
+			s.state[len(s.state)-1].Block().Bump()
 		}
+		o.publish(s)
 	}
 	o.steps++
 	return nil
@@ -112,7 +117,7 @@ func (o *SGD) Step() error {
 
 func (o *SGD) hypers() []hyper {
 	return []hyper{{"momentum", o.momentum}, {"dampening", o.dampening},
-		{"weight_decay", o.wd}, {"nesterov", b2f(o.nesterov)}}
+		{"weight_decay", o.wd}, {"nesterov", b2f(o.nesterov)}, {"master_weights", b2f(o.master)}}
 }
 
 // State returns the momentum buffers ("momentum_buffer.<name>", the

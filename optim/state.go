@@ -93,8 +93,8 @@ func (b *base) check(s State, hypers []hyper, perSlot ...string) (loaded, error)
 			return fail("unknown tensor %q (want %s followed by a parameter name)", name, names(b.names))
 		case t == nil || t.Released():
 			return fail("tensor %q is nil or released", name)
-		case !sameShape(t.Shape(), sl.t.Shape()) || t.DType() != sl.t.DType():
-			return fail("tensor %q is %v %s, want its parameter's %v %s", name, t.Shape(), t.DType(), sl.t.Shape(), sl.t.DType())
+		case !sameShape(t.Shape(), sl.t.Shape()) || t.DType() != b.stateDType(sl):
+			return fail("tensor %q is %v %s, want %v %s", name, t.Shape(), t.DType(), sl.t.Shape(), b.stateDType(sl))
 		case !t.IsContiguous():
 			return fail("tensor %q (strides %v) is not contiguous", name, t.Strides())
 		}

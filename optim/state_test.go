@@ -118,7 +118,7 @@ func TestStateNames(t *testing.T) {
 		}
 	}
 	want := map[string]float64{"step": 1, "step.w": 1, "step.b": 1, "lr": 0.1, "beta1": 0.9, "beta2": 0.999,
-		"eps": 1e-8, "weight_decay": 0.01, "decoupled_weight_decay": 1}
+		"eps": 1e-8, "weight_decay": 0.01, "decoupled_weight_decay": 1, "master_weights": 0}
 	if len(st.Scalars) != len(want) {
 		t.Errorf("scalars %v, want %v", st.Scalars, want)
 	}
@@ -168,7 +168,7 @@ func TestLoadRejects(t *testing.T) {
 		s    optim.State
 		want string
 	}{
-		{"shape", edit(func(s *optim.State) { s.Tensors["exp_avg.w"] = wrong }), `tensor "exp_avg.w" is [4] f32, want its parameter's [3] f32`},
+		{"shape", edit(func(s *optim.State) { s.Tensors["exp_avg.w"] = wrong }), `tensor "exp_avg.w" is [4] f32, want [3] f32`},
 		{"dtype", edit(func(s *optim.State) { s.Tensors["exp_avg.w"] = f64 }), `is [3] f64`},
 		{"unknown tensor", edit(func(s *optim.State) { s.Tensors["exp_avg.x"] = wrong }), `unknown tensor "exp_avg.x"`},
 		{"missing tensor", edit(func(s *optim.State) { delete(s.Tensors, "exp_avg_sq.b") }), `tensor "exp_avg_sq.b" is missing`},

@@ -9,7 +9,9 @@ import (
 )
 
 // The optimizer kernels work in place on F32 or F64 operands; they are
-// never given 16-bit parameters (mixed precision keeps F32 master weights).
+// never given 16-bit parameters (mixed precision keeps F32 master weights),
+// but the gradient of an F32 master weight may be F16 or BF16: it is read
+// through a converted copy.
 
 // optimDType panics unless every present operand is contiguous, has p's
 // dtype (F32 or F64) and p's length.
@@ -17,11 +19,13 @@ func optimDType(op string, p device.Operand, os ...device.Operand) dtype.DType {
 	if p.DType != dtype.F32 && p.DType != dtype.F64 {
 		panic(fmt.Sprintf("cpu: %s: parameter dtype %s, want F32 or F64", op, p.DType))
 	}
-	for _, o := range append([]device.Operand{p}, os...) {
+	for i, o := range append([]device.Operand{p}, os...) {
 		if o.Nil() {
 			continue
 		}
-		if o.DType != p.DType || o.Len() != p.Len() || !o.Contiguous() {
+		// The gradient (os[0]) of an F32 master weight may be F16 or BF16.
+		half := i == 1 && p.DType == dtype.F32 && o.DType.IsLowPrecision()
+		if (o.DType != p.DType && !half) || o.Len() != p.Len() || !o.Contiguous() {
 			panic(fmt.Sprintf("cpu: %s: operand %s %v (contiguous %v) does not match parameter %s %v",
 				op, o.DType, o.Shape, o.Contiguous(), p.DType, p.Shape))
 		}
@@ -50,7 +54,7 @@ func (kern) AdamStep(p, g, m, v device.Operand, a device.AdamArgs) {
 		kernels.AdamUpdate(span64(p), span64(g), span64(m), span64(v), ka)
 		return
 	}
-	kernels.AdamUpdate(span32(p), span32(g), span32(m), span32(v), ka)
+	kernels.AdamUpdate(span32(p), grad32(g), span32(m), span32(v), ka)
 }
 
 func (kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
@@ -63,7 +67,7 @@ func (kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
 		kernels.SGDUpdate(span64(p), span64(g), span64(buf), ka)
 		return
 	}
-	kernels.SGDUpdate(span32(p), span32(g), span32(buf), ka)
+	kernels.SGDUpdate(span32(p), grad32(g), span32(buf), ka)
 }
 
 func (kern) SumSquares(dst, src device.Operand) {
@@ -83,4 +87,12 @@ func (kern) SumSquares(dst, src device.Operand) {
 		s = kernels.SumSquares(span(f32(src), src))
 	}
 	span64(dst)[0] = s
+}
+
+// grad32 returns a gradient as float32 values, converting 16-bit ones.
+func grad32(g device.Operand) []float32 {
+	if g.DType == dtype.F32 {
+		return span32(g)
+	}
+	return span(f32(g), g)
 }
