@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/headroom-ml/headroom/device"
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
 
 // AddInPlace adds alpha·x to t in place (x broadcasts to t's shape; t must
 // be contiguous). It is not recorded in the graph: use it for updates of
@@ -47,4 +50,25 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		fail("copy_from", "%v does not broadcast to the destination's %v", src.shape, t.shape)
 	}
 	copyInto(t, src)
+}
+
+// SumSquares returns Σ t² accumulated in float64 (an explicit read of one
+// number from the device; 0 on meta). A non-finite result means t holds an
+// infinity or a NaN: loss scaling uses it to detect overflowed gradients.
+// It borrows one F64 element of workspace.
+func (t *Tensor) SumSquares() float64 {
+	t.live("sum_squares")
+	src := t
+	if !t.IsContiguous() {
+		src = copyDense(t)
+		defer src.Release()
+	}
+	acc := alloc(nil, t.dev, dtype.F64, []int{1}, device.Label{Tag: device.Workspace, Op: "sum_squares", Scope: t.name})
+	defer acc.Release()
+	k := t.dev.Kernels()
+	if k == nil {
+		return 0
+	}
+	k.SumSquares(acc.operand(), src.operand())
+	return acc.Float64s()[0]
 }

@@ -30,7 +30,9 @@ type CEOptions struct {
 // integer targets (N) of dtype I64 or I32 (classes in [0, V), or the
 // ignore index): -log softmax(logits)[target] per row, with label
 // smoothing as in PyTorch, reduced as o.Reduction says — a scalar for
-// "mean" and "sum", (N) for "none" — in the logits' float dtype. Flatten
+// "mean" and "sum", (N) for "none" — in F32 for F16 and BF16 logits (unlike
+// PyTorch, which returns their dtype: a loss is tiny, and the gradient of a
+// scaled loss would overflow an F16 scalar), else in the logits' dtype. Flatten
 // (B, T, V) logits and (B, T) targets to (B·T, V) and (B·T) first.
 //
 // It is fused: neither the softmax nor the log-probabilities are ever
@@ -38,8 +40,8 @@ type CEOptions struct {
 // compute dtype (F32, or F64 for F64 logits): N·4 new bytes for F32, F16
 // and BF16 logits (N·8 for F64), tagged Activation (workspace without a
 // recorded graph). Saves logits and targets (already alive) and lse. For
-// "mean" and "sum" the forward pass borrows the per-row losses (N, logits'
-// dtype) as workspace. Strided logits or targets borrow contiguous copies.
+// "mean" and "sum" the forward pass borrows the per-row losses (N, in the
+// output's dtype) as workspace. Strided logits or targets borrow contiguous copies.
 // On a computing device the targets are copied to the host (N integers)
 // to check them and count those not ignored. Backward writes
 // dlogits = (softmax - smoothed one-hot)·dloss per row (0 for ignored
@@ -87,13 +89,11 @@ func CrossEntropy(logits, target *Tensor, o CEOptions) *Tensor {
 	if rec {
 		stat = op.empty
 	}
-	dt, odt := logits.dt, logits.dt
-	if op.s != nil && op.s.autocast != dtype.Invalid {
-		// Under autocast the loss is F32; the logits stay in their dtype
-		// (the kernel computes in F32 anyway), so what is saved is no
-		// larger than the forward made it.
-		odt = computeDType(dt)
-	}
+	// The loss of 16-bit logits is F32 (computeDType): the logits stay in
+	// their dtype (the kernel computes in F32 anyway), so what is saved is
+	// no larger than the forward made it, and a scaled loss's gradient
+	// (2^16 under loss scaling) cannot overflow an F16 scalar.
+	dt, odt := logits.dt, computeDType(logits.dt)
 	lse := stat(computeDType(dt), []int{n})
 	var out, rows *Tensor
 	if red == "none" {

@@ -1,0 +1,37 @@
+// Package amp trades precision for memory: mixed precision keeps
+// activations (autocast) or parameters and gradients (master weights) in
+// 16 bits, and dynamic loss scaling keeps small F16 gradients from
+// vanishing.
+//
+// Two modes, both composing with the Scaler, activation checkpointing and
+// gradient accumulation:
+//
+//   - Autocast (Scope.Autocast in package autograd): parameters stay F32;
+//     matrix products and convolutions run in F16 or BF16, so what the
+//     forward pass saves is half the size; gradients arrive in F32.
+//   - Low-precision parameters with F32 master weights: the model is built
+//     in F16 or BF16 (2 bytes per parameter and 2 per gradient) and the
+//     optimizer keeps F32 master weights and F32 state (optim's
+//     MasterWeights: 4 + 8 bytes per parameter for Adam) — the layout the
+//     ZeRO paper's memory formulas assume.
+//
+// The Scaler is PyTorch's GradScaler: multiply the loss by a scale before
+// backward so that F16 gradients do not underflow, divide the gradients by
+// it before the optimizer step, skip the step when a gradient overflowed,
+// and adapt the scale. Its defaults are PyTorch's: InitScale 2^16,
+// GrowthFactor 2, BackoffFactor 0.5, GrowthInterval 2000. BF16 has F32's
+// exponent range and needs no scaling: a Scaler made for BF16 is disabled
+// and says so. A disabled Scaler is a no-op, so one loop serves all modes:
+//
+//	sc := amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+//	for step := … {
+//		s.Autocast(dtype.F16, func() { loss = model(s, x) })
+//		if err := sc.Scale(loss).Backward(); err != nil { … }
+//		if err := sc.Unscale(opt); err != nil { … }   // before clipping
+//		optim.ClipGradNorm(opt.Params(), 1)
+//		if _, err := sc.Step(opt); err != nil { … }     // skipped on inf/NaN
+//		sc.Update()
+//		opt.ZeroGrad()
+//		s.Release()
+//	}
+package amp
