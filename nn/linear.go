@@ -14,15 +14,11 @@ type Linear struct {
 }
 
 // NewLinear makes a Linear layer named name, initialised like PyTorch's
-// (U(±1/√In) for weight and bias).
+// (U(±1/√In) for weight and bias). It panics with *autograd.Error for
+// sizes ≤ 0 and *device.OOMError when memory runs out, holding nothing
+// then.
 func NewLinear(b *Builder, name string, in, out int, bias bool) *Linear {
-	l := &Linear{Name: name, In: in, Out: out, Weight: b.Param(join(name, "weight"), out, in)}
-	b.KaimingUniform(l.Weight, in)
-	if bias {
-		l.Bias = b.Param(join(name, "bias"), out)
-		b.KaimingUniform(l.Bias, in)
-	}
-	return l
+	return newLinear(b, name, in, out, bias, linearInit{})
 }
 
 // Forward returns x·Wᵀ + b.

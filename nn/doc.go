@@ -1,0 +1,60 @@
+// Package nn builds models from autograd's ops: the Module and Layer
+// interfaces, a seeded Builder for parameters, layers (Linear, Conv2d,
+// BatchNorm2d, LayerNorm, Embedding, Dropout, CausalSelfAttention, MLP),
+// blocks (GPTBlock, BasicBlock, Bottleneck) and models (GPT, ResNet and its
+// presets ResNet18…152 and SmallResNet).
+//
+// # Building
+//
+// Every constructor takes a *Builder (device, parameter dtype, seeded
+// source of initial values) and the layer's full dotted name, which names
+// its parameters ("layer1.0.conv1.weight", "transformer.h.3.attn.c_attn.bias"
+// — torchvision's and nanoGPT's names) and labels its allocations. Two
+// builders with the same seed build identical parameters. On the meta
+// device nothing is drawn, so GPT-2 or ResNet-152 build instantly and their
+// real training step can be measured there:
+//
+//	b := nn.NewBuilder(dev, dtype.F32, 1)
+//	m, err := nn.ResNet50(b, "", nn.ResNetConfig{})     // torchvision's resnet50
+//	g, err := nn.NewGPT(b, "", nn.GPTConfig{…}, gen)     // GPT-2 style
+//	defer nn.Release(m)                                  // parameters belong to the caller
+//
+// Layer constructors panic with *autograd.Error on arguments that do not
+// fit; model constructors (NewGPT, NewResNet and the presets) return an
+// error for a bad configuration or when the device runs out of memory. A
+// constructor that fails part-way releases what it had allocated.
+//
+// # Forward and memory
+//
+// A layer's Forward takes a tensor that belongs to a step's autograd.Scope
+// and never releases it; it releases every intermediate it makes as soon as
+// the next op has consumed it, so what stays allocated is exactly what
+// backward needs (each op holds what it saved through its own reference).
+// Every layer's doc gives two formulas, which the tests check byte for byte
+// on cpu and meta:
+//
+//   - parameter bytes (buffers such as BatchNorm's running statistics
+//     counted apart);
+//   - activation bytes: what its Forward leaves allocated (tag Activation)
+//     when it returns during training — its output included, its input
+//     not. The input, when an op saves it, is said to be saved "alive
+//     already": its caller holds it. Without a recorded graph (Scope.NoGrad)
+//     only the output remains.
+//
+// In a chain (Sequential, a model's Forward) a layer's output stays only
+// when the next layer saves it: the chain leaves the sum of its layers'
+// activation bytes less the outputs that the following layer does not
+// save. The blocks' and models' docs give their totals.
+//
+// # Saving
+//
+// Save and Load write and read a module's parameters and buffers, by these
+// names, as a safetensors file (see their docs).
+//
+// # Modes
+//
+// Train(false) switches Dropout to the identity and BatchNorm2d to its
+// running statistics; layers start in training mode. Dropout draws masks
+// from an *autograd.Generator passed in (no global randomness); restoring
+// its State repeats the masks.
+package nn

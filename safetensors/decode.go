@@ -1,0 +1,134 @@
+package safetensors
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"unicode/utf8"
+)
+
+// entry is one tensor as the header describes it.
+type entry struct {
+	name       string
+	kind       kind
+	shape      []int
+	begin, end uint64
+}
+
+// Decode parses a whole safetensors file held in b. The tensors' Data
+// slices point into b (capacity-limited, so appending to one cannot reach
+// its neighbour); copy them to keep them past b's reuse.
+//
+// Everything is checked, following the reference implementation: the
+// 8-byte header length (at most MaxHeaderSize and within b), the header
+// (valid UTF-8; one JSON object, with only JSON white space around it;
+// "__metadata__" an object of strings, or null; every other key a tensor
+// {"dtype": a known type, "shape": [non-negative integers],
+// "data_offsets": [begin, end]}), the size of each tensor (its shape's
+// element count times its type's size, computed without overflow, equals
+// end−begin), and the layout: ordered by offsets, the tensors must cover
+// the bytes after the header exactly, with no gap and no overlap. Stricter
+// than the reference, a key repeated anywhere in the header is an error
+// (the reference keeps the last). Unknown fields of a tensor object are
+// ignored, as the reference ignores them. Every error names what is wrong.
+//
+// The returned File lists Names in the order of the tensors' data (ties,
+// possible only between empty tensors, keep the header's order); its
+// Tensors carry both Kind and, where the project has one, DType; its
+// Metadata is never nil.
+func Decode(b []byte) (*File, error) {
+	f, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors.Decode: %w", err)
+	}
+	return f, nil
+}
+
+func decode(b []byte) (*File, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("file of %d bytes is too short for the 8-byte header length", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > MaxHeaderSize {
+		return nil, fmt.Errorf("header length %d is over the limit of %d (not a safetensors file?)", n, MaxHeaderSize)
+	}
+	if n > uint64(len(b)-8) {
+		return nil, fmt.Errorf("header length %d runs past the end of the %d-byte file (truncated?)", n, len(b))
+	}
+	h, data := b[8:8+n], b[8+n:]
+	if !utf8.Valid(h) {
+		bad := 0
+		for bad < len(h) {
+			r, size := utf8.DecodeRune(h[bad:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		return nil, fmt.Errorf("header is not valid UTF-8 (bad byte at header offset %d)", bad)
+	}
+	es, meta, err := parseHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(es, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
+	})
+	f := &File{Names: make([]string, 0, len(es)), Tensors: make(map[string]Tensor, len(es)), Metadata: meta}
+	if f.Metadata == nil {
+		f.Metadata = map[string]string{}
+	}
+	var pos uint64
+	prev := ""
+	for i, e := range es {
+		if err := checkEntry(e, i == 0, pos, prev, len(data)); err != nil {
+			return nil, err
+		}
+		pos, prev = e.end, e.name
+		f.Names = append(f.Names, e.name)
+		f.Tensors[e.name] = Tensor{DType: e.kind.dt, Kind: e.kind.name, Shape: e.shape, Data: data[e.begin:e.end:e.end]}
+	}
+	if pos != uint64(len(data)) {
+		return nil, fmt.Errorf("the tensors cover %d bytes, but %d bytes follow the header (%d unaccounted for)",
+			pos, len(data), uint64(len(data))-pos)
+	}
+	return f, nil
+}
+
+// checkEntry checks one tensor, given whether it is the first, where the
+// previous one (prev) ended and the size of the data buffer.
+func checkEntry(e entry, first bool, pos uint64, prev string, size int) error {
+	where := fmt.Sprintf("tensor %q: data_offsets [%d, %d]", e.name, e.begin, e.end)
+	switch {
+	case e.end < e.begin:
+		return fmt.Errorf("%s end before they begin", where)
+	case e.begin < pos:
+		return fmt.Errorf("%s overlap tensor %q, which ends at %d", where, prev, pos)
+	case e.begin > pos && first:
+		return fmt.Errorf("%s leave a gap: the first tensor must start at 0", where)
+	case e.begin > pos:
+		return fmt.Errorf("%s leave a gap after tensor %q, which ends at %d", where, prev, pos)
+	}
+	n, err := numBytes(e.shape, e.kind)
+	if err != nil {
+		return fmt.Errorf("tensor %q: %w", e.name, err)
+	}
+	if e.end-e.begin != uint64(n) {
+		return fmt.Errorf("%s span %d bytes, but shape %v of %s needs %d",
+			where, e.end-e.begin, e.shape, e.kind.name, n)
+	}
+	if e.end > uint64(size) {
+		return fmt.Errorf("%s run past the %d bytes that follow the header (truncated?)", where, size)
+	}
+	return nil
+}
+
+// toInt converts a header integer to int.
+func toInt(v uint64, what string) (int, error) {
+	if v > math.MaxInt {
+		return 0, fmt.Errorf("%s %d is too large", what, v)
+	}
+	return int(v), nil
+}

@@ -1,0 +1,68 @@
+// Package safetensors reads and writes the safetensors file format
+// (github.com/huggingface/safetensors), in which Hugging Face models are
+// shared and in which headroom saves models and training state.
+//
+// # The format
+//
+// A file is three parts, with nothing else:
+//
+//	8 bytes   N, the header's length, an unsigned little-endian integer
+//	N bytes   the header: UTF-8 JSON, padded with spaces
+//	the rest  the tensors' elements, one tensor after another
+//
+// The header is one JSON object. Its key "__metadata__", optional, holds
+// an object of free-form strings. Every other key is a tensor's name, and
+// its value says where the tensor is:
+//
+//	{"__metadata__":{"format":"pt"},
+//	 "fc.weight":{"dtype":"F32","shape":[4,3],"data_offsets":[0,48]},
+//	 "fc.bias":{"dtype":"F32","shape":[4],"data_offsets":[48,64]}}
+//
+// data_offsets are [begin, end) byte offsets into the part after the header.
+// Elements are little-endian and row-major; a tensor of shape [] is a
+// scalar (one element), and one with a zero dimension is empty (begin =
+// end). Taken in offset order, the tensors must cover the data part exactly:
+// no gaps, no overlaps, nothing after the last. The header may be at most
+// MaxHeaderSize (100,000,000) bytes.
+//
+// # Writing
+//
+// Encode and WriteFile write the header as compact JSON padded with spaces
+// to a multiple of 8 bytes, so the data part starts 8-byte aligned, then
+// the tensors in File.Names order. File.Sort orders the names as the
+// reference writer (Python's save_file) does: most aligned element type
+// first, then by name. Every tensor then starts at a multiple of its
+// element size, and the file is byte for byte what the reference writer
+// makes from the same tensors and metadata, except when the metadata has
+// several keys (the reference writes them in hash order, Encode sorts them)
+// or is an empty dict (the reference writes "__metadata__":{}, Encode
+// leaves out empty metadata, as the reference does for None).
+// WriteFile is atomic: a failed write leaves the old file as it was.
+//
+// # Element types
+//
+// Tensor.Kind is the format's name of the element type. The project's seven
+// dtypes map one to one:
+//
+//	dtype.F64  F64    dtype.I8   I8
+//	dtype.F32  F32    dtype.I32  I32
+//	dtype.F16  F16    dtype.I64  I64
+//	dtype.BF16 BF16
+//
+// The format's other types (BOOL, U8, I16, U16, U32, U64, C64, the 8-bit
+// floats F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, and the sub-byte
+// F4, F6_E2M3, F6_E3M2) are read and written as raw bytes with
+// Tensor.DType left dtype.Invalid: a program can carry them through, and
+// anything that turns them into project tensors rejects them by their Kind.
+// Sub-byte types pack elements into bytes, so such a tensor must have a
+// whole number of bytes.
+//
+// # Validation
+//
+// Decode follows the reference implementation's rules (header size limit,
+// UTF-8, JSON shape, known types, sizes computed without overflow, exact
+// coverage) and is stricter in one way: a key repeated in the header is an
+// error, where the reference silently keeps the last. Decode never panics on
+// any input; a fuzz test checks that, and that whatever it accepts encodes
+// and decodes back to the same File.
+package safetensors

@@ -1,0 +1,173 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Encode writes f to w in the safetensors format: the header's length as
+// an 8-byte little-endian integer, the header (compact JSON, padded with
+// spaces to a multiple of 8 bytes), then each tensor's Data in f.Names
+// order with no gaps. The header lists "__metadata__" first (when
+// f.Metadata is not empty, keys sorted), then the tensors in f.Names order,
+// each as {"dtype":…,"shape":[…],"data_offsets":[begin,end]}; strings are
+// escaped as the reference writer (serde_json) escapes them. Call f.Sort
+// first for the reference writer's order and byte-identical output.
+//
+// Everything is checked before the first byte is written: f.Names must list
+// every key of f.Tensors exactly once, names and metadata must be valid
+// UTF-8, no tensor may be named "__metadata__", each tensor's type must be
+// known (see Tensor) and len(Data) must equal the size its shape and type
+// give. An error from w is returned as is, wrapped.
+func Encode(w io.Writer, f *File) error {
+	h, err := header(f)
+	if err != nil {
+		return fmt.Errorf("safetensors.Encode: %w", err)
+	}
+	if err := write(w, h, f); err != nil {
+		return fmt.Errorf("safetensors.Encode: %w", err)
+	}
+	return nil
+}
+
+// write writes the length prefix, the prepared header h and the data.
+func write(w io.Writer, h []byte, f *File) error {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(h); err != nil {
+		return err
+	}
+	for _, name := range f.Names {
+		if _, err := w.Write(f.Tensors[name].Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// header validates f and returns its padded header.
+func header(f *File) ([]byte, error) {
+	if f == nil {
+		return nil, errNilFile
+	}
+	if len(f.Names) != len(f.Tensors) {
+		return nil, fmt.Errorf("Names lists %d names but Tensors holds %d tensors (File.Sort sets Names)",
+			len(f.Names), len(f.Tensors))
+	}
+	b := []byte{'{'}
+	if len(f.Metadata) > 0 {
+		b = appendString(b, metadataKey)
+		b = append(b, ":{"...)
+		keys := make([]string, 0, len(f.Metadata))
+		for k := range f.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			v := f.Metadata[k]
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return nil, fmt.Errorf("metadata %q: %q: not valid UTF-8", k, v)
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, v)
+		}
+		b = append(b, '}')
+	}
+	seen := make(map[string]bool, len(f.Names))
+	off := 0
+	for i, name := range f.Names {
+		t, ok := f.Tensors[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("Names[%d] %q is not in Tensors", i, name)
+		case seen[name]:
+			return nil, fmt.Errorf("Names lists %q twice", name)
+		case name == metadataKey:
+			return nil, fmt.Errorf("a tensor may not be named %q", metadataKey)
+		case !utf8.ValidString(name):
+			return nil, fmt.Errorf("tensor name %q is not valid UTF-8", name)
+		}
+		seen[name] = true
+		k, _, err := t.resolve()
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
+		}
+		n, err := numBytes(t.Shape, k)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", name, err)
+		}
+		if len(t.Data) != n {
+			return nil, fmt.Errorf("tensor %q: %d bytes of data, but shape %v of %s needs %d",
+				name, len(t.Data), t.Shape, k.name, n)
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = appendString(b, name)
+		b = append(b, `:{"dtype":`...)
+		b = appendString(b, k.name)
+		b = append(b, `,"shape":[`...)
+		for j, d := range t.Shape {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, `],"data_offsets":[`...)
+		b = strconv.AppendInt(b, int64(off), 10)
+		b = append(b, ',')
+		off += n
+		b = strconv.AppendInt(b, int64(off), 10)
+		b = append(b, "]}"...)
+	}
+	b = append(b, '}')
+	for len(b)%8 != 0 {
+		b = append(b, ' ')
+	}
+	if len(b) > MaxHeaderSize {
+		return nil, fmt.Errorf("header of %d bytes is over the limit of %d", len(b), MaxHeaderSize)
+	}
+	return b, nil
+}
+
+// appendString appends s as a JSON string escaped the way serde_json
+// escapes it: quote and backslash with a backslash; backspace, form feed,
+// newline, carriage return and tab as \b \f \n \r \t; other control
+// characters as \u00xx (lower-case hex); everything else as is.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
