@@ -172,6 +172,11 @@ type GPT struct {
 	Blocks []*GPTBlock
 	LNF    *LayerNorm // transformer.ln_f
 	Head   *Linear    // lm_head: (V, C), no bias; nil when tied
+	// RunBlocks, when set, runs the transformer blocks in order instead of
+	// a plain loop: activation checkpointing plugs in here
+	// (checkpoint.Sequential, checkpoint.Budget.Forward). It must not
+	// release its input.
+	RunBlocks func(blocks []Layer, x *autograd.Tensor) *autograd.Tensor
 }
 
 // NewGPT builds a GPT named name from cfg on b's device and dtype,
@@ -240,10 +245,20 @@ func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	release(idx, tok, wpe, pos)
 	h := g.Drop.Forward(x)
 	x.Release()
-	for _, k := range g.Blocks {
-		n := k.Forward(h)
+	if g.RunBlocks != nil {
+		ls := make([]Layer, len(g.Blocks))
+		for i, k := range g.Blocks {
+			ls[i] = k
+		}
+		n := g.RunBlocks(ls, h)
 		h.Release()
 		h = n
+	} else {
+		for _, k := range g.Blocks {
+			n := k.Forward(h)
+			h.Release()
+			h = n
+		}
 	}
 	y := g.LNF.Forward(h) // saves h
 	h.Release()

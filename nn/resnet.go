@@ -91,6 +91,11 @@ type ResNet struct {
 	BN1    *BatchNorm2d
 	Stages [][]Layer // layer1, layer2, …: *BasicBlock or *Bottleneck
 	FC     *Linear
+	// RunBlocks, when set, runs the residual blocks of all stages in order
+	// instead of a plain loop: activation checkpointing plugs in here
+	// (checkpoint.Sequential, checkpoint.Budget.Forward). It must not
+	// release its input.
+	RunBlocks func(blocks []Layer, x *autograd.Tensor) *autograd.Tensor
 }
 
 // NewResNet builds a ResNet named name from cfg on b's device and dtype,
@@ -157,11 +162,17 @@ func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 		h.Release()
 		h = p
 	}
-	for _, stage := range r.Stages {
-		for _, blk := range stage {
-			n := blk.Forward(h)
-			h.Release()
-			h = n
+	if r.RunBlocks != nil {
+		n := r.RunBlocks(r.Blocks(), h)
+		h.Release()
+		h = n
+	} else {
+		for _, stage := range r.Stages {
+			for _, blk := range stage {
+				n := blk.Forward(h)
+				h.Release()
+				h = n
+			}
 		}
 	}
 	p := autograd.AdaptiveAvgPool2d(h, 1, 1)
@@ -171,6 +182,15 @@ func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	out := r.FC.Forward(f)
 	f.Release()
 	return out
+}
+
+// Blocks returns the residual blocks of all stages, in order.
+func (r *ResNet) Blocks() []Layer {
+	var bs []Layer
+	for _, st := range r.Stages {
+		bs = append(bs, st...)
+	}
+	return bs
 }
 
 // Params returns the parameters and buffers in torchvision's order.

@@ -1,0 +1,221 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/headroom-ml/headroom/amp"
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/data"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// Main runs the example with command-line arguments and returns the exit
+// status: 0 on success, 1 on an error, 2 when memory ran out (with the
+// out-of-memory explanation on stderr, never a panic trace).
+func Main(args []string, stdout, stderr io.Writer) int {
+	c, err := Parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		_, err = Train(c, stdout)
+	}
+	return train.ExitCode(stderr, "resnet", err)
+}
+
+// Train runs the configured training and evaluation, prints progress, the
+// memory summary and the result to out, writes the report and snapshot
+// the flags ask for, and returns the report.
+func Train(c *Config, out io.Writer) (*train.Report, error) {
+	capacity, err := c.Capacity()
+	if err != nil {
+		return nil, err
+	}
+	acDT, err := c.AMPDType()
+	if err != nil {
+		return nil, err
+	}
+	runBlocks, ckptDesc, err := c.RunBlocks()
+	if err != nil {
+		return nil, err
+	}
+	trainSet, testSet, ds, err := loadData(c)
+	if err != nil {
+		return nil, err
+	}
+	loader, err := data.NewLoader(trainSet, data.LoaderConfig{
+		Batch: c.Batch, Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
+	})
+	if err != nil {
+		return nil, err
+	}
+	dev := cpu.New(0, device.Options{Capacity: capacity})
+
+	// Parameters are F32, or the --amp dtype with F32 master weights.
+	pdt, forwardDT := dtype.F32, acDT
+	if c.AMPParams {
+		pdt, forwardDT = acDT, dtype.Invalid
+	}
+	var model *nn.ResNet
+	if err := autograd.Try(func() { model, err = buildModel(c, dev, pdt, trainSet) }); err != nil {
+		return nil, err
+	} else if err != nil {
+		return nil, err
+	}
+	defer nn.Release(model)
+	model.RunBlocks = runBlocks
+	opt, err := optim.NewSGD(model.Params(), optim.SGDConfig{
+		LR: c.LR, Momentum: c.Momentum, Nesterov: c.Momentum > 0, WeightDecay: c.WeightDecay, MasterWeights: c.AMPParams,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer opt.Release()
+
+	perEpoch := loader.Batches() / c.Accum
+	steps := c.Steps
+	if steps == 0 {
+		steps = c.Epochs * perEpoch
+	}
+	gradDT := dtype.F32
+	if c.AMPParams {
+		gradDT = pdt
+	}
+	st := &train.Stepper{
+		Opt: opt, Scaler: amp.NewScaler(gradDT, amp.ScalerConfig{}), Autocast: forwardDT, Accum: c.Accum,
+		Schedule: optim.CosineWarmup{Base: c.LR, Warmup: min(100, steps/20), Total: steps},
+	}
+	start := 0
+	if c.Resume != "" {
+		if start, err = resume(c.Resume, model, opt, st, loader); err != nil {
+			return nil, err
+		}
+	}
+
+	fmt.Fprintf(out, "resnet: %s (%d parameters, %s) on %s, %s, batch %d×%d, %d steps",
+		c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, dev, c.Batch, c.Accum, steps)
+	for _, d := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
+		if d != "" {
+			fmt.Fprintf(out, ", %s", d)
+		}
+	}
+	fmt.Fprintln(out)
+	if st.Scaler.Enabled() || acDT != dtype.Invalid {
+		fmt.Fprintln(out, "amp:", st.Scaler.Note())
+	}
+
+	prog := train.NewProgress(out, steps-start, "resnet")
+	began := time.Now()
+	var loss float64
+	batchShape := []int{c.Batch, trainSet.C, trainSet.H, trainSet.W}
+	for i := start; i < steps; i++ {
+		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
+			x, y := next(loader)
+			xs := s.FromFloat32s(dev, batchShape, x)
+			if pdt != dtype.F32 {
+				xs = xs.Cast(pdt)
+			}
+			logits := model.Forward(xs)
+			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Batch}, y), autograd.CEOptions{})
+		})
+		if err != nil {
+			prog.Done()
+			return nil, fmt.Errorf("step %d: %w", i, err)
+		}
+		done := i + 1 - start
+		prog.Step(i-start, loss, float64(done*c.Batch*c.Accum)/time.Since(began).Seconds(), dev)
+	}
+	prog.Done()
+	seconds := time.Since(began).Seconds()
+	trained := dev.Stats() // the training's peaks, before evaluation
+
+	acc, err := evaluate(c, dev, model, testSet, ds, pdt)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprint(out, trained.Summary())
+	fmt.Fprintf(out, "test accuracy %.2f%% on %d images; final loss %.4f; %.1f samples/s; %.0f s\n",
+		100*acc, evalCount(c, testSet), loss, float64((steps-start)*c.Batch*c.Accum)/seconds, seconds)
+
+	rep := &train.Report{
+		Example: "resnet", Model: c.Model, Params: nn.Count(model), Steps: steps, FinalLoss: loss,
+		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((steps-start)*c.Batch*c.Accum) / seconds,
+		Seconds: seconds, PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
+		Extra: map[string]any{"dataset": ds.name, "skipped_steps": st.Scaler.Skipped()},
+	}
+	if c.Report != "" {
+		if err := rep.Write(c.Report); err != nil {
+			return nil, err
+		}
+	}
+	if c.Save != "" {
+		ls, _ := json.Marshal(loader.State())
+		snap := train.Snapshot{Step: steps, Extra: ls}
+		if s := st.Scaler.State(); st.Scaler.Enabled() {
+			snap.Scaler = &s
+		}
+		if err := train.SaveSnapshot(c.Save, model, opt, snap); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(out, "saved", c.Save)
+	}
+	return rep, nil
+}
+
+// next returns the next batch, starting a new epoch when one ends.
+func next(l *data.Loader) ([]float32, []int64) {
+	x, y, ok := l.Next()
+	if !ok {
+		x, y, _ = l.Next()
+	}
+	return x, y
+}
+
+// resume restores a snapshot and returns the step to continue from.
+func resume(path string, m *nn.ResNet, o optim.Optimizer, st *train.Stepper, l *data.Loader) (int, error) {
+	snap, err := train.LoadSnapshot(path, m, o)
+	if err != nil {
+		return 0, err
+	}
+	var ls data.LoaderState
+	if err := json.Unmarshal(snap.Extra, &ls); err != nil {
+		return 0, fmt.Errorf("resume from %s: loader state: %w", path, err)
+	}
+	if err := l.SetState(ls); err != nil {
+		return 0, fmt.Errorf("resume from %s: %w", path, err)
+	}
+	if snap.Scaler != nil {
+		if err := st.Scaler.Load(*snap.Scaler); err != nil {
+			return 0, err
+		}
+	}
+	st.SetSteps(snap.Step)
+	return snap.Step, nil
+}
+
+func techniques(c *Config, ac dtype.DType) string {
+	switch {
+	case c.AMPParams:
+		return fmt.Sprintf("%s parameters with f32 master weights", ac)
+	case ac != dtype.Invalid:
+		return fmt.Sprintf("%s autocast", ac)
+	}
+	return ""
+}
+
+func capacityDesc(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return "capacity " + device.FormatBytes(n)
+}

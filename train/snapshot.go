@@ -1,0 +1,114 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/headroom-ml/headroom/amp"
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+)
+
+// Snapshot is what a resumed run needs besides the model's and the
+// optimizer's tensors: where it was and the state of everything random.
+// Resuming from it reproduces the uninterrupted run's following steps
+// bit for bit.
+type Snapshot struct {
+	Step       int                                `json:"step"`
+	Optim      map[string]float64                 `json:"optim"`
+	Scaler     *amp.ScalerState                   `json:"scaler,omitempty"`
+	Generators map[string]autograd.GeneratorState `json:"generators,omitempty"`
+	// Extra holds the program's own state (its data loader's, say).
+	Extra json.RawMessage `json:"extra,omitempty"`
+}
+
+const snapshotKey = "headroom.snapshot"
+
+// SaveSnapshot writes the model's parameters and buffers ("model.<name>"),
+// the optimizer's state tensors ("optim.<name>") and snap (with the
+// optimizer's scalars) to one safetensors file, atomically: a failure
+// leaves an existing file as it was.
+func SaveSnapshot(path string, m nn.Module, o optim.Optimizer, snap Snapshot) error {
+	ts, err := nn.StateTensors(m, "model.")
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	st := o.State()
+	for n, t := range st.Tensors {
+		ts["optim."+n] = t
+	}
+	snap.Optim = st.Scalars
+	meta, err := json.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	if err := nn.WriteTensors(path, ts, map[string]string{snapshotKey: string(meta)}); err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadSnapshot restores a snapshot into m and o and returns its Snapshot.
+// Everything is checked before anything is written: on error the model and
+// the optimizer are unchanged.
+func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error) {
+	var snap Snapshot
+	fail := func(err error) (Snapshot, error) { return Snapshot{}, fmt.Errorf("resume from %s: %w", path, err) }
+	f, err := nn.ReadTensors(path)
+	if err != nil {
+		return fail(err)
+	}
+	raw, ok := f.Metadata[snapshotKey]
+	if !ok {
+		return fail(fmt.Errorf("no %q metadata: not a snapshot written by SaveSnapshot", snapshotKey))
+	}
+	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
+		return fail(fmt.Errorf("snapshot metadata: %w", err))
+	}
+	model, err := nn.StateTensors(m, "")
+	if err != nil {
+		return fail(err)
+	}
+	if err := nn.CheckTensors(model, f, "model."); err != nil {
+		return fail(err)
+	}
+	var dev *device.Device
+	for _, p := range m.Params() {
+		dev = p.T.Device()
+		break
+	}
+	// The optimizer's tensors go through temporaries on the model's device:
+	// Load checks them all before it copies anything.
+	temps := map[string]*autograd.Tensor{}
+	defer func() {
+		for _, t := range temps {
+			t.Release()
+		}
+	}()
+	err = autograd.Try(func() {
+		for name, ft := range f.Tensors {
+			if n, ok := strings.CutPrefix(name, "optim."); ok {
+				if !ft.DType.Valid() {
+					panic(&autograd.Error{Op: "resume", Msg: fmt.Sprintf("optimizer tensor %q has dtype %s", name, ft.Kind)})
+				}
+				temps[n] = autograd.New(dev, ft.DType, device.Workspace, ft.Shape...)
+			}
+		}
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if err := nn.AssignTensors(temps, f, "optim."); err != nil {
+		return fail(err)
+	}
+	if err := o.Load(optim.State{Tensors: temps, Scalars: snap.Optim}); err != nil {
+		return fail(err)
+	}
+	if err := nn.AssignTensors(model, f, "model."); err != nil {
+		return fail(err) // unreachable: checked above
+	}
+	return snap, nil
+}
