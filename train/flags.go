@@ -23,6 +23,9 @@ type Common struct {
 	Save     string
 	Resume   string
 	Report   string
+	// StopAfter ends the run after this step (0: at the end), as if it
+	// were interrupted there: with --save, the snapshot resumes the run.
+	StopAfter int
 
 	// Technique flags. Each example says which it supports; the others
 	// are refused by Check with "not available yet".
@@ -63,6 +66,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end")
 	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot file")
 	fs.StringVar(&c.Report, "report", "", "write a JSON report of the run to this file")
+	fs.IntVar(&c.StopAfter, "stop-after", 0, "stop after this step, as if interrupted (with --save: a resumable snapshot)")
 
 	fs.StringVar(&c.AMP, "amp", "", "mixed precision: bf16 or fp16 (--amp alone: bf16)")
 	fs.BoolVar(&c.AMPParams, "amp-params", false, "keep parameters and gradients in the --amp dtype with fp32 master weights in the optimizer")

@@ -69,7 +69,8 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	var model *nn.ResNet
 	if err := autograd.Try(func() { model, err = buildModel(c, dev, pdt, trainSet) }); err != nil {
 		return nil, err
-	} else if err != nil {
+	}
+	if err != nil { // buildModel's own error (the closure set the outer err)
 		return nil, err
 	}
 	defer nn.Release(model)
@@ -114,11 +115,15 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		fmt.Fprintln(out, "amp:", st.Scaler.Note())
 	}
 
-	prog := train.NewProgress(out, steps-start, "resnet")
+	end := steps
+	if c.StopAfter > 0 && c.StopAfter < steps {
+		end = c.StopAfter
+	}
+	prog := train.NewProgress(out, end-start, "resnet")
 	began := time.Now()
 	var loss float64
 	batchShape := []int{c.Batch, trainSet.C, trainSet.H, trainSet.W}
-	for i := start; i < steps; i++ {
+	for i := start; i < end; i++ {
 		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
 			x, y := next(loader)
 			xs := s.FromFloat32s(dev, batchShape, x)
@@ -145,11 +150,11 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "test accuracy %.2f%% on %d images; final loss %.4f; %.1f samples/s; %.0f s\n",
-		100*acc, evalCount(c, testSet), loss, float64((steps-start)*c.Batch*c.Accum)/seconds, seconds)
+		100*acc, evalCount(c, testSet), loss, float64((end-start)*c.Batch*c.Accum)/seconds, seconds)
 
 	rep := &train.Report{
-		Example: "resnet", Model: c.Model, Params: nn.Count(model), Steps: steps, FinalLoss: loss,
-		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((steps-start)*c.Batch*c.Accum) / seconds,
+		Example: "resnet", Model: c.Model, Params: nn.Count(model), Steps: end, FinalLoss: loss,
+		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((end-start)*c.Batch*c.Accum) / seconds,
 		Seconds: seconds, PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
 		Extra: map[string]any{"dataset": ds.name, "skipped_steps": st.Scaler.Skipped()},
 	}
@@ -160,7 +165,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	if c.Save != "" {
 		ls, _ := json.Marshal(loader.State())
-		snap := train.Snapshot{Step: steps, Extra: ls}
+		snap := train.Snapshot{Step: end, Extra: ls}
 		if s := st.Scaler.State(); st.Scaler.Enabled() {
 			snap.Scaler = &s
 		}

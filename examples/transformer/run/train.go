@@ -74,7 +74,8 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	var model *nn.GPT
 	if err := autograd.Try(func() { model, err = nn.NewGPT(nn.NewBuilder(dev, pdt, c.Seed), "gpt", c.GPT(), gen) }); err != nil {
 		return nil, err
-	} else if err != nil {
+	}
+	if err != nil { // NewGPT's own error (the closure set the outer err)
 		return nil, err
 	}
 	defer nn.Release(model)
@@ -135,11 +136,15 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		fmt.Fprintln(out, "amp:", st.Scaler.Note())
 	}
 
-	prog := train.NewProgress(out, steps-start, "transformer")
+	end := steps
+	if c.StopAfter > 0 && c.StopAfter < steps {
+		end = c.StopAfter
+	}
+	prog := train.NewProgress(out, end-start, "transformer")
 	began := time.Now()
 	var loss float64
 	shape := []int{c.Batch, c.Context}
-	for i := start; i < steps; i++ {
+	for i := start; i < end; i++ {
 		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
 			x, y := trainText.Batch(rng, c.Batch, c.Context)
 			return lossOf(s, dev, model, x, y, shape)
@@ -160,14 +165,14 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "validation loss %.4f nats/byte (%d batches); final training loss %.4f; %.1f samples/s; %.0f s\n",
-		val, c.EvalBatches, loss, float64((steps-start)*c.Batch*c.Accum)/seconds, seconds)
+		val, c.EvalBatches, loss, float64((end-start)*c.Batch*c.Accum)/seconds, seconds)
 	if sample != "" {
 		fmt.Fprintf(out, "sample:\n%s\n", sample)
 	}
 	rep := &train.Report{
-		Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Params: nn.Count(model), Steps: steps,
+		Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Params: nn.Count(model), Steps: end,
 		FinalLoss: loss, Eval: val, EvalMetric: "validation_loss_nats_per_byte",
-		SamplesPerSec: float64((steps-start)*c.Batch*c.Accum) / seconds, Seconds: seconds,
+		SamplesPerSec: float64((end-start)*c.Batch*c.Accum) / seconds, Seconds: seconds,
 		PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
 		Extra: map[string]any{"sample": sample, "corpus_bytes": corpus.Len(), "skipped_steps": st.Scaler.Skipped()},
 	}
@@ -179,7 +184,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if c.Save != "" {
 		rs, _ := src.MarshalBinary()
 		ex, _ := json.Marshal(extra{RNG: rs})
-		snap := train.Snapshot{Step: steps, Extra: ex, Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}}
+		snap := train.Snapshot{Step: end, Extra: ex, Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}}
 		if s := st.Scaler.State(); st.Scaler.Enabled() {
 			snap.Scaler = &s
 		}

@@ -1,0 +1,125 @@
+package run_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/examples/resnet/run"
+	"github.com/headroom-ml/headroom/safetensors"
+)
+
+// fast are the flags of a quick run on MNIST.
+var fast = []string{"--batch", "16", "--eval-samples", "64"}
+
+func mainOK(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run.Main(append(append([]string{}, fast...), args...), &out, &errb); code != 0 {
+		t.Fatalf("resnet %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func TestSmokeReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	out := mainOK(t, "--steps", "3", "--report", path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"steps", "final_loss", "eval", "samples_per_sec", "peak_bytes", "capacity_bytes", "flags"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("report has no %q: %s", k, b)
+		}
+	}
+	if r["steps"].(float64) != 3 || !(r["final_loss"].(float64) > 0) || !(r["samples_per_sec"].(float64) > 0) {
+		t.Errorf("report values: %s", b)
+	}
+	if e := r["eval"].(float64); e < 0 || e > 1 {
+		t.Errorf("eval %v is not an accuracy", e)
+	}
+	peaks := r["peak_bytes"].(map[string]any)
+	for _, k := range []string{"total", "parameter", "gradient", "optimizer", "activation", "workspace"} {
+		if v, ok := peaks[k].(float64); !ok || v <= 0 {
+			t.Errorf("peak_bytes.%s = %v, want > 0", k, peaks[k])
+		}
+	}
+	// SGD with momentum: one buffer per parameter, 4 bytes per f32 element.
+	if peaks["optimizer"].(float64) != r["params"].(float64)*4 {
+		t.Errorf("optimizer peak %v bytes for %v parameters, want 4 per parameter", peaks["optimizer"], r["params"])
+	}
+	if r["flags"].(map[string]any)["batch"] != "16" {
+		t.Errorf("flags: %v", r["flags"])
+	}
+	if !strings.Contains(out, "test accuracy") || !strings.Contains(out, "Requested memory") {
+		t.Errorf("output lacks the evaluation or the summary:\n%s", out)
+	}
+}
+
+func TestOutOfMemoryExitsCleanly(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run.Main([]string{"--steps", "2", "--mem-limit", "1MiB"}, &out, &errb)
+	msg := errb.String()
+	if code == 0 || !strings.Contains(msg, "out of memory") || strings.Contains(msg, "goroutine") || strings.Contains(msg, "panic") {
+		t.Fatalf("exit %d, stderr:\n%s", code, msg)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--model", "resnet7"}, {"--amp", "fp8"}, {"--batch", "0"}, {"--ranks", "2"}, {"--mem-limit", "lots"}, {"--checkpoint", "0"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run.Main(args, &out, &errb); code != 1 || errb.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and a message", args, code, errb.String())
+		}
+	}
+}
+
+// TestResumeIsExact interrupts a run after 3 of 6 steps and resumes it:
+// the final parameters, optimizer state and loss equal an uninterrupted
+// run's bit for bit.
+func TestResumeIsExact(t *testing.T) {
+	dir := t.TempDir()
+	whole, half, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "half"), filepath.Join(dir, "resumed")
+	r1, r2 := filepath.Join(dir, "r1.json"), filepath.Join(dir, "r2.json")
+	for _, tc := range [][]string{
+		{"--steps", "6", "--save", whole, "--report", r1},
+		{"--steps", "6", "--stop-after", "3", "--save", half},
+		{"--steps", "6", "--resume", half, "--save", resumed, "--report", r2},
+	} {
+		mainOK(t, append(tc, "--eval-samples", "16")...)
+	}
+	a, err := safetensors.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := safetensors.ReadFile(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Names) != len(b.Names) || len(a.Names) == 0 {
+		t.Fatalf("%d and %d tensors", len(a.Names), len(b.Names))
+	}
+	for _, n := range a.Names {
+		if !bytes.Equal(a.Tensors[n].Data, b.Tensors[n].Data) {
+			t.Errorf("tensor %q differs after resuming", n)
+		}
+	}
+	var j1, j2 map[string]any
+	for p, j := range map[string]*map[string]any{r1: &j1, r2: &j2} {
+		data, _ := os.ReadFile(p)
+		json.Unmarshal(data, j)
+	}
+	if j1["final_loss"] != j2["final_loss"] {
+		t.Errorf("final loss %v uninterrupted, %v resumed", j1["final_loss"], j2["final_loss"])
+	}
+}

@@ -1,0 +1,99 @@
+package run_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/examples/transformer/run"
+	"github.com/headroom-ml/headroom/safetensors"
+)
+
+// corpus is a small folder of real text: Go's fmt package sources.
+func corpus(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src", "fmt")
+}
+
+func mainOK(t *testing.T, args ...string) string {
+	t.Helper()
+	base := []string{"--data", corpus(t), "--batch", "4", "--context", "32", "--layers", "2", "--width", "32", "--heads", "2",
+		"--eval-batches", "2", "--sample", "20"}
+	var out, errb bytes.Buffer
+	if code := run.Main(append(base, args...), &out, &errb); code != 0 {
+		t.Fatalf("transformer %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func TestSmokeReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	out := mainOK(t, "--steps", "5", "--report", path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r["steps"].(float64) != 5 || !(r["final_loss"].(float64) > 0) || !(r["eval"].(float64) > 0) {
+		t.Errorf("report values: %s", b)
+	}
+	peaks := r["peak_bytes"].(map[string]any)
+	// AdamW: m and v, 8 bytes per f32 parameter.
+	if peaks["optimizer"].(float64) != r["params"].(float64)*8 {
+		t.Errorf("optimizer peak %v for %v parameters, want 8 bytes each", peaks["optimizer"], r["params"])
+	}
+	if !strings.Contains(out, "validation loss") || !strings.Contains(out, "sample:") {
+		t.Errorf("output lacks the validation loss or the sample:\n%s", out)
+	}
+}
+
+func TestOutOfMemoryExitsCleanly(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run.Main([]string{"--data", corpus(t), "--steps", "2", "--mem-limit", "1MiB"}, &out, &errb)
+	msg := errb.String()
+	if code == 0 || !strings.Contains(msg, "out of memory") || strings.Contains(msg, "goroutine") {
+		t.Fatalf("exit %d, stderr:\n%s", code, msg)
+	}
+}
+
+func TestResumeIsExactWithDropout(t *testing.T) {
+	dir := t.TempDir()
+	whole, half, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "half"), filepath.Join(dir, "resumed")
+	for _, tc := range [][]string{
+		{"--steps", "6", "--save", whole},
+		{"--steps", "6", "--stop-after", "3", "--save", half},
+		{"--steps", "6", "--resume", half, "--save", resumed},
+	} {
+		mainOK(t, append(tc, "--dropout", "0.1")...)
+	}
+	a, _ := safetensors.ReadFile(whole)
+	b, _ := safetensors.ReadFile(resumed)
+	if a == nil || b == nil || len(a.Names) == 0 || len(a.Names) != len(b.Names) {
+		t.Fatal("snapshots missing or of different sizes")
+	}
+	for _, n := range a.Names {
+		if !bytes.Equal(a.Tensors[n].Data, b.Tensors[n].Data) {
+			t.Errorf("tensor %q differs after resuming", n)
+		}
+	}
+}
+
+func TestTechniquesRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"--amp"}, {"--amp", "fp16"}, {"--amp", "bf16", "--amp-params"}, {"--checkpoint"}, {"--checkpoint", "2"},
+		{"--checkpoint-budget", "1MiB"}, {"--accum", "2"}, {"--share-layers"},
+	} {
+		mainOK(t, append([]string{"--steps", "2"}, args...)...)
+	}
+}
