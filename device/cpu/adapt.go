@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
@@ -31,15 +32,57 @@ func f32(o device.Operand) []float32 {
 		return dtype.AsF32(b)
 	}
 	out := make([]float32, len(b)/o.DType.Size())
-	dtype.ToF32(out, o.DType, b)
+	toF32(out, o.DType, b)
 	return out
 }
 
 // put32 stores a converted copy back into a non-F32 block.
 func put32(o device.Operand, v []float32) {
 	if o.DType != dtype.F32 {
-		dtype.FromF32(o.DType, o.Block.Bytes(), v)
+		fromF32(o.DType, o.Block.Bytes(), v)
 	}
+}
+
+// toF32 is dtype.ToF32 with F16 and BF16 converted by the bulk kernels of
+// package kernels, which give the same bits.
+func toF32(dst []float32, d dtype.DType, src []byte) {
+	if h, ok := halves(src); ok && len(h) == len(dst) {
+		switch d {
+		case dtype.F16:
+			kernels.F16ToF32(dst, h)
+			return
+		case dtype.BF16:
+			kernels.BF16ToF32(dst, h)
+			return
+		}
+	}
+	dtype.ToF32(dst, d, src)
+}
+
+// fromF32 is dtype.FromF32 with F16 and BF16 converted by the bulk
+// kernels of package kernels, which give the same bits.
+func fromF32(d dtype.DType, dst []byte, src []float32) {
+	if h, ok := halves(dst); ok && len(h) == len(src) {
+		switch d {
+		case dtype.F16:
+			kernels.F32ToF16(h, src)
+			return
+		case dtype.BF16:
+			kernels.F32ToBF16(h, src)
+			return
+		}
+	}
+	dtype.FromF32(d, dst, src)
+}
+
+// halves views b as uint16 elements when its length and address allow;
+// blocks from the allocator always do, and anything else takes dtype's
+// byte-wise path.
+func halves(b []byte) ([]uint16, bool) {
+	if len(b)%2 != 0 || len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%2 != 0 {
+		return nil, false
+	}
+	return dtype.AsU16(b), true
 }
 
 // f64 returns o's block as float64 elements (a converted copy unless F64).
@@ -108,10 +151,10 @@ func (kern) Copy(dst, src device.Operand) {
 		d, s := db[dd:dd+n*dst.DType.Size()], sb[ss:ss+n*src.DType.Size()]
 		switch {
 		case src.DType == dtype.F32:
-			dtype.FromF32(dst.DType, d, dtype.AsF32(s))
+			fromF32(dst.DType, d, dtype.AsF32(s))
 			return
 		case dst.DType == dtype.F32:
-			dtype.ToF32(dtype.AsF32(d), src.DType, s)
+			toF32(dtype.AsF32(d), src.DType, s)
 			return
 		}
 	}

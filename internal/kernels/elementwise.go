@@ -156,6 +156,10 @@ func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout)
 	case URelu:
 		walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
 			d, s, di, si := o[0], o[1], inc[0], inc[1]
+			if di == 1 && si == 1 {
+				reluRun(dst[d:d+n], src[s:s+n])
+				return
+			}
 			for range n {
 				v := src[s]
 				if !(v > 0) {
@@ -171,6 +175,10 @@ func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout)
 		a := T(arg)
 		walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
 			d, s, di, si := o[0], o[1], inc[0], inc[1]
+			if di == 1 && si == 1 {
+				scaleRun(dst[d:d+n], src[s:s+n], a)
+				return
+			}
 			for range n {
 				dst[d] = src[s] * a
 				d += di
@@ -195,13 +203,7 @@ func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout)
 func UnaryGrad[T Float](op int, arg float64, dx, dy, x, y []T) {
 	switch op {
 	case URelu:
-		for i := range dx {
-			if y[i] > 0 {
-				dx[i] = dy[i]
-			} else {
-				dx[i] = 0
-			}
-		}
+		reluGradRun(dx, dy, y)
 		return
 	case UNeg:
 		for i := range dx {
@@ -209,10 +211,7 @@ func UnaryGrad[T Float](op int, arg float64, dx, dy, x, y []T) {
 		}
 		return
 	case UScale:
-		a := T(arg)
-		for i := range dx {
-			dx[i] = dy[i] * a
-		}
+		scaleRun(dx, dy, T(arg))
 		return
 	case UAddScalar:
 		copy(dx, dy)
@@ -264,16 +263,8 @@ func Binary[T Float](op int, dst []T, dl Layout, a []T, al Layout, b []T, bl Lay
 		d, p, q := o[0], o[1], o[2]
 		di, pi, qi := inc[0], inc[1], inc[2]
 		switch {
-		case op == BAdd && di == 1 && pi == 1 && qi == 1:
-			dd, aa, bb := dst[d:d+n], a[p:p+n], b[q:q+n]
-			for i := range dd {
-				dd[i] = aa[i] + bb[i]
-			}
-		case op == BMul && di == 1 && pi == 1 && qi == 1:
-			dd, aa, bb := dst[d:d+n], a[p:p+n], b[q:q+n]
-			for i := range dd {
-				dd[i] = aa[i] * bb[i]
-			}
+		case (op == BAdd || op == BSub || op == BMul) && di == 1 && pi == 1 && qi == 1:
+			binaryRun(op, dst[d:d+n], a[p:p+n], b[q:q+n])
 		default:
 			for range n {
 				dst[d] = f(a[p], b[q])
@@ -316,10 +307,7 @@ func Axpy[T Float](alpha float64, x []T, xl Layout, y []T, yOff int) {
 	walk(xl.Shape, []Layout{xl, yl}, func(o []int, n int, inc []int) {
 		p, q, pi, qi := o[0], o[1], inc[0], inc[1]
 		if pi == 1 && qi == 1 {
-			xx, yy := x[p:p+n], y[q:q+n]
-			for i := range yy {
-				yy[i] += a * xx[i]
-			}
+			axpyRun(a, x[p:p+n], y[q:q+n])
 			return
 		}
 		for range n {
@@ -353,10 +341,7 @@ func Fill[T any](dst []T, dl Layout, v T) {
 	walk(dl.Shape, []Layout{dl}, func(o []int, n int, inc []int) {
 		d, di := o[0], inc[0]
 		if di == 1 {
-			s := dst[d : d+n]
-			for i := range s {
-				s[i] = v
-			}
+			fillRun(dst[d:d+n], v)
 			return
 		}
 		for range n {

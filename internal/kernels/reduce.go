@@ -51,6 +51,10 @@ func reduceOne[T Float](op int, arg float64, count int, src []T, in Layout) floa
 		var s float64
 		walk(in.Shape, ls, func(o []int, n int, inc []int) {
 			p := o[0]
+			if inc[0] == 1 {
+				s += sumRun(src[p : p+n])
+				return
+			}
 			for range n {
 				s += float64(src[p])
 				p += inc[0]

@@ -16,9 +16,11 @@ var Order = [][]string{
 	{"autograd"},
 	{"autograd/autogradtest"},
 	{"nn"},
-	{"optim", "checkpoint", "amp", "data"},
+	{"optim", "checkpoint", "data"},
+	{"amp"},
 	{"quant", "prune", "parallel"},
 	{"plan", "bench", "train"},
+	{"examples/resnet/run", "examples/transformer/run"},
 	{"examples/...", "cmd/..."},
 	{"internal/layers"},
 }
