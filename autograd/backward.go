@@ -118,6 +118,7 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	for i, t := range roots {
 		if t.node == nil {
 			accumulate(t, seeds[i])
+			t.gradReady()
 			seeds[i] = nil
 			continue
 		}
@@ -130,8 +131,15 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	r.epoch++
 	epoch := r.epoch
 
-	// Count, for every node reachable from the roots, the edges into it.
+	// Count, for every node reachable from the roots, the edges into it,
+	// and for every leaf the contributions it will receive.
 	var stack []*node
+	countLeaf := func(l *Tensor) {
+		if l.leafEpoch != epoch {
+			l.leafEpoch, l.leafPending = epoch, 0
+		}
+		l.leafPending++
+	}
 	for _, n := range starts {
 		if n.epoch != epoch {
 			n.epoch, n.deps = epoch, 0
@@ -142,6 +150,9 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, e := range n.next {
+			if e.leaf != nil {
+				countLeaf(e.leaf)
+			}
 			if e.n == nil {
 				continue
 			}
@@ -175,8 +186,13 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 				ins[i] = nil
 			}
 			switch {
-			case e.leaf != nil && g != nil:
-				accumulate(e.leaf, g)
+			case e.leaf != nil:
+				if g != nil {
+					accumulate(e.leaf, g)
+				}
+				if e.leaf.leafPending--; e.leaf.leafPending == 0 {
+					e.leaf.gradReady()
+				}
 			case e.n != nil:
 				if g != nil {
 					addGrad(e.n, e.idx, g)

@@ -35,6 +35,10 @@ type Tensor struct {
 	grad         *Tensor // accumulated gradient of a leaf
 	name         string
 	tempLeaf     bool // a LeafOf handle: its gradient is workspace
+
+	gradHooks   []*gradHook // OnGradReady callbacks of a leaf
+	leafEpoch   uint64      // backward pass that last counted edges into the leaf
+	leafPending int         // contributions still to come in that pass
 }
 
 // Shape returns a copy of the tensor's dimensions.

@@ -1,0 +1,76 @@
+package autograd
+
+type gradHook struct{ f func(*Tensor) }
+
+// OnGradReady registers f to run on a leaf (a parameter) once per backward
+// pass, as soon as the pass has added its last contribution to the leaf's
+// Grad — while backward goes on with the rest of the graph. Data-parallel
+// training starts reducing a gradient there. It returns the function that
+// removes the hook.
+func (t *Tensor) OnGradReady(f func(leaf *Tensor)) (remove func()) {
+	if t.node != nil {
+		fail("on_grad_ready", "tensor %v is the result of %s, not a leaf", t.shape, t.node.op)
+	}
+	h := &gradHook{f: f}
+	t.gradHooks = append(t.gradHooks, h)
+	return func() {
+		for i, x := range t.gradHooks {
+			if x == h {
+				t.gradHooks = append(t.gradHooks[:i], t.gradHooks[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// gradReady runs the leaf's hooks.
+func (t *Tensor) gradReady() {
+	for _, h := range append([]*gradHook(nil), t.gradHooks...) {
+		h.f(t)
+	}
+}
+
+// SetGrad makes g the leaf's gradient (releasing any it had): g must have
+// the leaf's shape, dtype and device, and the leaf takes over the handle
+// (ZeroGrad and Release free it). Backward then adds into g in place — the
+// way to keep gradients in a buffer of the caller's choosing (a flat
+// buffer that data parallelism reduces at once). g is usually a view.
+func (t *Tensor) SetGrad(g *Tensor) {
+	t.live("set_grad")
+	g.live("set_grad")
+	if t.node != nil {
+		fail("set_grad", "tensor %v is the result of %s, not a leaf", t.shape, t.node.op)
+	}
+	if !sameShape(g.shape, t.shape) || g.dt != t.dt || g.dev != t.dev {
+		fail("set_grad", "gradient %v %s on %s for leaf %v %s on %s: want the leaf's shape, dtype and device",
+			g.shape, g.dt, g.dev.Name(), t.shape, t.dt, t.dev.Name())
+	}
+	if t.grad != nil && t.grad != g {
+		t.grad.Release()
+	}
+	g.kept, g.scope = true, nil
+	t.grad = g
+}
+
+// MoveInto copies a free-standing leaf's values into dst (contiguous, of
+// the leaf's shape and dtype, on its device — usually a view of a flat
+// buffer) and makes the leaf use dst's storage from then on, releasing its
+// old block. Everything holding the leaf (a module, an optimizer) sees the
+// new storage. Data parallelism and sharded optimizers put all parameters
+// in one flat buffer this way.
+func (t *Tensor) MoveInto(dst *Tensor) {
+	t.live("move_into")
+	dst.live("move_into")
+	switch {
+	case t.node != nil || t.scope != nil && !t.kept:
+		fail("move_into", "tensor %v is not a free-standing leaf", t.shape)
+	case !sameShape(dst.shape, t.shape) || dst.dt != t.dt || dst.dev != t.dev || !dst.IsContiguous():
+		fail("move_into", "destination %v %s on %s (contiguous %v) for %v %s on %s: want the same shape, dtype and device, contiguous",
+			dst.shape, dst.dt, dst.dev.Name(), dst.IsContiguous(), t.shape, t.dt, t.dev.Name())
+	}
+	copyInto(dst, t)
+	old := t.blk
+	dst.blk.Retain()
+	t.blk, t.off, t.strides = dst.blk, dst.off, append([]int(nil), dst.strides...)
+	old.Release()
+}
