@@ -1,0 +1,42 @@
+package parallel
+
+import "github.com/headroom-ml/headroom/autograd"
+
+// Op is the reduction of AllReduce and ReduceScatter.
+type Op int
+
+// The reductions.
+const (
+	Sum Op = iota
+	Avg
+)
+
+// Communicator moves tensors between the ranks of a data-parallel group.
+// Every rank calls the same collectives in the same order with tensors of
+// the same shapes and dtypes (F32, BF16 or F16; 16-bit reductions
+// accumulate in F32). Collectives block until every rank has joined, or
+// fail on every rank with the same error once any rank has called Abort.
+// A rank's Communicator is used by one goroutine at a time.
+type Communicator interface {
+	// Rank is this rank's index in [0, Size).
+	Rank() int
+	// Size is the number of ranks.
+	Size() int
+	// AllReduce replaces t on every rank by the reduction of all ranks' t.
+	AllReduce(t *autograd.Tensor, op Op) error
+	// ReduceScatter reduces src (Size·n elements, the same on every rank
+	// in shape) across ranks and leaves in dst (n elements) this rank's
+	// slice [Rank·n, (Rank+1)·n) of the result.
+	ReduceScatter(dst, src *autograd.Tensor, op Op) error
+	// AllGather concatenates every rank's src (n elements) into dst
+	// (Size·n elements), rank order.
+	AllGather(dst, src *autograd.Tensor) error
+	// Broadcast copies root's t into every rank's t.
+	Broadcast(t *autograd.Tensor, root int) error
+	// Barrier returns when every rank has called it.
+	Barrier() error
+	// Abort makes every pending and future collective on every rank fail
+	// with err: a rank that fails (out of memory, say) calls it so that
+	// the others do not wait for it forever.
+	Abort(err error)
+}
