@@ -19,8 +19,9 @@ var Order = [][]string{
 	{"optim", "checkpoint", "data"},
 	{"amp"},
 	{"quant", "prune", "parallel"},
-	{"plan", "bench", "train"},
+	{"train"},
 	{"examples/resnet/run", "examples/transformer/run"},
+	{"plan", "bench"},
 	{"examples/...", "cmd/..."},
 	{"internal/layers"},
 }
