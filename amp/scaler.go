@@ -134,7 +134,9 @@ func (s *Scaler) state(o optim.Optimizer) *optState {
 
 // Unscale divides the gradients of o's parameters by the scale, in place,
 // and records whether any is infinite or NaN. Call it before clipping
-// gradients; Step calls it if it has not run.
+// gradients; Step calls it if it has not run. For an optim.Sharded
+// optimizer (ZeRO) the finding is shared with every rank through AllSum,
+// so that all of them skip the step together.
 func (s *Scaler) Unscale(o optim.Optimizer) error {
 	if !s.enabled {
 		return nil
@@ -164,6 +166,21 @@ func (s *Scaler) Unscale(o optim.Optimizer) error {
 	})
 	if err != nil {
 		return fmt.Errorf("amp: unscale: %w", err)
+	}
+	if sh, ok := o.(optim.Sharded); ok {
+		// Each rank sees its part of the gradients: skip the step on every
+		// rank when any rank found an overflow.
+		local := 0.0
+		if st.foundInf {
+			local = 1
+		}
+		n, err := sh.AllSum(local)
+		if err != nil {
+			return fmt.Errorf("amp: unscale: %w", err)
+		}
+		if n > 0 && !st.foundInf {
+			st.foundInf, st.overflow = true, "(a parameter of another rank)"
+		}
 	}
 	st.stage = unscaled
 	return nil

@@ -300,6 +300,9 @@ func accumulate(leaf *Tensor, g *Tensor) {
 	if !sameShape(g.shape, leaf.shape) {
 		fail("backward", "internal: gradient of shape %v for leaf %v", g.shape, leaf.shape)
 	}
+	if leaf.grad == nil && leaf.gradAlloc != nil {
+		leaf.adoptGrad(leaf.gradAlloc(leaf), "grad_alloc")
+	}
 	if leaf.grad != nil {
 		o := begin("accumulate_grad", leaf.grad, g)
 		if k := o.k(); k != nil {

@@ -37,12 +37,23 @@ func (t *Tensor) gradReady() {
 // buffer that data parallelism reduces at once). g is usually a view.
 func (t *Tensor) SetGrad(g *Tensor) {
 	t.live("set_grad")
-	g.live("set_grad")
 	if t.node != nil {
 		fail("set_grad", "tensor %v is the result of %s, not a leaf", t.shape, t.node.op)
 	}
+	t.adoptGrad(g, "set_grad")
+}
+
+// adoptGrad checks g against the leaf and makes it the leaf's gradient.
+func (t *Tensor) adoptGrad(g *Tensor, op string) {
+	if g == nil {
+		fail(op, "no gradient tensor for leaf %v %s", t.shape, t.dt)
+	}
+	g.live(op)
 	if !sameShape(g.shape, t.shape) || g.dt != t.dt || g.dev != t.dev {
-		fail("set_grad", "gradient %v %s on %s for leaf %v %s on %s: want the leaf's shape, dtype and device",
+		if op == "grad_alloc" { // the leaf owns what its source returned
+			defer g.Release()
+		}
+		fail(op, "gradient %v %s on %s for leaf %v %s on %s: want the leaf's shape, dtype and device",
 			g.shape, g.dt, g.dev.Name(), t.shape, t.dt, t.dev.Name())
 	}
 	if t.grad != nil && t.grad != g {
@@ -50,6 +61,24 @@ func (t *Tensor) SetGrad(g *Tensor) {
 	}
 	g.kept, g.scope = true, nil
 	t.grad = g
+}
+
+// SetGradAlloc makes backward take the leaf's gradient from f when the
+// leaf has none at its first contribution: f returns a zero-filled tensor
+// of the leaf's shape, dtype and device (usually a view of a buffer the
+// caller manages), which the leaf takes over as with SetGrad, and every
+// contribution is added into it in place. f runs inside backward, before
+// the leaf's first contribution of the pass is added (after ZeroGrad, that
+// is once per pass); it may allocate (running out of memory there fails
+// the backward). nil restores the default: backward makes the gradient
+// itself, tagged gradient. Data parallelism puts gradients straight into
+// communication buckets this way, allocated only when backward reaches
+// them.
+func (t *Tensor) SetGradAlloc(f func(leaf *Tensor) *Tensor) {
+	if t.node != nil {
+		fail("set_grad_alloc", "tensor %v is the result of %s, not a leaf", t.shape, t.node.op)
+	}
+	t.gradAlloc = f
 }
 
 // MoveInto copies a free-standing leaf's values into dst (contiguous, of

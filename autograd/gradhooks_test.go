@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -104,6 +105,59 @@ func TestFlatParametersAndGradients(t *testing.T) {
 	for _, x := range []*autograd.Tensor{a, b, flat, grads} {
 		x.Release()
 	}
+	if dev.LiveBlocks() != 0 {
+		t.Errorf("leak: %v", dev.Live())
+	}
+}
+
+// TestSetGradAllocTakesTheGradientFromTheCaller gives a leaf used twice a
+// gradient source: it must be called once per pass (after ZeroGrad), at
+// the first contribution, and both contributions must land in its view.
+func TestSetGradAllocTakesTheGradientFromTheCaller(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	w := autograd.Param(dev, dtype.F64, "w", 2)
+	w.SetFloat64s([]float64{1, 2})
+	buf := autograd.New(dev, dtype.F64, device.Communication, 5)
+	calls := 0
+	w.SetGradAlloc(func(l *autograd.Tensor) *autograd.Tensor {
+		calls++
+		v := buf.Slice(0, 3, 5)
+		v.Fill(0)
+		return v
+	})
+	for pass := range 2 {
+		s := autograd.NewScope()
+		ws := s.Use(w)
+		// loss = Σ w² + 3·Σ w: dL/dw = 2w + 3
+		loss := ws.Mul(ws).Sum(false).Add(ws.Scale(3).Sum(false))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+		if calls != pass+1 {
+			t.Errorf("pass %d: source called %d times, want %d", pass, calls, pass+1)
+		}
+		if g := buf.Float64s(); g[3] != 5 || g[4] != 7 || g[0] != 0 {
+			t.Errorf("pass %d: buffer %v, want [0 0 0 5 7]", pass, g)
+		}
+		if w.Grad().Offset() != 3 {
+			t.Errorf("gradient offset %d, want 3", w.Grad().Offset())
+		}
+		w.ZeroGrad()
+	}
+	if dev.Stats().ByTag[device.Gradient].Peak != 0 {
+		t.Errorf("backward allocated %d gradient bytes beside the source", dev.Stats().ByTag[device.Gradient].Peak)
+	}
+	w.SetGradAlloc(func(*autograd.Tensor) *autograd.Tensor { return autograd.New(dev, dtype.F32, device.Gradient, 2) })
+	s := autograd.NewScope()
+	err := s.Use(w).Sum(false).Backward()
+	s.Release()
+	if err == nil || !strings.Contains(err.Error(), "want the leaf's shape, dtype and device") {
+		t.Errorf("a source of the wrong dtype: err = %v", err)
+	}
+	w.SetGradAlloc(nil)
+	w.Release()
+	buf.Release()
 	if dev.LiveBlocks() != 0 {
 		t.Errorf("leak: %v", dev.Live())
 	}

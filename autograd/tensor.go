@@ -36,9 +36,10 @@ type Tensor struct {
 	name         string
 	tempLeaf     bool // a LeafOf handle: its gradient is workspace
 
-	gradHooks   []*gradHook // OnGradReady callbacks of a leaf
-	leafEpoch   uint64      // backward pass that last counted edges into the leaf
-	leafPending int         // contributions still to come in that pass
+	gradHooks   []*gradHook           // OnGradReady callbacks of a leaf
+	gradAlloc   func(*Tensor) *Tensor // SetGradAlloc's source of the leaf's gradient
+	leafEpoch   uint64                // backward pass that last counted edges into the leaf
+	leafPending int                   // contributions still to come in that pass
 }
 
 // Shape returns a copy of the tensor's dimensions.
@@ -64,6 +65,12 @@ func (t *Tensor) Device() *device.Device { return t.dev }
 
 // Strides returns a copy of the element strides.
 func (t *Tensor) Strides() []int { return append([]int(nil), t.strides...) }
+
+// Offset returns the position of the tensor's first element in its Block,
+// in elements (0 unless the tensor is a view such as a Slice): with
+// Strides it locates the elements for code that moves a block's bytes
+// itself (a communicator).
+func (t *Tensor) Offset() int { return t.off }
 
 // Block returns the storage block (nil after Release). It belongs to the
 // tensor; callers that keep it must Retain it.

@@ -27,6 +27,23 @@ import (
 // error (a bad maxNorm or gradient, or no memory for those elements) no
 // gradient has changed.
 func ClipGradNorm(params []nn.Param, maxNorm float64) (float64, error) {
+	return clip(params, maxNorm, nil)
+}
+
+// ClipGradNormOf is ClipGradNorm over o's parameters. When o is Sharded
+// the sum of squares is added up over the ranks (AllSum) before the root
+// is taken, so every rank clips its part by the same global norm.
+func ClipGradNormOf(o Optimizer, maxNorm float64) (float64, error) {
+	var all func(float64) (float64, error)
+	if sh, ok := o.(Sharded); ok {
+		all = sh.AllSum
+	}
+	return clip(o.Params(), maxNorm, all)
+}
+
+// clip is ClipGradNorm with the sum of squares passed through all (when
+// not nil) before the root is taken.
+func clip(params []nn.Param, maxNorm float64, all func(float64) (float64, error)) (float64, error) {
 	if math.IsNaN(maxNorm) || maxNorm < 0 {
 		return 0, fmt.Errorf("clip_grad_norm: maxNorm %v, want ≥ 0", maxNorm)
 	}
@@ -41,21 +58,29 @@ func ClipGradNorm(params []nn.Param, maxNorm float64) (float64, error) {
 		if g == nil {
 			continue
 		}
-		if !g.DType().IsFloat() || !whole(g) {
-			return 0, fmt.Errorf("clip_grad_norm: gradient of %q (%v %s) is not a whole contiguous float tensor", p.Name, g.Shape(), g.DType())
+		if !g.DType().IsFloat() || !dense(g) {
+			return 0, fmt.Errorf("clip_grad_norm: gradient of %q (%v %s) is not a contiguous float tensor", p.Name, g.Shape(), g.DType())
 		}
 		grads = append(grads, g)
 	}
-	if len(grads) == 0 {
-		return 0, nil
-	}
-	sums, err := sumSquares(grads)
-	if err != nil {
-		return 0, err
-	}
 	var ss float64
-	for _, s := range sums {
-		ss += s
+	if len(grads) > 0 {
+		sums, err := sumSquares(grads)
+		if err != nil {
+			return 0, err
+		}
+		for _, s := range sums {
+			ss += s
+		}
+	}
+	if all != nil {
+		var err error
+		if ss, err = all(ss); err != nil {
+			return 0, fmt.Errorf("clip_grad_norm: %w", err)
+		}
+	}
+	if len(grads) == 0 && all == nil {
+		return 0, nil
 	}
 	total := math.Sqrt(ss)
 	if math.IsNaN(total) || math.IsInf(total, 0) {

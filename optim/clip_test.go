@@ -95,3 +95,43 @@ func TestClipGradNorm(t *testing.T) {
 		t.Errorf("ClipGradNorm without gradients = %v, %v; want 0, nil", total, err)
 	}
 }
+
+// halves is a Sharded optimizer whose rank holds half of the gradients:
+// AllSum adds the other half's share, equal to this one's.
+type halves struct {
+	optim.Optimizer
+	calls int
+}
+
+func (h *halves) AllSum(v float64) (float64, error) { h.calls++; return 2 * v, nil }
+
+// TestClipGradNormOfShardedSumsOverRanks checks that a Sharded optimizer's
+// gradients are clipped by the norm over all ranks: √(2·Σg²) here.
+func TestClipGradNormOfShardedSumsOverRanks(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	p := param(dev, dtype.F64, "p", 0, 0)
+	defer p.Release()
+	opt, err := optim.NewSGD([]nn.Param{{Name: "p", T: p}}, optim.SGDConfig{LR: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setGrad(t, p, []float64{3, 4})
+	sh := &halves{Optimizer: opt}
+	norm, err := optim.ClipGradNormOf(sh, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Sqrt(2 * 25)
+	if math.Abs(norm-want) > 1e-12 || sh.calls != 1 {
+		t.Errorf("norm %v after %d AllSum calls, want %v after 1", norm, sh.calls, want)
+	}
+	c := 1 / (want + 1e-6)
+	if g := p.Grad().Float64s(); math.Abs(g[0]-3*c) > 1e-12 || math.Abs(g[1]-4*c) > 1e-12 {
+		t.Errorf("clipped gradient %v, want %v", g, []float64{3 * c, 4 * c})
+	}
+	// Not sharded: the plain norm.
+	setGrad(t, p, []float64{3, 4})
+	if norm, _ := optim.ClipGradNormOf(opt, 10); norm != 5 {
+		t.Errorf("norm %v of an unsharded optimizer, want 5", norm)
+	}
+}

@@ -52,9 +52,10 @@
 //
 // Step checks every parameter, gradient and state tensor and allocates any
 // missing state before it writes anything: when it returns an error (a
-// 16-bit or view parameter, a gradient that does not match its parameter,
-// a negative learning rate, no memory for the state) no parameter and no
-// state has changed. Load is all-or-nothing in the same way.
+// 16-bit parameter without MasterWeights, a non-contiguous parameter or
+// gradient — contiguous views into a flat buffer are fine —, a gradient
+// that does not match its parameter, a negative learning rate, no memory
+// for the state) no parameter and no state has changed. Load is all-or-nothing in the same way.
 //
 // # Saving
 //

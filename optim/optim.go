@@ -40,3 +40,16 @@ type State struct {
 	Tensors map[string]*autograd.Tensor
 	Scalars map[string]float64
 }
+
+// Sharded is implemented by optimizers whose Params carry only this rank's
+// part of the gradients of a data-parallel group (ZeRO: package parallel).
+// A quantity summed over all gradients — the norm that clipping uses, the
+// overflow check of loss scaling — is then this rank's share, and AllSum
+// adds up the shares of every rank; every rank calls it at the same point
+// of the step. ClipGradNormOf and amp.Scaler do.
+type Sharded interface {
+	Optimizer
+	// AllSum returns the sum of v over the ranks that share the gradients
+	// (v itself when Params hold all of them).
+	AllSum(v float64) (float64, error)
+}

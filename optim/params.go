@@ -148,16 +148,17 @@ func (b *base) pending() ([]*slot, error) {
 }
 
 // checkPair checks that a parameter and its gradient can be updated by the
-// optimizer kernels: F32 or F64 (F16 or BF16 with master weights), whole
-// contiguous tensors, one shape, dtype and device.
+// optimizer kernels: F32 or F64 (F16 or BF16 with master weights),
+// contiguous (views into a flat buffer included), one shape, dtype and
+// device.
 func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 	switch {
 	case master && !p.DType().IsLowPrecision():
 		return fmt.Errorf("%s: step: parameter %q has dtype %s: master weights are f32 copies of f16 or bf16 parameters", kind, name, p.DType())
 	case !master && p.DType() != dtype.F32 && p.DType() != dtype.F64:
 		return fmt.Errorf("%s: step: parameter %q has dtype %s, want f32 or f64 (use MasterWeights for 16-bit parameters)", kind, name, p.DType())
-	case !whole(p):
-		return fmt.Errorf("%s: step: parameter %q (%v, strides %v) is a view; the optimizer updates whole contiguous tensors", kind, name, p.Shape(), p.Strides())
+	case !dense(p):
+		return fmt.Errorf("%s: step: parameter %q (%v, strides %v) is not contiguous; the optimizer updates contiguous tensors", kind, name, p.Shape(), p.Strides())
 	case g.Released():
 		return fmt.Errorf("%s: step: gradient of %q was released", kind, name)
 	case !sameShape(g.Shape(), p.Shape()):
@@ -166,21 +167,21 @@ func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 		return fmt.Errorf("%s: step: gradient of %q has dtype %s, want the parameter's %s", kind, name, g.DType(), p.DType())
 	case g.Device() != p.Device():
 		return fmt.Errorf("%s: step: gradient of %q is on %s, the parameter on %s", kind, name, g.Device(), p.Device())
-	case !whole(g):
-		return fmt.Errorf("%s: step: gradient of %q (%v, strides %v) is not a whole contiguous tensor", kind, name, g.Shape(), g.Strides())
+	case !dense(g):
+		return fmt.Errorf("%s: step: gradient of %q (%v, strides %v) is not contiguous", kind, name, g.Shape(), g.Strides())
 	}
 	return nil
 }
 
-// whole reports whether t is contiguous and covers its whole block, so that
-// its operand starts at element 0.
-func whole(t *autograd.Tensor) bool {
-	return !t.Released() && t.IsContiguous() && t.Bytes() == t.Block().Len()
+// dense reports whether t is live and contiguous: a whole tensor or a
+// contiguous view (a parameter's slice of a flat buffer, say).
+func dense(t *autograd.Tensor) bool {
+	return !t.Released() && t.IsContiguous()
 }
 
-// operand returns a whole tensor as a kernel operand.
+// operand returns a contiguous tensor as a kernel operand.
 func operand(t *autograd.Tensor) device.Operand {
-	return device.Operand{Block: t.Block(), DType: t.DType(), Shape: t.Shape()}
+	return device.Operand{Block: t.Block(), Off: t.Offset(), DType: t.DType(), Shape: t.Shape()}
 }
 
 // allocate gives every slot in work that has no state its state tensors:

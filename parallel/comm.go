@@ -5,7 +5,8 @@ import "github.com/headroom-ml/headroom/autograd"
 // Op is the reduction of AllReduce and ReduceScatter.
 type Op int
 
-// The reductions.
+// The reductions: Sum adds the ranks' values; Avg divides that sum by the
+// number of ranks (data parallelism averages gradients).
 const (
 	Sum Op = iota
 	Avg
@@ -13,10 +14,13 @@ const (
 
 // Communicator moves tensors between the ranks of a data-parallel group.
 // Every rank calls the same collectives in the same order with tensors of
-// the same shapes and dtypes (F32, BF16 or F16; 16-bit reductions
-// accumulate in F32). Collectives block until every rank has joined, or
-// fail on every rank with the same error once any rank has called Abort.
-// A rank's Communicator is used by one goroutine at a time.
+// the same shapes and dtypes (F32, BF16 or F16 — the in-process group also
+// takes F64; 16-bit reductions accumulate in F32). Tensors are contiguous;
+// they may be views (a bucket of a flat buffer). Collectives block until every rank has
+// joined, or fail on every rank once any rank has called Abort. A rank's
+// Communicator is used by one goroutine at a time (that may be a goroutine
+// other than the one that trains, as long as the two take turns).
+// NewGroup makes the in-process implementation.
 type Communicator interface {
 	// Rank is this rank's index in [0, Size).
 	Rank() int
@@ -26,10 +30,13 @@ type Communicator interface {
 	AllReduce(t *autograd.Tensor, op Op) error
 	// ReduceScatter reduces src (Size·n elements, the same on every rank
 	// in shape) across ranks and leaves in dst (n elements) this rank's
-	// slice [Rank·n, (Rank+1)·n) of the result.
+	// slice [Rank·n, (Rank+1)·n) of the result. dst must not overlap src.
 	ReduceScatter(dst, src *autograd.Tensor, op Op) error
 	// AllGather concatenates every rank's src (n elements) into dst
-	// (Size·n elements), rank order.
+	// (Size·n elements), rank order. src may be dst's own slot
+	// [Rank·n, (Rank+1)·n) — a gather in place, which ZeRO uses to share
+	// each rank's updated shard of the flat parameter buffer (MPI_IN_PLACE);
+	// otherwise it must not overlap dst.
 	AllGather(dst, src *autograd.Tensor) error
 	// Broadcast copies root's t into every rank's t.
 	Broadcast(t *autograd.Tensor, root int) error

@@ -73,9 +73,9 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 256MiB")
 	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: micro-batches per optimizer step (--batch is the micro-batch)")
-	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks (in-process)")
-	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage 0-3")
-	fs.BoolVar(&c.Offload, "offload", false, "offload optimizer state to the host")
+	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
+	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too")
+	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1 or 2: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")
 	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference: int8")
 	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")
 	fs.BoolVar(&c.QAT, "qat", false, "quantization-aware fine-tuning before converting")
@@ -162,7 +162,7 @@ func (c *Common) Check(supported ...string) error {
 	if !(c.LR > 0) {
 		return fmt.Errorf("--lr %g: want a positive learning rate", c.LR)
 	}
-	return nil
+	return c.CheckParallel()
 }
 
 // Values returns every flag of the set with its value, for reports.

@@ -36,6 +36,11 @@ type Stepper struct {
 	Clip float64
 	// Schedule sets the learning rate before each step (nil: constant).
 	Schedule optim.Schedule
+	// Sync, when set (data parallelism: a *parallel.DDP), runs the backward
+	// passes of the first Accum−1 micro-batches inside Sync.NoSync, so that
+	// their gradients are only accumulated and the last one's backward
+	// reduces the sum across ranks.
+	Sync interface{ NoSync(f func()) }
 
 	steps int
 }
@@ -69,8 +74,15 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 			if st.Scaler != nil {
 				l = st.Scaler.ScaleLoss(l)
 			}
-			if err := l.Backward(); err != nil {
-				panic(err)
+			backward := func() {
+				if err := l.Backward(); err != nil {
+					panic(err)
+				}
+			}
+			if st.Sync != nil && i < k-1 {
+				st.Sync.NoSync(backward)
+			} else {
+				backward()
 			}
 		})
 		s.Release()
@@ -96,7 +108,7 @@ func (st *Stepper) update() (bool, error) {
 		return false, err
 	}
 	if st.Clip > 0 {
-		norm, err := optim.ClipGradNorm(st.Opt.Params(), st.Clip)
+		norm, err := optim.ClipGradNormOf(st.Opt, st.Clip)
 		if err != nil {
 			return false, err
 		}

@@ -75,7 +75,7 @@ func TestOutOfMemoryExitsCleanly(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--model", "resnet7"}, {"--amp", "fp8"}, {"--batch", "0"}, {"--ranks", "2"}, {"--mem-limit", "lots"}, {"--checkpoint", "0"},
+		{"--model", "resnet7"}, {"--amp", "fp8"}, {"--batch", "0"}, {"--zero", "3"}, {"--mem-limit", "lots"}, {"--checkpoint", "0"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run.Main(args, &out, &errb); code != 1 || errb.Len() == 0 {

@@ -53,6 +53,9 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Parallel() {
+		return trainRanks(c, out, capacity, acDT, trainSet, testSet, ds)
+	}
 	loader, err := data.NewLoader(trainSet, data.LoaderConfig{
 		Batch: c.Batch, Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
 	})

@@ -65,6 +65,9 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if trainText.Len() <= c.Context || valText.Len() <= c.Context {
 		return nil, fmt.Errorf("corpus of %d bytes is too small for context %d", corpus.Len(), c.Context)
 	}
+	if c.Parallel() {
+		return trainRanks(c, out, capacity, acDT, corpus, trainText, valText)
+	}
 	dev := cpu.New(0, device.Options{Capacity: capacity})
 	pdt, forwardDT := dtype.F32, acDT
 	if c.AMPParams {

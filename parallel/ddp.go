@@ -1,0 +1,292 @@
+package parallel
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// DDPConfig configures data parallelism; the zero value is plain data
+// parallelism (ZeRO stage 0) with the default buckets.
+type DDPConfig struct {
+	// Zero is the ZeRO stage: 0 (default) keeps every model state on every
+	// rank; 1 shards the optimizer state (and F32 master weights); 2 also
+	// shards the gradients. Stage 3 (sharded parameters) is not available.
+	Zero int
+	// BucketBytes caps the parameter bytes of a gradient bucket: whole
+	// layers, taken from the last one backwards; a layer larger than the
+	// cap gets a bucket of its own. Default (0): a sixteenth of the
+	// parameters' bytes, at least 64 KiB and at most 25 MiB (PyTorch's
+	// default), so that a model of any size gets about 16 buckets to
+	// overlap with backward, and stage 2 holds about 2/16 of the gradients
+	// in flight.
+	BucketBytes int64
+	// Host, when set, holds the optimizer state, an F32 master copy of this
+	// rank's shard and a copy of its gradients, and runs the optimizer
+	// step there (ZeRO-Offload): the compute device keeps only parameters
+	// and gradients. It needs Zero ≥ 1.
+	Host *device.Device
+}
+
+// DDP is one rank of data-parallel training of a model: see the package
+// documentation for what each stage keeps where, and the exact bytes.
+// Its methods are called by the goroutine that trains the rank.
+type DDP struct {
+	comm    Communicator
+	cfg     DDPConfig
+	dev     *device.Device
+	dt      dtype.DType
+	names   []string
+	params  []*autograd.Tensor // trainable, in the model's order
+	buffers []*autograd.Tensor // not trained: broadcast from rank 0
+	index   map[*autograd.Tensor]int
+	lay     layout
+
+	flat      *autograd.Tensor   // Ψ′ elements, tagged parameter
+	grads     []*autograd.Tensor // stages 0, 1: one buffer per bucket, tagged gradient
+	shardGrad *autograd.Tensor   // stage 2: this rank's shard of the gradients
+	scalar    *autograd.Tensor   // stages 1, 2: every rank's F64 for AllSum (as 2·N F32 words), tagged communication
+	removes   []func()
+
+	pass
+
+	work   chan job
+	done   chan error
+	exited chan struct{}
+}
+
+// NewDDP makes rank comm.Rank() of data-parallel training of m (its
+// trainable parameters: one float dtype, one device). It moves the
+// parameters into one flat buffer, allocates the gradient buffers of the
+// stage, broadcasts rank 0's parameters and buffers to every rank, and
+// installs the hooks that reduce gradients while backward runs. Every rank
+// calls it with the same model structure; on error nothing is allocated
+// (a failed broadcast leaves the parameters in the flat buffer). Train
+// the model with an optimizer from NewAdam, NewAdamW or NewSGD, and call
+// Release when done (before releasing the model).
+func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
+	if c.Zero < 0 || c.Zero > 2 {
+		return nil, fmt.Errorf("parallel: ddp: ZeRO stage %d: want 0, 1 or 2", c.Zero)
+	}
+	if c.BucketBytes < 0 {
+		return nil, fmt.Errorf("parallel: ddp: BucketBytes %d, want ≥ 0 (0: the default)", c.BucketBytes)
+	}
+	d := &DDP{comm: comm, cfg: c, index: map[*autograd.Tensor]int{}}
+	var sizes []int
+	for _, p := range m.Params() {
+		if p.Buffer {
+			d.buffers = append(d.buffers, p.T)
+			continue
+		}
+		switch {
+		case p.T == nil || p.T.Released():
+			return nil, fmt.Errorf("parallel: ddp: parameter %q is nil or released", p.Name)
+		case !p.T.IsLeaf() || p.T.Scope() != nil:
+			return nil, fmt.Errorf("parallel: ddp: parameter %q is not a free-standing leaf", p.Name)
+		case !p.T.DType().IsFloat():
+			return nil, fmt.Errorf("parallel: ddp: parameter %q has dtype %s, want a float dtype", p.Name, p.T.DType())
+		case d.dev == nil:
+			d.dev, d.dt = p.T.Device(), p.T.DType()
+		case p.T.Device() != d.dev || p.T.DType() != d.dt:
+			return nil, fmt.Errorf("parallel: ddp: parameter %q is %s on %s, %q %s on %s: want one dtype and device",
+				p.Name, p.T.DType(), p.T.Device(), d.names[0], d.dt, d.dev)
+		}
+		d.index[p.T] = len(d.params)
+		d.params = append(d.params, p.T)
+		d.names = append(d.names, p.Name)
+		sizes = append(sizes, p.T.Len())
+	}
+	switch {
+	case len(d.params) == 0:
+		return nil, fmt.Errorf("parallel: ddp: the model has no trainable parameters")
+	case c.Host != nil && c.Zero == 0:
+		return nil, fmt.Errorf("parallel: ddp: offload to %s needs ZeRO stage 1 or 2", c.Host)
+	case c.Host == d.dev:
+		return nil, fmt.Errorf("parallel: ddp: offload host %s is the compute device", c.Host)
+	}
+	if c.BucketBytes == 0 {
+		var total int64
+		for _, n := range sizes {
+			total += int64(n) * int64(d.dt.Size())
+		}
+		c.BucketBytes = min(max(total/16, 64<<10), 25<<20)
+		d.cfg.BucketBytes = c.BucketBytes
+	}
+	layers := make([]string, len(d.names))
+	for i, n := range d.names {
+		if j := strings.LastIndexByte(n, '.'); j >= 0 {
+			layers[i] = n[:j]
+		} else {
+			layers[i] = n
+		}
+	}
+	d.lay = newLayout(sizes, layers, int(c.BucketBytes/int64(d.dt.Size())), comm.Size(), c.Zero >= 1)
+	if err := d.allocate(); err != nil {
+		d.free()
+		return nil, fmt.Errorf("parallel: ddp: %w", err)
+	}
+	for i, p := range d.params {
+		p.ZeroGrad()
+		ps := d.lay.params[i]
+		v := view(d.flat, d.lay.buckets[ps.bucket].start+ps.off, p.Shape())
+		p.MoveInto(v)
+		v.Release()
+	}
+	for _, t := range append([]*autograd.Tensor{d.flat}, d.buffers...) {
+		if err := comm.Broadcast(t, 0); err != nil {
+			d.free()
+			return nil, fmt.Errorf("parallel: ddp: broadcasting rank 0's parameters: %w", err)
+		}
+	}
+	for _, p := range d.params {
+		d.removes = append(d.removes, p.OnGradReady(d.onReady))
+		p.SetGradAlloc(d.gradFor)
+	}
+	d.newPass()
+	d.work, d.done, d.exited = make(chan job, len(d.lay.buckets)), make(chan error, len(d.lay.buckets)), make(chan struct{})
+	go d.serve()
+	return d, nil
+}
+
+// allocate makes the flat parameter buffer and the gradient buffers.
+func (d *DDP) allocate() error {
+	return autograd.Try(func() {
+		d.flat = autograd.New(d.dev, d.dt, device.Parameter, d.lay.total)
+		d.flat.Block().Relabel("flat", "ddp")
+		switch d.cfg.Zero {
+		case 0, 1:
+			for k, b := range d.lay.buckets {
+				g := autograd.New(d.dev, d.dt, device.Gradient, b.size)
+				g.Block().Relabel(fmt.Sprintf("grad_bucket%d", k), "ddp")
+				d.grads = append(d.grads, g)
+			}
+		case 2:
+			d.shardGrad = autograd.New(d.dev, d.dt, device.Gradient, d.lay.shard)
+			d.shardGrad.Block().Relabel("grad_shard", "ddp")
+		}
+		if d.cfg.Zero >= 1 {
+			d.scalar = autograd.New(d.dev, dtype.F32, device.Communication, 2*d.comm.Size())
+			d.scalar.Block().Relabel("all_sum", "ddp")
+		}
+	})
+}
+
+// free releases what allocate made.
+func (d *DDP) free() {
+	for _, t := range append([]*autograd.Tensor{d.flat, d.shardGrad, d.scalar}, d.grads...) {
+		if t != nil {
+			t.Release()
+		}
+	}
+	d.flat, d.shardGrad, d.scalar, d.grads = nil, nil, nil, nil
+}
+
+// Release waits for the communication in flight, removes the hooks and
+// frees the gradient and communication buffers. The parameters keep the
+// flat buffer (they are views of it) until the model is released.
+func (d *DDP) Release() {
+	if d.work == nil {
+		return
+	}
+	d.reset()
+	close(d.work)
+	<-d.exited
+	d.work = nil
+	for _, r := range d.removes {
+		r()
+	}
+	for _, p := range d.params {
+		p.SetGradAlloc(nil)
+		p.ZeroGrad()
+	}
+	d.free()
+}
+
+// Comm returns the rank's communicator.
+func (d *DDP) Comm() Communicator { return d.comm }
+
+// Zero returns the ZeRO stage.
+func (d *DDP) Zero() int { return d.cfg.Zero }
+
+// Buckets returns the parameter elements of each gradient bucket, in the
+// order backward fills them: bucket 0 holds the last parameters.
+func (d *DDP) Buckets() []int {
+	out := make([]int, len(d.lay.buckets))
+	for k, b := range d.lay.buckets {
+		out[k] = b.used
+	}
+	return out
+}
+
+// FlatLen returns Ψ′, the elements of the flat parameter buffer: the
+// parameters' Ψ plus the padding of sharded buckets.
+func (d *DDP) FlatLen() int { return d.lay.total }
+
+// ShardLen returns the elements of this rank's shard (stages 1 and 2):
+// Σ_k ⌈u_k/N⌉ over the buckets' parameter elements u_k.
+func (d *DDP) ShardLen() int { return d.lay.shard }
+
+// NoSync runs f — the forward and backward of a micro-batch that is not
+// the last of a step — without reducing gradients: they accumulate in the
+// gradient buffers, and the next backward outside NoSync reduces the sum.
+// Under stage 2 it changes nothing: each micro-batch's gradients are
+// reduce-scattered into the shard as usual (keeping them whole until the
+// last micro-batch would undo the stage's saving); the result is the same.
+func (d *DDP) NoSync(f func()) {
+	old := d.noSync
+	d.noSync = true
+	defer func() { d.noSync = old }()
+	f()
+}
+
+// syncBuffers broadcasts rank 0's buffers (batch-norm statistics).
+func (d *DDP) syncBuffers() error {
+	for _, b := range d.buffers {
+		if err := d.comm.Broadcast(b, 0); err != nil {
+			return fmt.Errorf("parallel: ddp: broadcasting buffers: %w", err)
+		}
+	}
+	return nil
+}
+
+// allSum returns the sum of v over the ranks. The ranks' values are
+// all-gathered bit for bit (an F64 as two F32 words, so that a
+// communicator needs no F64 support) and every rank adds them in rank
+// order in float64: the same sum, to the bit, on every rank.
+func (d *DDP) allSum(v float64) (float64, error) {
+	if err := d.finish(); err != nil {
+		return 0, err
+	}
+	n, r := d.comm.Size(), d.comm.Rank()
+	bits := math.Float64bits(v)
+	mine := view(d.scalar, 2*r, []int{2})
+	mine.SetFloat32s([]float32{math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits >> 32))})
+	err := d.comm.AllGather(d.scalar, mine)
+	mine.Release()
+	if err != nil {
+		return 0, fmt.Errorf("parallel: summing over the ranks: %w", err)
+	}
+	words := d.scalar.Float32s()
+	var sum float64
+	for q := range n {
+		sum += math.Float64frombits(uint64(math.Float32bits(words[2*q])) | uint64(math.Float32bits(words[2*q+1]))<<32)
+	}
+	return sum, nil
+}
+
+// view returns a free-standing view of elements [off, off+numel(shape)) of
+// the one-dimensional buf, in shape.
+func view(buf *autograd.Tensor, off int, shape []int) *autograd.Tensor {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	s := buf.Slice(0, off, off+n)
+	defer s.Release()
+	return s.Reshape(shape...)
+}

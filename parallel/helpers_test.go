@@ -1,0 +1,177 @@
+package parallel_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/headroom-ml/headroom/amp"
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/parallel"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// setup is one training run for the tests.
+type setup struct {
+	ranks   int  // 0: the single-device reference, without package parallel
+	zero    int  // ZeRO stage
+	offload bool // optimizer on a host device
+	dt      dtype.DType
+	widths  []int // MLP widths: in, hidden…, classes
+	batch   int   // global batch per step
+	steps   int
+	accum   int
+	clip    float64
+	sgd     bool  // SGD with momentum instead of AdamW
+	bucket  int64 // BucketBytes
+	capOf   func(rank int) int64
+}
+
+// result is what each rank ended with.
+type result struct {
+	params []float64 // all parameters, in the model's order
+	losses []float64
+	dev    device.Stats
+	host   device.Stats
+	ddp    struct{ buckets []int }
+}
+
+// mlp is Linear → tanh → … → Linear, named so that optimizer state can be
+// told apart.
+func mlp(b *nn.Builder, widths []int) *nn.Sequential {
+	var ls []nn.Layer
+	for i := 0; i+1 < len(widths); i++ {
+		if i > 0 {
+			ls = append(ls, nn.Func{Name: fmt.Sprintf("act%d", i), F: (*autograd.Tensor).Tanh})
+		}
+		ls = append(ls, nn.NewLinear(b, fmt.Sprintf("fc%d", i), widths[i], widths[i+1], true))
+	}
+	return nn.NewSequential(ls...)
+}
+
+// data returns steps global batches of inputs and labels.
+func data(s setup) ([][]float32, [][]int64) {
+	rng := rand.New(rand.NewPCG(42, 1))
+	in, classes := s.widths[0], s.widths[len(s.widths)-1]
+	xs, ys := make([][]float32, s.steps), make([][]int64, s.steps)
+	for i := range xs {
+		xs[i] = make([]float32, s.batch*in)
+		for j := range xs[i] {
+			xs[i][j] = float32(rng.NormFloat64())
+		}
+		ys[i] = make([]int64, s.batch)
+		for j := range ys[i] {
+			ys[i][j] = int64(rng.IntN(classes))
+		}
+	}
+	return xs, ys
+}
+
+// run trains s and returns each rank's result (one for the reference).
+func run(t *testing.T, s setup) []result {
+	t.Helper()
+	out, err := runErr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runErr is run returning the error of Run.
+func runErr(s setup) ([]result, error) {
+	n, k := max(s.ranks, 1), max(s.accum, 1)
+	xs, ys := data(s)
+	in := s.widths[0]
+	m := s.batch / (n * k) // rows of one micro-batch of one rank
+	out := make([]result, n)
+	body := func(c parallel.Communicator, r int) (err error) {
+		var capacity int64
+		if s.capOf != nil {
+			capacity = s.capOf(r)
+		}
+		dev := cpu.New(r, device.Options{Capacity: capacity})
+		defer func() {
+			if err == nil && dev.LiveBlocks() != 0 {
+				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
+			}
+		}()
+		var model *nn.Sequential
+		if err := autograd.Try(func() { model = mlp(nn.NewBuilder(dev, s.dt, 7), s.widths) }); err != nil {
+			return err
+		}
+		defer nn.Release(model)
+		master := s.dt.IsLowPrecision()
+		var opt optim.Optimizer
+		var sync interface{ NoSync(func()) }
+		var host *device.Device
+		if s.ranks == 0 {
+			if s.sgd {
+				opt, err = optim.NewSGD(model.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, MasterWeights: master})
+			} else {
+				opt, err = optim.NewAdamW(model.Params(), optim.AdamConfig{LR: 0.01, MasterWeights: master})
+			}
+		} else {
+			cfg := parallel.DDPConfig{Zero: s.zero, BucketBytes: s.bucket}
+			if s.offload {
+				host = cpu.New(100+r, device.Options{})
+				cfg.Host = host
+			}
+			d, err := parallel.NewDDP(c, model, cfg)
+			if err != nil {
+				return err
+			}
+			defer d.Release()
+			out[r].ddp.buckets = d.Buckets()
+			dev.ResetPeak() // the model was briefly held twice while it moved into the flat buffer
+			sync = d
+			if s.sgd {
+				opt, err = parallel.NewSGD(d, optim.SGDConfig{LR: 0.05, Momentum: 0.9, MasterWeights: master})
+			} else {
+				opt, err = parallel.NewAdamW(d, optim.AdamConfig{LR: 0.01, MasterWeights: master})
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		defer opt.Release()
+		st := &train.Stepper{Opt: opt, Sync: sync, Accum: k, Clip: s.clip, Scaler: amp.NewScaler(s.dt, amp.ScalerConfig{})}
+		for step := range s.steps {
+			loss, _, err := st.Step(func(sc *autograd.Scope, i int) *autograd.Tensor {
+				part := r*k + i
+				x := sc.FromFloat32s(dev, []int{m, in}, xs[step][part*m*in:(part+1)*m*in])
+				if s.dt != dtype.F32 {
+					x = x.Cast(s.dt)
+				}
+				logits := model.Forward(x)
+				return autograd.CrossEntropy(logits, sc.FromInt64s(dev, []int{m}, ys[step][part*m:(part+1)*m]), autograd.CEOptions{})
+			})
+			if err != nil {
+				return err
+			}
+			out[r].losses = append(out[r].losses, loss)
+		}
+		for _, p := range model.Params() {
+			out[r].params = append(out[r].params, p.T.Float64s()...)
+		}
+		out[r].dev = dev.Stats()
+		if host != nil {
+			out[r].host = host.Stats()
+		}
+		if live := dev.Leaks(device.Parameter, device.Gradient, device.Optimizer, device.Communication); len(live) > 0 {
+			return fmt.Errorf("rank %d: after training, live beside model states: %v", r, live)
+		}
+		return nil
+	}
+	if s.ranks == 0 {
+		return out, body(nil, 0)
+	}
+	return out, parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error { return body(c, c.Rank()) })
+}

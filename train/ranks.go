@@ -1,0 +1,103 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/parallel"
+)
+
+// Parallel reports whether the flags ask for data parallelism: --ranks
+// above 1, --zero or --offload.
+func (c *Common) Parallel() bool { return c.Ranks > 1 || c.Zero != 0 || c.Offload }
+
+// CheckParallel checks --ranks, --zero and --offload: the global batch
+// (--batch) must split evenly over the ranks, ZeRO stages are 0, 1 and 2,
+// offload needs stage 1 or 2, and snapshots of sharded runs are not
+// available yet.
+func (c *Common) CheckParallel() error {
+	switch {
+	case c.Ranks < 1:
+		return fmt.Errorf("--ranks %d: want ≥ 1", c.Ranks)
+	case c.Zero == 3:
+		return fmt.Errorf("--zero 3: not available yet (stages 0, 1 and 2 are)")
+	case c.Zero < 0 || c.Zero > 3:
+		return fmt.Errorf("--zero %d: want 0, 1 or 2", c.Zero)
+	case c.Offload && c.Zero == 0:
+		return fmt.Errorf("--offload needs --zero 1 or 2 (the optimizer's shard moves to the host)")
+	case c.Batch%c.Ranks != 0:
+		return fmt.Errorf("--batch %d does not split over --ranks %d: want a multiple", c.Batch, c.Ranks)
+	case c.Parallel() && (c.Save != "" || c.Resume != ""):
+		return fmt.Errorf("--save and --resume with --ranks, --zero or --offload: not available yet")
+	}
+	return nil
+}
+
+// Rank is one rank of an in-process data-parallel run: its communicator,
+// its compute device and, with --offload, its host device.
+type Rank struct {
+	Comm parallel.Communicator
+	Dev  *device.Device
+	Host *device.Device
+}
+
+// RunRanks runs f for each of --ranks ranks, each on its own goroutine
+// with its own logical devices — cpu:r of the given capacity and, with
+// --offload, the host cpu:(100+r) without a limit — and returns their
+// errors as parallel.Run does (the failed rank's first). It returns the
+// ranks so that their devices' statistics can be read afterwards.
+func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error) {
+	comms := parallel.NewGroup(c.Ranks)
+	ranks := make([]*Rank, c.Ranks)
+	for i, cm := range comms {
+		ranks[i] = &Rank{Comm: cm, Dev: cpu.New(i, device.Options{Capacity: capacity})}
+		if c.Offload {
+			ranks[i].Host = cpu.New(100+i, device.Options{})
+		}
+	}
+	err := parallel.Run(comms, func(cm parallel.Communicator) error { return f(ranks[cm.Rank()]) })
+	return ranks, err
+}
+
+// DDP wraps m for the rank with --zero and --offload. Moving the
+// parameters into the flat buffer holds them twice for a moment; the
+// device's peaks are reset afterwards, so that they show training.
+func (r *Rank) DDP(c *Common, m nn.Module) (*parallel.DDP, error) {
+	d, err := parallel.NewDDP(r.Comm, m, parallel.DDPConfig{Zero: c.Zero, Host: r.Host})
+	if err != nil {
+		return nil, err
+	}
+	r.Dev.ResetPeak()
+	return d, nil
+}
+
+// RankPeaks returns the peak bytes of each rank's compute device and, when
+// the ranks have hosts, of each host (nil otherwise).
+func RankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
+	for _, r := range ranks {
+		dev = append(dev, Peaks(r.Dev.Stats()))
+		if r.Host != nil {
+			host = append(host, Peaks(r.Host.Stats()))
+		}
+	}
+	return dev, host
+}
+
+// RankTable renders each rank's peak bytes of the model-state tags (and
+// each host's, when host is not nil) as a table.
+func RankTable(dev, host []PeakBytes) string {
+	s := "rank  device     parameter     gradient    optimizer  communication        total\n"
+	row := func(r int, d string, p PeakBytes) string {
+		return fmt.Sprintf("%4d  %-8s %11s  %11s  %11s  %13s  %11s\n", r, d, device.FormatBytes(p.Parameter), device.FormatBytes(p.Gradient),
+			device.FormatBytes(p.Optimizer), device.FormatBytes(p.Communication), device.FormatBytes(p.Total))
+	}
+	for r, p := range dev {
+		s += row(r, fmt.Sprintf("cpu:%d", r), p)
+		if host != nil {
+			s += row(r, fmt.Sprintf("cpu:%d", 100+r), host[r])
+		}
+	}
+	return s
+}
