@@ -53,11 +53,14 @@ func (a *CausalSelfAttention) Forward(x *autograd.Tensor) *autograd.Tensor {
 	if x.Rank() != 3 || x.Dim(2) != a.C {
 		fail("nn.causal_self_attention", "%s: input %v: want (B, T, %d)", a.Name, x.Shape(), a.C)
 	}
-	B, T, C, H := x.Dim(0), x.Dim(1), a.C, a.Heads
-	// c_attn's output (B, T, 3C) is viewed as (B, T, 3, H, D) and copied
+	B, T, H := x.Dim(0), x.Dim(1), a.Heads
+	// D is C/H as built; after head pruning (package prune) H·D < C, and
+	// c_attn has 3·H·D outputs.
+	D := a.Attn.Out / (3 * H)
+	// c_attn's output (B, T, 3·H·D) is viewed as (B, T, 3, H, D) and copied
 	// once into head-major (3, B, H, T, D); then it goes.
 	qkv := a.Attn.Forward(x)
-	v5 := qkv.View(B, T, 3, H, C/H)
+	v5 := qkv.View(B, T, 3, H, D)
 	perm := v5.Permute(2, 0, 3, 1, 4)
 	heads := perm.Contiguous()
 	release(x, qkv, v5, perm)
@@ -67,9 +70,9 @@ func (a *CausalSelfAttention) Forward(x *autograd.Tensor) *autograd.Tensor {
 	q, k, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
 	y := autograd.ScaledDotProductAttention(q, k, v, true)
 	release(x, heads, parts[0], parts[1], parts[2], q, k, v)
-	// Back to (B, T, C): one more copy, saved by c_proj.
+	// Back to (B, T, H·D): one more copy, saved by c_proj.
 	yt := y.Transpose(1, 2)
-	yc := yt.Reshape(B, T, C)
+	yc := yt.Reshape(B, T, H*D)
 	release(x, y, yt)
 	p := a.Proj.Forward(yc) // saves yc
 	yc.Release()
