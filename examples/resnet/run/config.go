@@ -22,10 +22,13 @@ type Config struct {
 	EvalSamples int
 	// Momentum and WeightDecay of the SGD optimizer.
 	Momentum, WeightDecay float64
+	// FineTune is the number of fine-tuning steps after --prune (0: a
+	// quarter of the training steps, at most 200).
+	FineTune int
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "prune"}
 
 // Parse reads the command line into a Config.
 func Parse(args []string, stderr io.Writer) (*Config, error) {
@@ -39,6 +42,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.EvalSamples, "eval-samples", 0, "test images to evaluate at the end (0: all)")
 	fs.Float64Var(&c.Momentum, "momentum", 0.9, "SGD Nesterov momentum")
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 5e-4, "SGD weight decay")
+	fs.IntVar(&c.FineTune, "finetune", 0, "fine-tuning steps after --prune (0: a quarter of the training steps, at most 200)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: resnet [flags]\n\nTrains a ResNet and reports its memory by tag. Flags:")
 		fs.PrintDefaults()
@@ -69,6 +73,9 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	}
 	if c.Accum < 1 {
 		return nil, fmt.Errorf("--accum %d: want ≥ 1", c.Accum)
+	}
+	if c.Prune != 0 && (c.Resume != "" || c.Parallel()) {
+		return nil, fmt.Errorf("--prune: not with --resume or data parallelism (the pruned shapes differ from the model a snapshot is built for)")
 	}
 	return c, nil
 }

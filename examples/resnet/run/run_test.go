@@ -123,3 +123,30 @@ func TestResumeIsExact(t *testing.T) {
 		t.Errorf("final loss %v uninterrupted, %v resumed", j1["final_loss"], j2["final_loss"])
 	}
 }
+
+func readReport(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestPruneShrinksParameters: --prune 0.3 leaves at most 75% of the
+// parameter bytes, by the allocator's count.
+func TestPruneShrinksParameters(t *testing.T) {
+	dir := t.TempDir()
+	plain, pruned := filepath.Join(dir, "plain.json"), filepath.Join(dir, "pruned.json")
+	mainOK(t, "--steps", "3", "--report", plain)
+	mainOK(t, "--steps", "3", "--prune", "0.3", "--finetune", "2", "--report", pruned)
+	p := readReport(t, plain)["peak_bytes"].(map[string]any)["parameter"].(float64)
+	q := readReport(t, pruned)["peak_bytes"].(map[string]any)["parameter"].(float64)
+	if q > 0.75*p {
+		t.Errorf("parameter peak %v pruned, %v plain: ratio %.3f, want ≤ 0.75", q, p, q/p)
+	}
+}

@@ -84,7 +84,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer opt.Release()
+	defer func() { opt.Release() }() // pruning replaces opt
 
 	perEpoch := loader.Batches() / c.Accum
 	steps := c.Steps
@@ -126,16 +126,17 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	began := time.Now()
 	var loss float64
 	batchShape := []int{c.Batch, trainSet.C, trainSet.H, trainSet.W}
+	step := func(s *autograd.Scope, _ int) *autograd.Tensor {
+		x, y := next(loader)
+		xs := s.FromFloat32s(dev, batchShape, x)
+		if pdt != dtype.F32 {
+			xs = xs.Cast(pdt)
+		}
+		logits := model.Forward(xs)
+		return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Batch}, y), autograd.CEOptions{})
+	}
 	for i := start; i < end; i++ {
-		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-			x, y := next(loader)
-			xs := s.FromFloat32s(dev, batchShape, x)
-			if pdt != dtype.F32 {
-				xs = xs.Cast(pdt)
-			}
-			logits := model.Forward(xs)
-			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Batch}, y), autograd.CEOptions{})
-		})
+		loss, _, err = st.Step(step)
 		if err != nil {
 			prog.Done()
 			return nil, fmt.Errorf("step %d: %w", i, err)
@@ -145,7 +146,16 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	prog.Done()
 	seconds := time.Since(began).Seconds()
-	trained := dev.Stats() // the training's peaks, before evaluation
+	extra := map[string]any{"dataset": ds.name, "skipped_steps": st.Scaler.Skipped()}
+	if c.Prune > 0 {
+		pr, err := pruneAndFineTune(c, out, dev, model, &opt, st, step, testSet, ds, pdt)
+		if err != nil {
+			return nil, err
+		}
+		loss = pr.loss
+		extra["prune"] = pr
+	}
+	trained := dev.Stats() // the training's peaks (after pruning: the fine-tune's), before evaluation
 
 	acc, err := evaluate(c, dev, model, testSet, ds, pdt)
 	if err != nil {
@@ -159,7 +169,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		Example: "resnet", Model: c.Model, Params: nn.Count(model), Steps: end, FinalLoss: loss,
 		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((end-start)*c.Batch*c.Accum) / seconds,
 		Seconds: seconds, PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
-		Extra: map[string]any{"dataset": ds.name, "skipped_steps": st.Scaler.Skipped()},
+		Extra: extra,
 	}
 	if c.Report != "" {
 		if err := rep.Write(c.Report); err != nil {
