@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
@@ -47,6 +48,8 @@ type Config struct {
 	Steps int
 	// Capacity is each compute device's capacity (0: unlimited).
 	Capacity int64
+	// Timeline records rank 0's memory timeline during the last step.
+	Timeline bool
 
 	// onCPU runs the same step on cpu devices: the measurement a
 	// prediction is checked against.
@@ -76,6 +79,18 @@ type Prediction struct {
 	Ranks  []Rank `json:"ranks"`
 	// OOM is the out-of-memory error when the step does not fit Capacity.
 	OOM *device.OOMError `json:"-"`
+	// Timeline is rank 0's last step (with Config.Timeline).
+	Timeline *device.Timeline `json:"-"`
+	// Seconds is the wall time of the last step and Loss its loss (on
+	// meta devices: no arithmetic, loss 0).
+	Seconds float64 `json:"-"`
+	Loss    float64 `json:"-"`
+}
+
+// Measure runs c's step for real on cpu devices: what Predict predicts.
+func Measure(c Config) (*Prediction, error) {
+	c.onCPU = true
+	return Predict(c)
 }
 
 // resolved fills in defaults and checks c.
@@ -153,15 +168,15 @@ func Predict(c Config) (*Prediction, error) {
 	}
 	devs := make([]*device.Device, c.Ranks)
 	hosts := make([]*device.Device, c.Ranks)
-	params := make([]int64, c.Ranks)
+	res := make([]result, c.Ranks)
 	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload
 	run := func(rank int, comm parallel.Communicator) error {
 		devs[rank] = newDev(rank, c.Capacity)
 		if c.Offload {
 			hosts[rank] = newDev(100+rank, 0)
 		}
-		n, err := step(c, m, devs[rank], hosts[rank], comm, distributed)
-		params[rank] = n
+		var err error
+		res[rank], err = step(c, m, devs[rank], hosts[rank], comm, distributed, rank == 0 && c.Timeline)
 		return err
 	}
 	if distributed {
@@ -176,7 +191,7 @@ func Predict(c Config) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Params = params[0]
+	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
 	for i, d := range devs {
 		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(d.Stats())}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
@@ -189,10 +204,18 @@ func Predict(c Config) (*Prediction, error) {
 	return p, nil
 }
 
+// result is what a rank's run returns besides its device's statistics.
+type result struct {
+	params   int64
+	timeline *device.Timeline
+	seconds  float64
+	loss     float64
+}
+
 // step builds the model on dev and runs c.Steps training steps on
-// synthetic data exactly as the example programs do, returning the
-// model's parameter count.
-func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicator, distributed bool) (int64, error) {
+// synthetic data exactly as the example programs do.
+func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicator, distributed, timeline bool) (result, error) {
+	var res result
 	pdt, forward := dtype.F32, dtype.Invalid
 	switch {
 	case c.AMP != dtype.Invalid && c.Autocast:
@@ -205,10 +228,10 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	var hook *func([]nn.Layer, *autograd.Tensor) *autograd.Tensor
 	var err error
 	if terr := autograd.Try(func() { model, hook, err = m.build(nn.NewBuilder(dev, pdt, 1), gen, m.GPT) }); terr != nil {
-		return 0, terr
+		return res, terr
 	}
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer nn.Release(model)
 	switch {
@@ -224,7 +247,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	if distributed {
 		d, err := parallel.NewDDP(comm, model, parallel.DDPConfig{Zero: c.Zero, Host: host})
 		if err != nil {
-			return 0, err
+			return res, err
 		}
 		defer d.Release()
 		dev.ResetPeak() // as the examples do: moving into the flat buffer holds the parameters twice for a moment
@@ -239,7 +262,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 			po, err = parallel.NewAdamW(d, optim.AdamConfig{Beta2: 0.99, MasterWeights: master})
 		}
 		if err != nil {
-			return 0, err
+			return res, err
 		}
 		defer po.Release()
 		opt = po
@@ -253,7 +276,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 			opt, err = optim.NewAdamW(model.Params(), optim.AdamConfig{Beta2: 0.99, MasterWeights: master})
 		}
 		if err != nil {
-			return 0, err
+			return res, err
 		}
 		defer opt.Release()
 	}
@@ -268,11 +291,24 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	micro := c.Batch / c.Ranks / c.Accum
 	fwd := batchLoss(m, c, dev, model, micro, pdt)
 	for i := range c.Steps {
-		if _, _, err := st.Step(fwd); err != nil {
-			return 0, fmt.Errorf("step %d: %w", i, err)
+		last := i == c.Steps-1
+		if last && timeline {
+			dev.StartTimeline()
+		}
+		began := time.Now()
+		loss, _, err := st.Step(fwd)
+		if last {
+			res.seconds, res.loss = time.Since(began).Seconds(), loss
+			if timeline {
+				res.timeline = dev.StopTimeline()
+			}
+		}
+		if err != nil {
+			return res, fmt.Errorf("step %d: %w", i, err)
 		}
 	}
-	return nn.Count(model), nil
+	res.params = nn.Count(model)
+	return res, nil
 }
 
 // batchLoss returns the forward of one micro-batch of zeros.
