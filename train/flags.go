@@ -42,6 +42,7 @@ type Common struct {
 	QAT              bool
 	Prune            float64
 	MemAlert         float64
+	MemLog           string
 
 	fs *flag.FlagSet
 }
@@ -80,7 +81,8 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")
 	fs.BoolVar(&c.QAT, "qat", false, "quantization-aware fine-tuning before converting")
 	fs.Float64Var(&c.Prune, "prune", 0, "prune this fraction of channels (0.3 = 30%)")
-	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "save and stop when device usage passes this fraction of capacity")
+	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "save a resumable snapshot and stop when a step's peak passes this fraction of --mem-limit (e.g. 0.9)")
+	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file")
 }
 
 // OptionalValue lists the flags that may be given without a value, with

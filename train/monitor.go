@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -141,4 +142,31 @@ func (m *Monitor) End(step int) error {
 		a.Creators = a.Creators[:3]
 	}
 	return a
+}
+
+// Watch returns the Monitor the flags ask for — nil without --mem-alert
+// and --mem-log — and the function that closes its log.
+func (c *Common) Watch() (*Monitor, func(), error) {
+	if c.MemAlert == 0 && c.MemLog == "" {
+		return nil, func() {}, nil
+	}
+	if c.MemAlert < 0 || c.MemAlert > 1 {
+		return nil, nil, fmt.Errorf("--mem-alert %g: want a fraction in (0, 1]", c.MemAlert)
+	}
+	if c.MemAlert > 0 && c.MemLimit == "" {
+		return nil, nil, fmt.Errorf("--mem-alert needs --mem-limit (a fraction of what?)")
+	}
+	m := &Monitor{Threshold: c.MemAlert}
+	if c.MemAlert == 0 {
+		m.Threshold = 2 // log only: never alert
+	}
+	closeLog := func() {}
+	if c.MemLog != "" {
+		f, err := os.Create(c.MemLog)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--mem-log: %w", err)
+		}
+		m.Log, closeLog = f, func() { f.Close() }
+	}
+	return m, closeLog, nil
 }

@@ -28,7 +28,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "prune"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "prune", "mem-alert"}
 
 // Parse reads the command line into a Config.
 func Parse(args []string, stderr io.Writer) (*Config, error) {

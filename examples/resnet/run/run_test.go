@@ -3,6 +3,7 @@ package run_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,4 +150,26 @@ func TestPruneShrinksParameters(t *testing.T) {
 	if q > 0.75*p {
 		t.Errorf("parameter peak %v pruned, %v plain: ratio %.3f, want ≤ 0.75", q, p, q/p)
 	}
+}
+
+// TestMemAlertSavesAndStops: with a capacity just above one step's peak,
+// --mem-alert 0.9 stops at the first step with a resumable snapshot and
+// exit status 3; the snapshot resumes under a larger capacity.
+func TestMemAlertSavesAndStops(t *testing.T) {
+	dir := t.TempDir()
+	rep, snap, log := filepath.Join(dir, "r.json"), filepath.Join(dir, "alert"), filepath.Join(dir, "mem.jsonl")
+	mainOK(t, "--steps", "2", "--report", rep)
+	peak := readReport(t, rep)["peak_bytes"].(map[string]any)["total"].(float64)
+	limit := fmt.Sprint(int64(peak/0.95) + 4<<20) // reserved segments need some slack
+	var out, errb bytes.Buffer
+	code := run.Main(append(append([]string{}, fast...), "--steps", "4", "--mem-limit", limit, "--mem-alert", "0.5",
+		"--save", snap, "--mem-log", log), &out, &errb)
+	msg := errb.String()
+	if code != 3 || !strings.Contains(msg, "memory alert") || !strings.Contains(msg, "--resume "+snap) {
+		t.Fatalf("exit %d, stderr:\n%s", code, msg)
+	}
+	if b, err := os.ReadFile(log); err != nil || !strings.Contains(string(b), `"peak_by_tag"`) {
+		t.Errorf("memory log: %v %q", err, b)
+	}
+	mainOK(t, "--steps", "4", "--resume", snap)
 }

@@ -122,6 +122,11 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if c.StopAfter > 0 && c.StopAfter < steps {
 		end = c.StopAfter
 	}
+	mon, closeLog, err := c.Watch()
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
 	prog := train.NewProgress(out, end-start, "resnet")
 	began := time.Now()
 	var loss float64
@@ -136,9 +141,21 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Batch}, y), autograd.CEOptions{})
 	}
 	for i := start; i < end; i++ {
+		if mon != nil {
+			mon.Begin(dev)
+		}
 		loss, _, err = st.Step(step)
+		if err == nil && mon != nil {
+			err = mon.End(i)
+		}
 		if err != nil {
 			prog.Done()
+			if train.Alerted(err) {
+				return nil, c.StopOnAlert(err, "resnet", func(path string) error {
+					ls, _ := json.Marshal(loader.State())
+					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Extra: ls})
+				})
+			}
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		done := i + 1 - start

@@ -29,7 +29,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert"}
 
 // Parse reads the command line into a Config.
 func Parse(args []string, stderr io.Writer) (*Config, error) {

@@ -143,17 +143,36 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if c.StopAfter > 0 && c.StopAfter < steps {
 		end = c.StopAfter
 	}
+	mon, closeLog, err := c.Watch()
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
 	prog := train.NewProgress(out, end-start, "transformer")
 	began := time.Now()
 	var loss float64
 	shape := []int{c.Batch, c.Context}
 	for i := start; i < end; i++ {
+		if mon != nil {
+			mon.Begin(dev)
+		}
 		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
 			x, y := trainText.Batch(rng, c.Batch, c.Context)
 			return lossOf(s, dev, model, x, y, shape)
 		})
+		if err == nil && mon != nil {
+			err = mon.End(i)
+		}
 		if err != nil {
 			prog.Done()
+			if train.Alerted(err) {
+				return nil, c.StopOnAlert(err, "transformer", func(path string) error {
+					rs, _ := src.MarshalBinary()
+					ex, _ := json.Marshal(extra{RNG: rs})
+					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Extra: ex,
+						Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}})
+				})
+			}
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		prog.Step(i-start, loss, float64((i+1-start)*c.Batch*c.Accum)/time.Since(began).Seconds(), dev)
