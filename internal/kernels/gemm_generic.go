@@ -1,0 +1,455 @@
+package kernels
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// The blocked GEMM driver, after Goto and van de Geijn's layering (as in
+// BLIS): op(B) is packed into kc-deep slices of nr-wide panels, op(A)
+// into mc×kc blocks of mr-tall panels, and the micro-kernel sweeps mr×nr
+// tiles of C, so that one B panel (kc·nr values) stays in L1 while the A
+// block streams from L2. The micro-kernel and block sizes are parameters,
+// so the float32 assembly kernel, its pure-Go twin and the float64 kernel
+// share this code.
+//
+// Threading, in one of two modes per call:
+//
+//   - shared: the matrices of the batch are done one after another. For
+//     each block of up to nc columns, the workers first pack the whole
+//     K×nc block of op(B) together (pack tasks), then take compute tasks,
+//     each a chunk of C's rows (and, when M is short, of its columns),
+//     packing their own rows of op(A) against the shared B. Nothing is
+//     packed twice except A rows when columns are split. Both kinds of
+//     task come from one ParallelFor; compute tasks wait for the packing.
+//   - batch: with many independent matrices, each task is one whole
+//     matrix, packed privately into its worker's scratch.
+//
+// Tasks are claimed from an atomic counter rather than dealt out, so a
+// worker that is slow (its core busy with another process) simply takes
+// fewer; a range that ParallelFor runs late finds nothing left and returns.
+// Which worker runs a task never changes the arithmetic: tiles sit on one
+// grid (multiples of mr and nr) whatever the split, so every element of C
+// goes through the same operations for a given shape, however many
+// workers share the call. Results are deterministic.
+//
+// Memory, kept between calls for reuse (CPU implementation scratch, like
+// a stack; not tensor memory and not seen by the device allocator): each
+// job in flight holds the shared B block, at most gemmBBudget values
+// (8 MiB for float32); each worker's scratch holds an mc×kc A block, a
+// kc×nc B block for batch mode (2 MiB for float32 with AVX2) and a tile.
+
+// gemmKernel is a micro-kernel and the blocking that feeds it.
+type gemmKernel[T Float] struct {
+	name       string
+	mr, nr     int // C tile per call
+	mc, kc, nc int // packed block sizes; mc a multiple of mr, nc of nr
+	// full computes one whole mr×nr tile at c (row stride ldc) from packed
+	// panels a (k·mr values) and b (k·nr): mode 0 stores A·B, mode 1 adds
+	// it to C and mode 2 stores A·B + beta·C.
+	full func(k int, a, b, c []T, ldc int, beta T, mode int)
+	// Packers of whole panels from T sources (nil: generic loops). packA
+	// turns mr rows of k values, ld apart from src[at:], into k groups of
+	// mr times alpha; packAT copies k rows of mr values, ld apart, into k
+	// groups of mr times alpha; packB copies k rows of nr values, ld apart,
+	// into k groups of nr; packBT turns nr runs of k values, ld apart, into
+	// k groups of nr.
+	packA, packAT func(dst, src []T, at, ld, k int, alpha T)
+	packB, packBT func(dst, src []T, at, ld, k int)
+}
+
+// The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
+// shape, and the float64 kernel.
+var (
+	sgemmGoKernel = gemmKernel[float32]{name: "go-6x16", mr: 6, nr: 16, mc: 96, kc: 256, nc: 2048,
+		full: sgemmGo, packA: packRows6[float32], packBT: packCols16[float32]}
+	dgemmKernel = gemmKernel[float64]{name: "go-6x8", mr: 6, nr: 8, mc: 96, kc: 256, nc: 1024,
+		full: dgemmGo, packA: packRows6[float64], packBT: packCols8x8[float64]}
+)
+
+// sgemm is the float32 kernel chosen for this machine.
+var sgemm = selectSgemm()
+
+func sgemmGo(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	microGo(6, 16, k, a, b, c, ldc, beta, mode)
+}
+
+func dgemmGo(k int, a, b, c []float64, ldc int, beta float64, mode int) {
+	microGo(6, 8, k, a, b, c, ldc, beta, mode)
+}
+
+// microGo is the pure-Go micro-kernel for an mr×nr tile (mr a multiple of
+// 3, nr even), computed as 3×2 blocks: six sums, three values of A and two
+// of B fit the 15 usable X registers, so the sums stay in registers across
+// the k loop (a 2×4 block spilled and ran at half the speed).
+//
+// Like the assembly it stands in for, it is not instrumented by the race
+// detector: it reads only its worker's packed scratch and writes a C tile
+// that no other task touches, and instrumenting every load made the race
+// run of the noasm build's tests over ten times slower.
+//
+//go:norace
+func microGo[T Float](mr, nr, k int, a, b, c []T, ldc int, beta T, mode int) {
+	a, b = a[:mr*k], b[:nr*k]
+	for i := 0; i < mr; i += 3 {
+		for j := 0; j < nr; j += 2 {
+			var c00, c01, c10, c11, c20, c21 T
+			ai, bj := i, j
+			for range k {
+				ap := a[ai : ai+3 : ai+3]
+				bp := b[bj : bj+2 : bj+2]
+				b0, b1 := bp[0], bp[1]
+				a0 := ap[0]
+				c00 += a0 * b0
+				c01 += a0 * b1
+				a1 := ap[1]
+				c10 += a1 * b0
+				c11 += a1 * b1
+				a2 := ap[2]
+				c20 += a2 * b0
+				c21 += a2 * b1
+				ai += mr
+				bj += nr
+			}
+			storePair(c[i*ldc+j:], c00, c01, beta, mode)
+			storePair(c[(i+1)*ldc+j:], c10, c11, beta, mode)
+			storePair(c[(i+2)*ldc+j:], c20, c21, beta, mode)
+		}
+	}
+}
+
+func storePair[T Float](c []T, v0, v1, beta T, mode int) {
+	c = c[:2:2]
+	switch mode {
+	case 0:
+		c[0], c[1] = v0, v1
+	case 1:
+		c[0] += v0
+		c[1] += v1
+	default:
+		c[0] = v0 + beta*c[0]
+		c[1] = v1 + beta*c[1]
+	}
+}
+
+// gemmJob is one blocked GEMM call in flight. Jobs are reused, and the
+// phase functions handed to ParallelFor are built once per job, so a call
+// in steady state allocates nothing.
+type gemmJob[T Float] struct {
+	kern        *gemmKernel[T]
+	g           GemmArgs
+	a, b        operand[T]
+	c           []T
+	alpha, beta T
+	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
+
+	next   atomic.Int64   // next task to claim in the current phase
+	ntasks int            // tasks in the current phase
+	packed []atomic.Int32 // shared mode: pack tasks finished, per kc slice
+	nPack  int            // shared mode: pack tasks, numbered first
+
+	// Shared mode: matrix bi, columns [jc, jc+nc) of C, op(B) packed into
+	// bpack as ⌈K/kc⌉ slices of kc·ncPad values.
+	bi, jc, nc, ncPad int
+	bpack             []T
+	bbuf              []byte
+	bGroup, bGroups   int // B panels per pack task, pack tasks per slice
+	rowChunks         int // compute tasks: chunks of M, in mr panels
+	colChunks         int // compute tasks: chunks of nc, in nr panels
+
+	sharedPhase, batchPhase func(lo, hi int)
+}
+
+// claim returns the next unclaimed task of the current phase, or -1.
+func (j *gemmJob[T]) claim() int {
+	if t := int(j.next.Add(1) - 1); t < j.ntasks {
+		return t
+	}
+	return -1
+}
+
+// runPhase runs f's claim loop on parts workers (inline when 1).
+func (j *gemmJob[T]) runPhase(ntasks, parts int, f func(lo, hi int)) {
+	j.ntasks = ntasks
+	j.next.Store(0)
+	if parts <= 1 || ntasks <= 1 {
+		f(0, 1)
+		return
+	}
+	ParallelFor(min(parts, ntasks), 1, f)
+}
+
+// sharedTasks runs the claim loop of one shared-mode block: tasks below
+// nPack pack a group of B panels, slice by slice, the rest compute. A
+// compute task waits for each kc slice of B to be packed before it uses
+// it; that cannot deadlock, because every pack task was claimed before any
+// compute task and a claimed pack task is always being run by a goroutine
+// that is not waiting.
+func (j *gemmJob[T]) sharedTasks(_, _ int) {
+	var s *gemmScratch
+	for t := j.claim(); t >= 0; t = j.claim() {
+		if s == nil {
+			s = scratches.get()
+		}
+		if t < j.nPack {
+			j.packTask(s, t)
+			j.packed[t/j.bGroups].Add(1)
+			continue
+		}
+		j.computeTask(s, t-j.nPack)
+	}
+	if s != nil {
+		scratches.put(s)
+	}
+}
+
+// packTask packs bGroup panels of one kc slice of the shared B block.
+func (j *gemmJob[T]) packTask(s *gemmScratch, t int) {
+	g, kn := &j.g, j.kern
+	si, q0 := t/j.bGroups, t%j.bGroups*j.bGroup
+	pc := si * kn.kc
+	kc := min(kn.kc, g.K-pc)
+	j0 := q0 * kn.nr
+	ncols := min(j.bGroup*kn.nr, j.nc-j0)
+	var strip []float32
+	if j.b.h != nil {
+		strip = scratchView[float32](&s.strip, max(kc, kn.nr))
+	}
+	dst := j.bpack[si*kn.kc*j.ncPad+j0*kc:]
+	packB(kn, dst, j.b, g.OffB+j.bi*g.StrideB, g.LdB, g.TransB, pc, kc, j.jc+j0, ncols, strip)
+}
+
+// computeTask computes a chunk of rows × a chunk of columns of the current
+// block of C against the shared packed B.
+func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
+	g, kn := &j.g, j.kern
+	mr, nr := kn.mr, kn.nr
+	rc, cc := t/j.colChunks, t%j.colChunks
+	rp, cp := ceilDiv(g.M, mr), j.ncPad/nr
+	m0, m1 := rc*rp/j.rowChunks*mr, min((rc+1)*rp/j.rowChunks*mr, g.M)
+	q0, q1 := cc*cp/j.colChunks, (cc+1)*cp/j.colChunks
+	n0, n1 := q0*nr, min(q1*nr, j.nc)
+	if m0 >= m1 || n0 >= n1 {
+		return
+	}
+	kcMax := min(kn.kc, g.K)
+	mcMax := roundUp(min(kn.mc, m1-m0), mr)
+	pa := scratchView[T](&s.a, mcMax*kcMax)
+	tmp := scratchView[T](&s.tile, mr*nr)
+	var strip []float32
+	if j.a.h != nil {
+		strip = scratchView[float32](&s.strip, max(kcMax, mcMax))
+	}
+	oa, oc := g.OffA+j.bi*g.StrideA, g.OffC+j.bi*g.StrideC+j.jc+n0
+	for pc := 0; pc < g.K; pc += kn.kc {
+		kc := min(kn.kc, g.K-pc)
+		mode := 1
+		if pc == 0 {
+			mode = j.firstMode
+		}
+		for done := &j.packed[pc/kn.kc]; done.Load() < int32(j.bGroups); {
+			runtime.Gosched()
+		}
+		pb := j.bpack[pc*j.ncPad+n0*kc:]
+		for ic := m0; ic < m1; ic += kn.mc {
+			mc := min(kn.mc, m1-ic)
+			packA(kn, pa, j.a, oa, g.LdA, g.TransA, ic, mc, pc, kc, j.alpha, strip)
+			j.macro(pa, pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode)
+		}
+	}
+}
+
+// batchTasks runs whole matrices of the batch, packing privately.
+func (j *gemmJob[T]) batchTasks(_, _ int) {
+	var s *gemmScratch
+	for t := j.claim(); t >= 0; t = j.claim() {
+		if s == nil {
+			s = scratches.get()
+		}
+		j.matrix(s, t)
+	}
+	if s != nil {
+		scratches.put(s)
+	}
+}
+
+// matrix computes C matrix bi on one goroutine, packing op(B) one kc×nc
+// block at a time into the worker's scratch.
+func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
+	g, kn := &j.g, j.kern
+	mr, nr := kn.mr, kn.nr
+	oa, ob, oc := g.OffA+bi*g.StrideA, g.OffB+bi*g.StrideB, g.OffC+bi*g.StrideC
+	kcMax := min(kn.kc, g.K)
+	mcMax := roundUp(min(kn.mc, g.M), mr)
+	ncMax := roundUp(min(kn.nc, g.N), nr)
+	pa := scratchView[T](&s.a, mcMax*kcMax)
+	pb := scratchView[T](&s.b, ncMax*kcMax)
+	tmp := scratchView[T](&s.tile, mr*nr)
+	var strip []float32
+	if j.a.h != nil || j.b.h != nil {
+		strip = scratchView[float32](&s.strip, max(kcMax, mcMax, nr))
+	}
+	for jc := 0; jc < g.N; jc += kn.nc {
+		nc := min(kn.nc, g.N-jc)
+		for pc := 0; pc < g.K; pc += kn.kc {
+			kc := min(kn.kc, g.K-pc)
+			packB(kn, pb, j.b, ob, g.LdB, g.TransB, pc, kc, jc, nc, strip)
+			mode := 1
+			if pc == 0 {
+				mode = j.firstMode
+			}
+			for ic := 0; ic < g.M; ic += kn.mc {
+				mc := min(kn.mc, g.M-ic)
+				packA(kn, pa, j.a, oa, g.LdA, g.TransA, ic, mc, pc, kc, j.alpha, strip)
+				j.macro(pa, pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode)
+			}
+		}
+	}
+}
+
+// macro runs the micro-kernel over the mc×nc block of C at c[co:]. Edge
+// tiles are computed whole into tmp (the packed panels are zero-padded)
+// and only their valid part is merged into C.
+func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
+	kn := j.kern
+	mr, nr, ldc, c := kn.mr, kn.nr, j.g.LdC, j.c
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		bp := pb[jr*kc : (jr+nr)*kc]
+		for ir := 0; ir < mc; ir += mr {
+			rows := min(mr, mc-ir)
+			ap := pa[ir*kc : (ir+mr)*kc]
+			at := co + ir*ldc + jr
+			if rows == mr && cols == nr {
+				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
+				continue
+			}
+			kn.full(kc, ap, bp, tmp, nr, 0, 0)
+			for r := range rows {
+				dst := c[at+r*ldc : at+r*ldc+cols]
+				src := tmp[r*nr : r*nr+cols]
+				switch mode {
+				case 0:
+					copy(dst, src)
+				case 1:
+					for x, v := range src {
+						dst[x] += v
+					}
+				default:
+					for x, v := range src {
+						dst[x] = v + j.beta*dst[x]
+					}
+				}
+			}
+		}
+	}
+}
+
+// Tuning, in multiply-adds or elements: below gemmSmall per matrix the
+// direct loops beat packing; a parallel part should have at least
+// gemmPart of work (waking a parked worker took 100–150 µs on the 2-core
+// VM this was tuned on, so one core wins up to about 190³), and B is
+// packed by several tasks from gemmPackPar
+// values. Shared B blocks hold at most gemmBBudget values (K·nc), compute
+// aims at gemmTasksPer tasks per worker, and a row chunk keeps at least
+// gemmMinRows rows so that each B panel brought into L1 serves several
+// micro-kernel calls.
+const (
+	gemmSmall    = 10 * 10 * 10
+	gemmPart     = 160 * 160 * 160
+	gemmPackPar  = 1 << 15
+	gemmBBudget  = 1 << 21
+	gemmTasksPer = 4
+	gemmMinRows  = 48
+)
+
+// gemmBlocked runs a validated, non-trivial GEMM (M, N, K > 0, alpha ≠ 0)
+// through the packed path.
+func gemmBlocked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, a, b operand[T], c []T) {
+	batch := max(g.Batch, 1)
+	work := g.M * g.N * g.K
+	w := Workers()
+	j := jobs.get()
+	if j.sharedPhase == nil {
+		j.sharedPhase, j.batchPhase = j.sharedTasks, j.batchTasks
+	}
+	j.kern, j.g, j.a, j.b, j.c = kn, g, a, b, c
+	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
+	switch g.Beta {
+	case 0:
+		j.firstMode = 0
+	case 1:
+		j.firstMode = 1
+	default:
+		j.firstMode = 2
+	}
+	// C matrices that overlap (StrideC 0 accumulates into one C) must be
+	// done in order; so must the batch when it is too short to share out.
+	ordered := batch > 1 && g.StrideC < (g.M-1)*g.LdC+g.N
+	if !ordered && batch >= 2*w {
+		j.runPhase(batch, min(w, batch*work/gemmPart), j.batchPhase)
+	} else {
+		parts := max(1, min(w, work/gemmPart))
+		for bi := range batch {
+			j.shared(bi, parts)
+		}
+	}
+	j.a, j.b, j.c = operand[T]{}, operand[T]{}, nil // hold no caller memory
+	jobs.put(j)
+}
+
+// shared computes matrix bi in shared mode on up to parts workers.
+func (j *gemmJob[T]) shared(bi, parts int) {
+	g, kn := &j.g, j.kern
+	mr, nr := kn.mr, kn.nr
+	j.bi = bi
+	slices := ceilDiv(g.K, kn.kc)
+	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*kn.kc)/nr*nr))
+	// Compute tasks: at least one row chunk per mc rows; more, down to
+	// gemmMinRows, to reach the task target; then columns; and a multiple
+	// of parts in all, so the last round of tasks leaves no worker idle.
+	rp := ceilDiv(g.M, mr)
+	rows := ceilDiv(g.M, kn.mc)
+	target := 1
+	if parts > 1 {
+		target = gemmTasksPer * parts
+		rows = max(rows, min(target, g.M/gemmMinRows))
+	}
+	rows = min(rows, rp)
+	for jc := 0; jc < g.N; jc += ncMax {
+		j.jc, j.nc = jc, min(ncMax, g.N-jc)
+		j.ncPad = roundUp(j.nc, nr)
+		cp := j.ncPad / nr
+		cols := min(cp, max(1, ceilDiv(target, rows)))
+		r := rows
+		for parts > 1 && r*cols%parts != 0 {
+			if r < rp {
+				r++
+			} else if cols < cp {
+				cols++
+			} else {
+				break
+			}
+		}
+		j.rowChunks, j.colChunks = r, cols
+		j.bpack = scratchView[T](&j.bbuf, slices*kn.kc*j.ncPad)
+		// Pack tasks: groups of panels small enough to share out.
+		j.bGroup = cp
+		if parts > 1 && g.K*j.ncPad >= gemmPackPar {
+			j.bGroup = ceilDiv(cp, gemmTasksPer*parts)
+		}
+		j.bGroups = ceilDiv(cp, j.bGroup)
+		j.nPack = slices * j.bGroups
+		if len(j.packed) < slices {
+			j.packed = make([]atomic.Int32, slices)
+		}
+		for i := range slices {
+			j.packed[i].Store(0)
+		}
+		j.runPhase(j.nPack+r*cols, parts, j.sharedPhase)
+	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }
