@@ -73,10 +73,10 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.BoolVar(&c.AMPParams, "amp-params", false, "keep parameters and gradients in the --amp dtype with fp32 master weights in the optimizer")
 	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 256MiB")
-	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: micro-batches per optimizer step (--batch is the micro-batch)")
+	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")
 	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
-	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too")
-	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1 or 2: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")
+	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too, 3 parameters too (gathered by layer when used)")
+	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1, 2 or 3: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")
 	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference: int8")
 	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")
 	fs.BoolVar(&c.QAT, "qat", false, "quantization-aware fine-tuning before converting")
@@ -161,6 +161,9 @@ func (c *Common) Check(supported ...string) error {
 	if c.Steps < 0 || c.Epochs < 0 || (c.Steps == 0 && c.Epochs == 0) {
 		return fmt.Errorf("--steps %d, --epochs %d: want a positive number of steps or epochs", c.Steps, c.Epochs)
 	}
+	if c.Accum < 1 || c.Batch%c.Accum != 0 {
+		return fmt.Errorf("--accum %d with --batch %d: want a positive number of micro-batches that divides the batch", c.Accum, c.Batch)
+	}
 	if !(c.LR > 0) {
 		return fmt.Errorf("--lr %g: want a positive learning rate", c.LR)
 	}
@@ -173,3 +176,7 @@ func (c *Common) Values() map[string]string {
 	c.fs.VisitAll(func(f *flag.Flag) { m[f.Name] = f.Value.String() })
 	return m
 }
+
+// Micro returns the micro-batch of one rank: --batch split over --ranks,
+// then into --accum micro-batches.
+func (c *Common) Micro() int { return c.Batch / max(c.Ranks, 1) / max(c.Accum, 1) }

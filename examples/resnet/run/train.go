@@ -57,7 +57,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		return trainRanks(c, out, capacity, acDT, trainSet, testSet, ds)
 	}
 	loader, err := data.NewLoader(trainSet, data.LoaderConfig{
-		Batch: c.Batch, Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
+		Batch: c.Micro(), Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
 	})
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 
 	fmt.Fprintf(out, "resnet: %s (%d parameters, %s) on %s, %s, batch %d×%d, %d steps",
-		c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, dev, c.Batch, c.Accum, steps)
+		c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, dev, c.Batch/c.Accum, c.Accum, steps)
 	for _, d := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
 		if d != "" {
 			fmt.Fprintf(out, ", %s", d)
@@ -130,7 +130,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	prog := train.NewProgress(out, end-start, "resnet")
 	began := time.Now()
 	var loss float64
-	batchShape := []int{c.Batch, trainSet.C, trainSet.H, trainSet.W}
+	batchShape := []int{c.Micro(), trainSet.C, trainSet.H, trainSet.W}
 	step := func(s *autograd.Scope, _ int) *autograd.Tensor {
 		x, y := next(loader)
 		xs := s.FromFloat32s(dev, batchShape, x)
@@ -138,7 +138,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 			xs = xs.Cast(pdt)
 		}
 		logits := model.Forward(xs)
-		return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Batch}, y), autograd.CEOptions{})
+		return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{c.Micro()}, y), autograd.CEOptions{})
 	}
 	for i := start; i < end; i++ {
 		if mon != nil {
@@ -159,7 +159,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
 		done := i + 1 - start
-		prog.Step(i-start, loss, float64(done*c.Batch*c.Accum)/time.Since(began).Seconds(), dev)
+		prog.Step(i-start, loss, float64(done*c.Batch)/time.Since(began).Seconds(), dev)
 	}
 	prog.Done()
 	seconds := time.Since(began).Seconds()
@@ -180,11 +180,11 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "test accuracy %.2f%% on %d images; final loss %.4f; %.1f samples/s; %.0f s\n",
-		100*acc, evalCount(c, testSet), loss, float64((end-start)*c.Batch*c.Accum)/seconds, seconds)
+		100*acc, evalCount(c, testSet), loss, float64((end-start)*c.Batch)/seconds, seconds)
 
 	rep := &train.Report{
 		Example: "resnet", Model: c.Model, Params: nn.Count(model), Steps: end, FinalLoss: loss,
-		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((end-start)*c.Batch*c.Accum) / seconds,
+		Eval: acc, EvalMetric: "test_accuracy", SamplesPerSec: float64((end-start)*c.Batch) / seconds,
 		Seconds: seconds, PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
 		Extra: extra,
 	}

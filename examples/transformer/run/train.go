@@ -98,7 +98,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	steps := c.Steps
 	if steps == 0 {
-		steps = c.Epochs * (trainText.Len() / (c.Batch * c.Context * c.Accum))
+		steps = c.Epochs * (trainText.Len() / (c.Batch * c.Context))
 	}
 	src := rand.NewPCG(c.Seed, 7)
 	rng := rand.New(src)
@@ -128,7 +128,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 
 	fmt.Fprintf(out, "transformer: GPT %d layers × width %d, %d heads, context %d (%d parameters, %s) on %s, %d-byte corpus, batch %d×%d, %d steps",
-		c.Layers, c.Width, c.Heads, c.Context, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), dev, corpus.Len(), c.Batch, c.Accum, steps)
+		c.Layers, c.Width, c.Heads, c.Context, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), dev, corpus.Len(), c.Batch/c.Accum, c.Accum, steps)
 	for _, d := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
 		if d != "" {
 			fmt.Fprintf(out, ", %s", d)
@@ -151,13 +151,13 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	prog := train.NewProgress(out, end-start, "transformer")
 	began := time.Now()
 	var loss float64
-	shape := []int{c.Batch, c.Context}
+	shape := []int{c.Micro(), c.Context}
 	for i := start; i < end; i++ {
 		if mon != nil {
 			mon.Begin(dev)
 		}
 		loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-			x, y := trainText.Batch(rng, c.Batch, c.Context)
+			x, y := trainText.Batch(rng, c.Micro(), c.Context)
 			return lossOf(s, dev, model, x, y, shape)
 		})
 		if err == nil && mon != nil {
@@ -175,7 +175,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 			}
 			return nil, fmt.Errorf("step %d: %w", i, err)
 		}
-		prog.Step(i-start, loss, float64((i+1-start)*c.Batch*c.Accum)/time.Since(began).Seconds(), dev)
+		prog.Step(i-start, loss, float64((i+1-start)*c.Batch)/time.Since(began).Seconds(), dev)
 	}
 	prog.Done()
 	seconds := time.Since(began).Seconds()
@@ -187,14 +187,14 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "validation loss %.4f nats/byte (%d batches); final training loss %.4f; %.1f samples/s; %.0f s\n",
-		val, c.EvalBatches, loss, float64((end-start)*c.Batch*c.Accum)/seconds, seconds)
+		val, c.EvalBatches, loss, float64((end-start)*c.Batch)/seconds, seconds)
 	if sample != "" {
 		fmt.Fprintf(out, "sample:\n%s\n", sample)
 	}
 	rep := &train.Report{
 		Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Params: nn.Count(model), Steps: end,
 		FinalLoss: loss, Eval: val, EvalMetric: "validation_loss_nats_per_byte",
-		SamplesPerSec: float64((end-start)*c.Batch*c.Accum) / seconds, Seconds: seconds,
+		SamplesPerSec: float64((end-start)*c.Batch) / seconds, Seconds: seconds,
 		PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
 		Extra: map[string]any{"sample": sample, "corpus_bytes": corpus.Len(), "skipped_steps": st.Scaler.Skipped()},
 	}
