@@ -91,10 +91,11 @@ type ResNet struct {
 	BN1    *BatchNorm2d
 	Stages [][]Layer // layer1, layer2, …: *BasicBlock or *Bottleneck
 	FC     *Linear
-	// RunBlocks, when set, runs the residual blocks of all stages in order
-	// instead of a plain loop: activation checkpointing plugs in here
-	// (checkpoint.Sequential, checkpoint.Budget.Forward). It must not
-	// release its input.
+	// RunBlocks, when set, runs the stem (conv1, bn1, ReLU and, with the
+	// imagenet stem, the max-pool, as one layer) and the residual blocks of
+	// all stages in order, instead of a plain loop: activation
+	// checkpointing plugs in here (checkpoint.Sequential,
+	// checkpoint.Budget.Forward). It must not release its input.
 	RunBlocks func(blocks []Layer, x *autograd.Tensor) *autograd.Tensor
 }
 
@@ -152,27 +153,15 @@ func (r *ResNet) build(b *Builder) {
 // W).
 func (r *ResNet) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(r.Name)()
-	h := r.Conv1.Forward(x) // saved by bn1
-	n := r.BN1.Forward(h)
-	h.Release()
-	h = n.ReLU() // saved by ReLU and what follows
-	n.Release()
-	if r.Config.Stem == "imagenet" {
-		p := autograd.MaxPool2d(h, autograd.PoolOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
-		h.Release()
-		h = p
-	}
+	var h *autograd.Tensor
 	if r.RunBlocks != nil {
-		n := r.RunBlocks(r.Blocks(), h)
-		h.Release()
-		h = n
+		h = r.RunBlocks(append([]Layer{resnetStem{r}}, r.Blocks()...), x)
 	} else {
-		for _, stage := range r.Stages {
-			for _, blk := range stage {
-				n := blk.Forward(h)
-				h.Release()
-				h = n
-			}
+		h = resnetStem{r}.Forward(x)
+		for _, blk := range r.Blocks() {
+			n := blk.Forward(h)
+			h.Release()
+			h = n
 		}
 	}
 	p := autograd.AdaptiveAvgPool2d(h, 1, 1)
@@ -279,3 +268,30 @@ func SmallResNet(b *Builder, name string, cfg ResNetConfig) (*ResNet, error) {
 	}
 	return preset(b, name, cfg, "basic", 1, 1, 1)
 }
+
+// resnetStem is a ResNet's stem as one layer, so that checkpointing can
+// cover its full-resolution activations too. Its parameters belong to the
+// ResNet.
+type resnetStem struct{ r *ResNet }
+
+// Forward runs conv1, bn1, ReLU and, with the imagenet stem, the max-pool.
+func (st resnetStem) Forward(x *autograd.Tensor) *autograd.Tensor {
+	r := st.r
+	h := r.Conv1.Forward(x) // saved by bn1
+	n := r.BN1.Forward(h)
+	h.Release()
+	h = n.ReLU() // saved by ReLU and what follows
+	n.Release()
+	if r.Config.Stem == "imagenet" {
+		p := autograd.MaxPool2d(h, autograd.PoolOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
+		h.Release()
+		h = p
+	}
+	return h
+}
+
+// Params returns nothing: the stem's parameters are listed by the ResNet.
+func (resnetStem) Params() []Param { return nil }
+
+// Train does nothing: the ResNet sets its batch-norm's mode.
+func (resnetStem) Train(bool) {}
