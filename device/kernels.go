@@ -142,6 +142,40 @@ type Kernels interface {
 	// float64 in an order that does not depend on the number of cores. src
 	// is any float dtype.
 	SumSquares(dst, src Operand)
+
+	// Quantization kernels (package quant). Quantization is symmetric with
+	// zero point 0: a real x is stored as the int8
+	// q = clamp(round(x·(1/scale)), −127, 127) (round half to even, 1/scale
+	// rounded to float32; −128 is never produced) and read back as q·scale.
+	// Scales are F32 operands on the device (one per row, or one for the
+	// whole tensor), so that computing a scale never needs a host copy.
+	// src is viewed as (rows, len/rows); all operands are contiguous.
+
+	// QuantScales writes dst[r] = max(max_j |src[r][j]| / 127, 2^−23), the
+	// symmetric scale of each of the rows of src (F32); dst holds rows F32.
+	QuantScales(dst, src Operand, rows int)
+	// Quantize writes dst (I8) from src (F32, same length) with scale
+	// (F32: rows values, or one).
+	Quantize(dst, src, scale Operand, rows int)
+	// FakeQuantize writes dst = q·scale (quantize, then dequantize) for
+	// src F32 or F64 (dst the same dtype, may be src), with scale as in
+	// Quantize.
+	FakeQuantize(dst, src, scale Operand, rows int)
+	// FakeQuantizeGrad writes the straight-through gradient: dx = dy where
+	// src·(1/scale) rounds into [−127, 127], else 0 (dx, dy and src one
+	// float dtype; dx may be dy).
+	FakeQuantizeGrad(dx, dy, src, scale Operand, rows int)
+	// LinearI8 writes y (M, N) F32 = acc·(xscale·wscale[j]) + bias[j] with
+	// acc = xq (M, K) · wq (N, K)ᵀ, the exact int32 product of I8 operands
+	// (K ≤ 131071), computed in y's own memory; xscale is one F32, wscale N
+	// F32, bias N F32 or a nil Block. The product is rounded before the
+	// bias is added (no fused multiply-add).
+	LinearI8(y, xq, wq, xscale, wscale, bias Operand, m, n, k int)
+	// Conv2dI8 writes y (N, K, OH, OW) F32 = relu?(acc·(xscale·wscale[k]) +
+	// bias[k]), acc the exact int32 convolution of xq (N, C, H, W) I8 with
+	// wq (K, C/G, R, S) I8; scales and bias as in LinearI8. col (I8) and acc
+	// (I32) are the workspaces sized by p.I8Workspace().
+	Conv2dI8(p Conv2d, y, xq, wq, xscale, wscale, bias, col, acc Operand, relu bool)
 }
 
 // Operand is tensor memory as a kernel sees it: a block, an element offset,
@@ -222,4 +256,26 @@ type SGDArgs struct {
 	Nesterov bool
 	// First says buf holds no history yet: it is set to g', undampened.
 	First bool
+}
+
+// quantization kernels
+
+// i8ConvColumns is the number of output positions (samples × OH·OW) that
+// Conv2dI8 aims to give each int8 GEMM.
+const i8ConvColumns = 4096
+
+// I8Chunk returns how many samples Conv2dI8 convolves per GEMM: enough for
+// about 4096 output positions, at least 1 and at most N.
+func (p Conv2d) I8Chunk() int {
+	ohw := max(p.OH*p.OW, 1)
+	return max(1, min(p.N, (i8ConvColumns+ohw-1)/ohw))
+}
+
+// I8Workspace returns the elements of Conv2dI8's two workspaces for chunks
+// of c = I8Chunk() samples: col, the int8 im2col matrix of one group,
+// (C/G·R·S)·(c·OH·OW), and acc, its int32 accumulator, (K/G)·(c·OH·OW).
+func (p Conv2d) I8Workspace() (col, acc int) {
+	c := p.I8Chunk()
+	ohw := p.OH * p.OW
+	return p.C / p.Groups * p.R * p.S * c * ohw, p.K / p.Groups * c * ohw
 }
