@@ -23,12 +23,12 @@ type Config struct {
 	// Momentum and WeightDecay of the SGD optimizer.
 	Momentum, WeightDecay float64
 	// FineTune is the number of fine-tuning steps after --prune (0: a
-	// quarter of the training steps, at most 200).
+	// quarter of the training steps, at most 200) or of --qat (0: 200).
 	FineTune int
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "prune", "mem-alert"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "prune", "mem-alert", "quantize", "calibrate", "qat"}
 
 // Parse reads the command line into a Config.
 func Parse(args []string, stderr io.Writer) (*Config, error) {
@@ -42,7 +42,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.EvalSamples, "eval-samples", 0, "test images to evaluate at the end (0: all)")
 	fs.Float64Var(&c.Momentum, "momentum", 0.9, "SGD Nesterov momentum")
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 5e-4, "SGD weight decay")
-	fs.IntVar(&c.FineTune, "finetune", 0, "fine-tuning steps after --prune (0: a quarter of the training steps, at most 200)")
+	fs.IntVar(&c.FineTune, "finetune", 0, "fine-tuning steps after --prune (0: a quarter of the training steps, at most 200) or of --qat (0: 200)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: resnet [flags]\n\nTrains a ResNet and reports its memory by tag. Flags:")
 		fs.PrintDefaults()
@@ -73,6 +73,18 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	}
 	if c.Accum < 1 {
 		return nil, fmt.Errorf("--accum %d: want ≥ 1", c.Accum)
+	}
+	if c.Quantize != "" && c.Quantize != "int8" {
+		return nil, fmt.Errorf("--quantize %q: want int8", c.Quantize)
+	}
+	if (c.Calibrate != 0 || c.QAT) && c.Quantize == "" {
+		return nil, fmt.Errorf("--calibrate and --qat need --quantize int8")
+	}
+	if c.Calibrate != 0 && c.QAT {
+		return nil, fmt.Errorf("--calibrate and --qat: choose one (QAT records the ranges itself)")
+	}
+	if c.Quantize != "" && (c.Parallel() || c.AMPParams || c.Save != "") {
+		return nil, fmt.Errorf("--quantize: not with data parallelism, --amp-params or --save (quant.Save writes INT8 models)")
 	}
 	if c.Prune != 0 && (c.Resume != "" || c.Parallel()) {
 		return nil, fmt.Errorf("--prune: not with --resume or data parallelism (the pruned shapes differ from the model a snapshot is built for)")

@@ -67,7 +67,7 @@ func evalCount(c *Config, set *data.Images) int {
 
 // evaluate returns the accuracy on the test set (or its first
 // EvalSamples images), in eval mode without recording a graph.
-func evaluate(c *Config, dev *device.Device, m *nn.ResNet, set *data.Images, ds dataset, pdt dtype.DType) (float64, error) {
+func evaluate(c *Config, dev *device.Device, m nn.Layer, set *data.Images, ds dataset, pdt dtype.DType) (float64, error) {
 	n := evalCount(c, set)
 	sub := *set
 	sub.N, sub.Pixels, sub.Labels = n, set.Pixels[:n*set.C*set.H*set.W], set.Labels[:n]

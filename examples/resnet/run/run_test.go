@@ -76,7 +76,7 @@ func TestOutOfMemoryExitsCleanly(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--model", "resnet7"}, {"--amp", "fp8"}, {"--batch", "0"}, {"--zero", "3"}, {"--mem-limit", "lots"}, {"--checkpoint", "0"},
+		{"--model", "resnet7"}, {"--amp", "fp8"}, {"--batch", "0"}, {"--zero", "4"}, {"--mem-limit", "lots"}, {"--checkpoint", "0"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run.Main(args, &out, &errb); code != 1 || errb.Len() == 0 {
@@ -172,4 +172,25 @@ func TestMemAlertSavesAndStops(t *testing.T) {
 		t.Errorf("memory log: %v %q", err, b)
 	}
 	mainOK(t, "--steps", "4", "--resume", snap)
+}
+
+// TestQuantizeShrinksParameters: --quantize int8 (dynamic, static and QAT)
+// leaves at most 27% of the float parameter bytes, by the allocator.
+func TestQuantizeShrinksParameters(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.json")
+	mainOK(t, "--steps", "3", "--report", plain)
+	p := readReport(t, plain)["peak_bytes"].(map[string]any)["parameter"].(float64)
+	for i, extra := range [][]string{{}, {"--calibrate", "2"}, {"--qat", "--finetune", "2"}} {
+		path := filepath.Join(dir, fmt.Sprintf("q%d.json", i))
+		mainOK(t, append([]string{"--steps", "3", "--quantize", "int8", "--report", path}, extra...)...)
+		r := readReport(t, path)
+		q := r["peak_bytes"].(map[string]any)["parameter"].(float64)
+		if q > 0.27*p {
+			t.Errorf("%v: parameter peak %v int8, %v float: ratio %.3f, want ≤ 0.27", extra, q, p, q/p)
+		}
+		if _, ok := r["extra"].(map[string]any)["quantize"]; !ok {
+			t.Errorf("%v: report has no quantize record", extra)
+		}
+	}
 }

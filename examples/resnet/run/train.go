@@ -172,11 +172,19 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		loss = pr.loss
 		extra["prune"] = pr
 	}
-	trained := dev.Stats() // the training's peaks (after pruning: the fine-tune's), before evaluation
-
-	acc, err := evaluate(c, dev, model, testSet, ds, pdt)
-	if err != nil {
-		return nil, err
+	var acc float64
+	var trained device.Stats
+	if c.Quantize != "" {
+		q, err := quantizeAndEvaluate(c, out, dev, model, opt, loader, testSet, ds, pdt)
+		if err != nil {
+			return nil, err
+		}
+		acc, trained, extra["quantize"] = q.Accuracy, dev.Stats(), q // the INT8 model's peaks
+	} else {
+		trained = dev.Stats() // the training's peaks (after pruning: the fine-tune's), before evaluation
+		if acc, err = evaluate(c, dev, model, testSet, ds, pdt); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "test accuracy %.2f%% on %d images; final loss %.4f; %.1f samples/s; %.0f s\n",
