@@ -29,7 +29,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert", "quantize"}
 
 // Parse reads the command line into a Config.
 func Parse(args []string, stderr io.Writer) (*Config, error) {
@@ -64,6 +64,9 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	}
 	if c.Accum < 1 {
 		return nil, fmt.Errorf("--accum %d: want ≥ 1", c.Accum)
+	}
+	if c.Quantize != "" && (c.Quantize != "int8" || c.Parallel() || c.AMPParams || c.Save != "") {
+		return nil, fmt.Errorf("--quantize %q: want int8, without data parallelism, --amp-params or --save", c.Quantize)
 	}
 	if !(c.ValFraction > 0 && c.ValFraction < 1) {
 		return nil, fmt.Errorf("--val-fraction %g: want a value in (0, 1)", c.ValFraction)

@@ -14,7 +14,7 @@ import (
 // evaluate returns the mean validation loss over EvalBatches batches drawn
 // with a fixed seed, and a sample generated from the prompt, in eval mode
 // without recording a graph.
-func evaluate(c *Config, dev *device.Device, m *nn.GPT, val *data.Text) (float64, string, error) {
+func evaluate(c *Config, dev *device.Device, m nn.Layer, val *data.Text) (float64, string, error) {
 	m.Train(false)
 	defer m.Train(true)
 	rng := rand.New(rand.NewPCG(c.Seed+1, 11))

@@ -97,3 +97,23 @@ func TestTechniquesRun(t *testing.T) {
 		mainOK(t, append([]string{"--steps", "2"}, args...)...)
 	}
 }
+
+func TestQuantizeInt8(t *testing.T) {
+	dir := t.TempDir()
+	plain, q := filepath.Join(dir, "p.json"), filepath.Join(dir, "q.json")
+	mainOK(t, "--steps", "3", "--report", plain)
+	out := mainOK(t, "--steps", "3", "--quantize", "int8", "--report", q)
+	read := func(p string) map[string]any {
+		b, _ := os.ReadFile(p)
+		var r map[string]any
+		json.Unmarshal(b, &r)
+		return r
+	}
+	pp := read(plain)["peak_bytes"].(map[string]any)["parameter"].(float64)
+	rq := read(q)
+	qp := rq["peak_bytes"].(map[string]any)["parameter"].(float64)
+	if !(qp < pp) || rq["extra"].(map[string]any)["quantize"] == nil || !strings.Contains(out, "int8:") {
+		t.Errorf("int8 parameter peak %v vs float %v; report %v", qp, pp, rq["extra"])
+	}
+	t.Logf("parameter peak: float %v, int8 %v", pp, qp)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/quant"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -180,10 +181,33 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	prog.Done()
 	seconds := time.Since(began).Seconds()
 	trained := dev.Stats()
-
-	val, sample, err := evaluate(c, dev, model, valText)
+	var evalModel nn.Layer = model
+	var qrec map[string]any
+	if c.Quantize != "" {
+		valFloat, _, err := evaluate(c, dev, model, valText)
+		if err != nil {
+			return nil, err
+		}
+		q, err := quant.ConvertGPT(model, quant.Config{}, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer nn.Release(q)
+		opt.Release()
+		nn.Release(model) // the float model is gone: the INT8 model is evaluated alone
+		dev.ResetPeak()
+		evalModel = q
+		qrec = map[string]any{"mode": "dynamic", "validation_loss_float": valFloat,
+			"parameter_bytes_float": nn.ParamBytes(model), "parameter_bytes_int8": nn.ParamBytes(q)}
+		fmt.Fprintf(out, "int8: parameters %s → %s; validation loss in float %.4f\n",
+			device.FormatBytes(nn.ParamBytes(model)), device.FormatBytes(nn.ParamBytes(q)), valFloat)
+	}
+	val, sample, err := evaluate(c, dev, evalModel, valText)
 	if err != nil {
 		return nil, err
+	}
+	if qrec != nil {
+		trained = dev.Stats() // the INT8 model's peaks
 	}
 	fmt.Fprint(out, trained.Summary())
 	fmt.Fprintf(out, "validation loss %.4f nats/byte (%d batches); final training loss %.4f; %.1f samples/s; %.0f s\n",
@@ -197,6 +221,9 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		SamplesPerSec: float64((end-start)*c.Batch) / seconds, Seconds: seconds,
 		PeakBytes: train.Peaks(trained), CapacityBytes: capacity, Flags: c.Values(), Stats: trained,
 		Extra: map[string]any{"sample": sample, "corpus_bytes": corpus.Len(), "skipped_steps": st.Scaler.Skipped()},
+	}
+	if qrec != nil {
+		rep.Extra["quantize"] = qrec
 	}
 	if c.Report != "" {
 		if err := rep.Write(c.Report); err != nil {
@@ -220,7 +247,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 
 // lossOf returns the mean cross-entropy of the model's next-byte
 // predictions for a batch.
-func lossOf(s *autograd.Scope, dev *device.Device, m *nn.GPT, x, y []int64, shape []int) *autograd.Tensor {
+func lossOf(s *autograd.Scope, dev *device.Device, m nn.Layer, x, y []int64, shape []int) *autograd.Tensor {
 	logits := m.Forward(s.FromInt64s(dev, shape, x))
 	flat := logits.Reshape(-1, 256)
 	logits.Release()
