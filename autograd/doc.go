@@ -53,6 +53,17 @@
 // graph; if one of them requires grad that is an error, because the gradient
 // would be lost silently: attach the tensor with Scope.Use.
 //
+// # Sharded leaves
+//
+// A leaf's storage may come and go while the leaf stays the same *Tensor
+// that modules, optimizers and graph edges hold: Unbind drops it, Bind
+// points the leaf at a view of another buffer without copying, SetFetch
+// gives the leaf a function that binds it when an op finds it unbound,
+// and SetSavedHooks makes ops that save the leaf for backward pack it with
+// the leaf's own hooks (a reference instead of its storage). ZeRO stage 3
+// (package parallel) keeps each parameter sharded this way and gathers it
+// only while it is used.
+//
 // # Devices
 //
 // Ops never touch device memory themselves. They allocate through the

@@ -89,9 +89,13 @@ func (s *Scope) newNode(opName string, outs, ins, save []*Tensor, fn backwardFn)
 		t.blk.Retain()
 		h := &Tensor{blk: t.blk, dev: t.dev, off: t.off, shape: t.shape, strides: t.strides, dt: t.dt, name: t.name}
 		sv := saved{version: t.blk.Version(), blk: t.blk, shape: t.shape}
-		if hooks != nil {
-			sv.hooks = hooks
-			sv.packed = hooks.Pack(h)
+		hk := hooks
+		if t.saveHooks != nil && t.node == nil { // the leaf's own hooks come first
+			hk = t.saveHooks
+		}
+		if hk != nil {
+			sv.hooks = hk
+			sv.packed = hk.Pack(h)
 		} else {
 			sv.t = h
 		}

@@ -39,6 +39,11 @@ func begin(name string, ins ...*Tensor) *op {
 		}
 		needs = needs || t.requiresGrad
 	}
+	for _, t := range ins {
+		if t != nil && t.blk == nil { // fetching a later input unbound this one
+			fail(name, "input %v %s (%s) lost its storage while another input of the op was fetched: the inputs' fetch functions must not unbind one another", t.shape, t.dt, t.describe())
+		}
+	}
 	o.record = needs && o.s != nil && o.s.noGrad == 0
 	o.orphan = needs && o.s == nil
 	o.ins = ins

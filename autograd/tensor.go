@@ -40,6 +40,10 @@ type Tensor struct {
 	gradAlloc   func(*Tensor) *Tensor // SetGradAlloc's source of the leaf's gradient
 	leafEpoch   uint64                // backward pass that last counted edges into the leaf
 	leafPending int                   // contributions still to come in that pass
+
+	unbound   bool          // Unbind dropped the leaf's storage; Bind or fetch gives it back
+	fetch     func(*Tensor) // SetFetch: binds an unbound leaf when it is used
+	saveHooks *SavedHooks   // SetSavedHooks: how ops save the leaf itself
 }
 
 // Shape returns a copy of the tensor's dimensions.
@@ -118,7 +122,8 @@ func (t *Tensor) Creator() string {
 	return t.node.op
 }
 
-// Released reports whether the handle has been released.
+// Released reports whether the handle has no storage: it was released,
+// or it is a leaf that was unbound (Unbind) and not bound again.
 func (t *Tensor) Released() bool { return t.blk == nil }
 
 // Release drops the handle's reference to its storage (and, for a leaf, its
@@ -129,6 +134,7 @@ func (t *Tensor) Release() {
 		t.blk.Release()
 		t.blk = nil
 	}
+	t.unbound, t.fetch, t.saveHooks = false, nil, nil
 	t.ZeroGrad()
 }
 
@@ -153,9 +159,19 @@ func (t *Tensor) whole() bool {
 // wholly, so that writing it in place affects nothing else.
 func (t *Tensor) exclusive() bool { return t.blk.Refs() == 1 && t.whole() }
 
-// live panics if the tensor was released.
+// live panics if the tensor has no storage. An unbound leaf with a fetch
+// function is bound by it first.
 func (t *Tensor) live(op string) {
+	if t.blk == nil && t.unbound && t.fetch != nil {
+		t.fetch(t)
+	}
 	if t.blk == nil {
+		switch {
+		case t.unbound && t.fetch == nil:
+			fail(op, "tensor %v %s (%s) is unbound (Unbind dropped its storage) and has no fetch function", t.shape, t.dt, t.describe())
+		case t.unbound:
+			fail(op, "tensor %v %s (%s) is unbound (Unbind dropped its storage) and its fetch function did not bind it", t.shape, t.dt, t.describe())
+		}
 		fail(op, "tensor %v %s (%s) used after Release", t.shape, t.dt, t.describe())
 	}
 }
@@ -187,7 +203,10 @@ func (t *Tensor) String() string {
 	} else if t.requiresGrad {
 		b.WriteString(", requires_grad")
 	}
-	if t.blk == nil {
+	switch {
+	case t.unbound:
+		b.WriteString(", unbound")
+	case t.blk == nil:
 		b.WriteString(", released")
 	}
 	b.WriteString(")")

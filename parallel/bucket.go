@@ -32,6 +32,8 @@ type job struct {
 	piece      *autograd.Tensor // stage 2: this rank's piece of the shard gradient
 	fresh      bool
 	stage2View bool
+	call       func() error // stage 3: a collective of the training goroutine
+	reply      chan error   // where call's error goes
 }
 
 func (d *DDP) newPass() {
@@ -55,7 +57,7 @@ func (d *DDP) resetPass() {
 }
 
 // syncing reports whether this pass reduces gradients.
-func (d *DDP) syncing() bool { return !d.noSync || d.cfg.Zero == 2 }
+func (d *DDP) syncing() bool { return !d.noSync || d.cfg.Zero >= 2 }
 
 // fail stops backward with the communication error.
 func (d *DDP) fail() {
@@ -66,7 +68,7 @@ func (d *DDP) fail() {
 
 // gradFor gives a parameter its gradient at its first contribution: a
 // zeroed view of its bucket's gradient buffer (stages 0, 1), or of its
-// bucket's communication buffer, allocated now (stage 2).
+// bucket's communication buffer, allocated now (stages 2, 3).
 func (d *DDP) gradFor(leaf *autograd.Tensor) *autograd.Tensor {
 	d.fail()
 	ps := d.lay.params[d.index[leaf]]
@@ -115,9 +117,9 @@ func (d *DDP) onReady(leaf *autograd.Tensor) {
 }
 
 // launch hands the next bucket to the communication goroutine. Under
-// stage 2 it first waits for the bucket handed over before and frees its
-// buffer: the buffers alive are then the one in flight and those backward
-// is filling, at every moment, on every rank and every run alike.
+// stages 2 and 3 it first waits for the bucket handed over before and
+// frees its buffer: the buffers alive are then the one in flight and those
+// backward is filling, at every moment, on every rank and every run alike.
 func (d *DDP) launch() {
 	k := d.launched
 	j := job{k: k}
@@ -143,6 +145,10 @@ func (d *DDP) launch() {
 func (d *DDP) serve() {
 	defer close(d.exited)
 	for j := range d.work {
+		if j.call != nil {
+			j.reply <- j.call()
+			continue
+		}
 		d.done <- d.reduce(j)
 	}
 }
@@ -200,11 +206,15 @@ func (d *DDP) retire(upto int) {
 	}
 }
 
-// endPass finishes a pass in which every parameter is ready.
+// endPass finishes a pass in which every parameter is ready (under stage
+// 3 no gathered bucket is left).
 func (d *DDP) endPass() {
 	if d.syncing() {
 		d.waitFor(d.launched - 1)
 		d.retire(d.launched)
+	}
+	if d.full != nil {
+		d.dropGathered()
 	}
 	d.resetPass()
 }
@@ -243,9 +253,12 @@ func (d *DDP) drain() { d.waitFor(d.launched - 1) }
 
 // reset abandons the pass in progress after an error: it waits for the
 // reductions handed over (they end, with an error if the group was
-// aborted) and frees the stage-2 buffers.
+// aborted) and frees the stage-2 buffers and the gathered buckets.
 func (d *DDP) reset() {
 	d.waitFor(d.launched - 1)
+	if d.full != nil {
+		d.dropGathered()
+	}
 	for k, t := range d.live {
 		if t != nil {
 			for _, i := range d.lay.buckets[k].params {

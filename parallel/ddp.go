@@ -16,7 +16,8 @@ import (
 type DDPConfig struct {
 	// Zero is the ZeRO stage: 0 (default) keeps every model state on every
 	// rank; 1 shards the optimizer state (and F32 master weights); 2 also
-	// shards the gradients. Stage 3 (sharded parameters) is not available.
+	// shards the gradients; 3 also shards the parameters, which are
+	// gathered bucket by bucket when the layers use them.
 	Zero int
 	// BucketBytes caps the parameter bytes of a gradient bucket: whole
 	// layers, taken from the last one backwards; a layer larger than the
@@ -24,7 +25,8 @@ type DDPConfig struct {
 	// parameters' bytes, at least 64 KiB and at most 25 MiB (PyTorch's
 	// default), so that a model of any size gets about 16 buckets to
 	// overlap with backward, and stage 2 holds about 2/16 of the gradients
-	// in flight.
+	// in flight. Under stage 3 a bucket is also the unit of gathering
+	// parameters: about 1/16 of them are whole at a time.
 	BucketBytes int64
 	// Host, when set, holds the optimizer state, an F32 master copy of this
 	// rank's shard and a copy of its gradients, and runs the optimizer
@@ -47,11 +49,19 @@ type DDP struct {
 	index   map[*autograd.Tensor]int
 	lay     layout
 
-	flat      *autograd.Tensor   // Ψ′ elements, tagged parameter
+	flat      *autograd.Tensor   // stages 0–2: Ψ′ elements, tagged parameter
 	grads     []*autograd.Tensor // stages 0, 1: one buffer per bucket, tagged gradient
-	shardGrad *autograd.Tensor   // stage 2: this rank's shard of the gradients
-	scalar    *autograd.Tensor   // stages 1, 2: every rank's F64 for AllSum (as 2·N F32 words), tagged communication
+	shardGrad *autograd.Tensor   // stages 2, 3: this rank's shard of the gradients
+	scalar    *autograd.Tensor   // stages 1–3: every rank's F64 for AllSum (as 2·N F32 words), tagged communication
 	removes   []func()
+
+	// stage 3 (stage3.go)
+	shard *autograd.Tensor   // this rank's pieces of the parameters, tagged parameter
+	srcs  []*autograd.Tensor // per bucket: this rank's piece, a view of shard
+	full  []*autograd.Tensor // per bucket: its gathered parameters while they are, tagged communication
+	refs  []int              // per bucket: parameters saved for backward by reference, not freed yet
+	cur   int                // the gathered bucket, or −1
+	whole *autograd.Tensor   // Unshard's buffer of every parameter
 
 	pass
 
@@ -66,12 +76,14 @@ type DDP struct {
 // stage, broadcasts rank 0's parameters and buffers to every rank, and
 // installs the hooks that reduce gradients while backward runs. Every rank
 // calls it with the same model structure; on error nothing is allocated
-// (a failed broadcast leaves the parameters in the flat buffer). Train
+// (a failed broadcast leaves the parameters in the flat buffer). Under
+// stage 3 the rank keeps its shard of rank 0's parameters instead, and the
+// model's parameters lose their storage: they are gathered when used. Train
 // the model with an optimizer from NewAdam, NewAdamW or NewSGD, and call
 // Release when done (before releasing the model).
 func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
-	if c.Zero < 0 || c.Zero > 2 {
-		return nil, fmt.Errorf("parallel: ddp: ZeRO stage %d: want 0, 1 or 2", c.Zero)
+	if c.Zero < 0 || c.Zero > 3 {
+		return nil, fmt.Errorf("parallel: ddp: ZeRO stage %d: want 0, 1, 2 or 3", c.Zero)
 	}
 	if c.BucketBytes < 0 {
 		return nil, fmt.Errorf("parallel: ddp: BucketBytes %d, want ≥ 0 (0: the default)", c.BucketBytes)
@@ -105,7 +117,7 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 	case len(d.params) == 0:
 		return nil, fmt.Errorf("parallel: ddp: the model has no trainable parameters")
 	case c.Host != nil && c.Zero == 0:
-		return nil, fmt.Errorf("parallel: ddp: offload to %s needs ZeRO stage 1 or 2", c.Host)
+		return nil, fmt.Errorf("parallel: ddp: offload to %s needs ZeRO stage 1, 2 or 3", c.Host)
 	case c.Host == d.dev:
 		return nil, fmt.Errorf("parallel: ddp: offload host %s is the compute device", c.Host)
 	}
@@ -130,17 +142,28 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 		d.free()
 		return nil, fmt.Errorf("parallel: ddp: %w", err)
 	}
-	for i, p := range d.params {
-		p.ZeroGrad()
-		ps := d.lay.params[i]
-		v := view(d.flat, d.lay.buckets[ps.bucket].start+ps.off, p.Shape())
-		p.MoveInto(v)
-		v.Release()
-	}
-	for _, t := range append([]*autograd.Tensor{d.flat}, d.buffers...) {
-		if err := comm.Broadcast(t, 0); err != nil {
+	if c.Zero == 3 {
+		if err := d.shardParams(); err != nil {
+			d.free()
+			return nil, fmt.Errorf("parallel: ddp: sharding rank 0's parameters: %w", err)
+		}
+	} else {
+		for i, p := range d.params {
+			p.ZeroGrad()
+			ps := d.lay.params[i]
+			v := view(d.flat, d.lay.buckets[ps.bucket].start+ps.off, p.Shape())
+			p.MoveInto(v)
+			v.Release()
+		}
+		if err := comm.Broadcast(d.flat, 0); err != nil {
 			d.free()
 			return nil, fmt.Errorf("parallel: ddp: broadcasting rank 0's parameters: %w", err)
+		}
+	}
+	for _, t := range d.buffers {
+		if err := comm.Broadcast(t, 0); err != nil {
+			d.free()
+			return nil, fmt.Errorf("parallel: ddp: broadcasting rank 0's buffers: %w", err)
 		}
 	}
 	for _, p := range d.params {
@@ -148,16 +171,25 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 		p.SetGradAlloc(d.gradFor)
 	}
 	d.newPass()
-	d.work, d.done, d.exited = make(chan job, len(d.lay.buckets)), make(chan error, len(d.lay.buckets)), make(chan struct{})
+	d.work, d.done, d.exited = make(chan job, len(d.lay.buckets)+1), make(chan error, len(d.lay.buckets)), make(chan struct{})
 	go d.serve()
 	return d, nil
 }
 
-// allocate makes the flat parameter buffer and the gradient buffers.
+// allocate makes the flat parameter buffer (stage 3: this rank's shard)
+// and the gradient buffers.
 func (d *DDP) allocate() error {
 	return autograd.Try(func() {
-		d.flat = autograd.New(d.dev, d.dt, device.Parameter, d.lay.total)
-		d.flat.Block().Relabel("flat", "ddp")
+		if d.cfg.Zero < 3 {
+			d.flat = autograd.New(d.dev, d.dt, device.Parameter, d.lay.total)
+			d.flat.Block().Relabel("flat", "ddp")
+		} else {
+			d.shard = autograd.New(d.dev, d.dt, device.Parameter, d.lay.shard)
+			d.shard.Block().Relabel("param_shard", "ddp")
+			for _, b := range d.lay.buckets {
+				d.srcs = append(d.srcs, view(d.shard, b.shardOff, []int{b.piece}))
+			}
+		}
 		switch d.cfg.Zero {
 		case 0, 1:
 			for k, b := range d.lay.buckets {
@@ -165,7 +197,7 @@ func (d *DDP) allocate() error {
 				g.Block().Relabel(fmt.Sprintf("grad_bucket%d", k), "ddp")
 				d.grads = append(d.grads, g)
 			}
-		case 2:
+		case 2, 3:
 			d.shardGrad = autograd.New(d.dev, d.dt, device.Gradient, d.lay.shard)
 			d.shardGrad.Block().Relabel("grad_shard", "ddp")
 		}
@@ -178,17 +210,20 @@ func (d *DDP) allocate() error {
 
 // free releases what allocate made.
 func (d *DDP) free() {
-	for _, t := range append([]*autograd.Tensor{d.flat, d.shardGrad, d.scalar}, d.grads...) {
+	ts := append([]*autograd.Tensor{d.flat, d.shardGrad, d.scalar, d.shard}, d.grads...)
+	for _, t := range append(ts, d.srcs...) {
 		if t != nil {
 			t.Release()
 		}
 	}
-	d.flat, d.shardGrad, d.scalar, d.grads = nil, nil, nil, nil
+	d.flat, d.shardGrad, d.scalar, d.grads, d.shard, d.srcs = nil, nil, nil, nil, nil, nil
 }
 
 // Release waits for the communication in flight, removes the hooks and
 // frees the gradient and communication buffers. The parameters keep the
-// flat buffer (they are views of it) until the model is released.
+// flat buffer (they are views of it) until the model is released. Under
+// stage 3 the parameters are left without storage — using them fails —
+// unless Unshard gathered them: then they keep the gathered buffer.
 func (d *DDP) Release() {
 	if d.work == nil {
 		return
@@ -203,6 +238,14 @@ func (d *DDP) Release() {
 	for _, p := range d.params {
 		p.SetGradAlloc(nil)
 		p.ZeroGrad()
+		if d.cfg.Zero == 3 {
+			p.SetFetch(nil)
+			p.SetSavedHooks(nil)
+		}
+	}
+	if d.whole != nil { // the parameters hold it
+		d.whole.Release()
+		d.whole = nil
 	}
 	d.free()
 }
@@ -227,14 +270,14 @@ func (d *DDP) Buckets() []int {
 // parameters' Ψ plus the padding of sharded buckets.
 func (d *DDP) FlatLen() int { return d.lay.total }
 
-// ShardLen returns the elements of this rank's shard (stages 1 and 2):
+// ShardLen returns the elements of this rank's shard (stages 1–3):
 // Σ_k ⌈u_k/N⌉ over the buckets' parameter elements u_k.
 func (d *DDP) ShardLen() int { return d.lay.shard }
 
 // NoSync runs f — the forward and backward of a micro-batch that is not
 // the last of a step — without reducing gradients: they accumulate in the
 // gradient buffers, and the next backward outside NoSync reduces the sum.
-// Under stage 2 it changes nothing: each micro-batch's gradients are
+// Under stages 2 and 3 it changes nothing: each micro-batch's gradients are
 // reduce-scattered into the shard as usual (keeping them whole until the
 // last micro-batch would undo the stage's saving); the result is the same.
 func (d *DDP) NoSync(f func()) {

@@ -1,8 +1,8 @@
 // Package parallel trains one model on several devices: data parallelism
 // (DDP) replicates the model and splits the batch; ZeRO shards the
-// optimizer state (stage 1) and the gradients (stage 2) across the ranks
-// instead of replicating them; offload keeps the optimizer on a host
-// device. The trade: communication for memory.
+// optimizer state (stage 1), the gradients (stage 2) and the parameters
+// (stage 3) across the ranks instead of replicating them; offload keeps
+// the optimizer on a host device. The trade: communication for memory.
 //
 // # A training loop
 //
@@ -22,19 +22,23 @@
 //			// forward: this rank's part of the global batch
 //			if _, _, err := st.Step(forward); err != nil { return err }
 //		}
+//		// stage 3: every rank calls d.Unshard() before evaluating or saving
 //		return nil
 //	})
 //
 // Run aborts the group when a rank fails, so that the others stop at their
-// next collective with an *AbortError naming it instead of waiting forever.
+// next collective with an *AbortError naming it instead of waiting forever
+// (and, in process, when a rank returns while others still call
+// collectives).
 //
 // # Knobs and defaults
 //
 //	DDPConfig.Zero        0: every rank holds all model states; 1: optimizer
-//	                      state sharded; 2: gradients too (stage 3 is not
-//	                      available)
-//	DDPConfig.BucketBytes gradient bucket cap; 0: a sixteenth of the
-//	                      parameters' bytes, clamped to [64 KiB, 25 MiB]
+//	                      state sharded; 2: gradients too; 3: parameters
+//	                      too, gathered a bucket at a time when used
+//	DDPConfig.BucketBytes gradient bucket cap (under stage 3 also the unit
+//	                      of gathering); 0: a sixteenth of the parameters'
+//	                      bytes, clamped to [64 KiB, 25 MiB]
 //	DDPConfig.Host        nil: no offload; a device: the optimizer state,
 //	                      F32 masters and the step live there (needs Zero ≥ 1)
 //
@@ -52,7 +56,7 @@
 // copies: a parameter's gradient is a view of its bucket's buffer, made at
 // its first contribution (autograd's SetGradAlloc).
 //
-// Under stages 1 and 2 each bucket of u parameter elements is padded to
+// Under stages 1–3 each bucket of u parameter elements is padded to
 // N·⌈u/N⌉ and cut into N pieces of ⌈u/N⌉: rank r owns piece r of every
 // bucket, and its shard is the concatenation of its pieces. Sharding per
 // bucket (as FSDP shards per flat parameter) is what lets stage 2 reduce
@@ -73,13 +77,17 @@
 //	         this rank's shard of the gradients (tag gradient); it is freed
 //	         when the next bucket is handed over. The model's parameters
 //	         have no gradients after backward: the shard does.
+//	stage 3  the flat buffer is never whole: each rank keeps its pieces
+//	         (its shard, tag parameter) and the model's parameters have no
+//	         storage of their own; gradients as in stage 2; the optimizer
+//	         updates the shard and nothing is gathered after the step.
 //	offload  the pieces' gradients are copied to the host (F32), the host
 //	         updates its F32 masters with the optimizer's state, and the
 //	         pieces get the masters back before the all-gather.
 //
 // NoSync runs the micro-batches of gradient accumulation without reducing
-// (the Stepper does this with Sync set); under stage 2 each micro-batch is
-// reduce-scattered anyway and added into the shard. Buffers (batch-norm
+// (the Stepper does this with Sync set); under stages 2 and 3 each
+// micro-batch is reduce-scattered anyway and added into the shard. Buffers (batch-norm
 // statistics) are broadcast from rank 0 at NewDDP and after every step.
 //
 // # Memory per rank, exactly
@@ -93,26 +101,104 @@
 //	stage 0          g·Ψ        g·Ψ       8·Ψ (F32), 12·Ψ*    0
 //	stage 1          g·Ψ′       g·Ψ′      8·S (F32), 12·S*    8·N
 //	stage 2          g·Ψ′       g·S       8·S (F32), 12·S*    8·N + in flight
-//	offload (1, 2)   as above             0 on the device; on the host
+//	stage 3          g·S        g·S       8·S (F32), 12·S*    8·N + gathered
+//	                                                          + in flight
+//	offload (1–3)    as above             0 on the device; on the host
 //	                                      12·S optimizer (F32 master, m,
 //	                                      v) and 4·S gradient (F32)
 //
-// (* F16 or BF16 parameters with MasterWeights: F32 master, m and v.)
+// (* F16 or BF16 parameters with MasterWeights: F32 master, m and v. The
+// model's buffers — batch-norm statistics — come on top of the parameter
+// column, whole on every rank, at every stage.)
 // With mixed precision (g = 2) that is Rajbhandari et al.'s 2Ψ + 2Ψ + 12Ψ
-// (stage 0), 2Ψ + 2Ψ + 12Ψ/N (stage 1) and 2Ψ + 14Ψ/N (stage 2, its
-// gradient and optimizer terms) up to the padding; F32 training has
-// 8Ψ/N of optimizer state under stage 1. SGD with momentum holds 4
+// (stage 0), 2Ψ + 2Ψ + 12Ψ/N (stage 1), 2Ψ + 14Ψ/N (stage 2, its
+// gradient and optimizer terms) and 16Ψ/N (stage 3: 2S + 2S + 12S) up to
+// the padding; F32 training has 8Ψ/N of optimizer state under stage 1 and
+// 4S + 4S + 8S = 16S under stage 3. SGD with momentum holds 4
 // bytes per element (8 with masters) instead of Adam's 8 (12). The 8·N
 // communication bytes are every rank's partial sum for AllSum (an F64 as
-// two F32 words each), allocated by stages 1 and 2. "In flight" is the
+// two F32 words each), allocated by stages 1–3. "In flight" is the
 // stage-2 bucket buffers alive at once: the bucket being filled and the
 // one handed over before it, g·(N+1)·(⌈u_k/N⌉ + ⌈u_{k+1}/N⌉) at most for
 // consecutive buckets when backward fills them one after the other (a
 // chain of layers); a parameter used twice far apart (tied embeddings)
-// keeps its bucket alive in between. The collectives themselves allocate
-// no device memory. NewDDP holds the parameters twice for a moment (the
-// flat buffer is allocated before they move into it): measure after it
-// (Device.ResetPeak), as the examples do.
+// keeps its bucket alive in between. "Gathered" is stage 3's whole
+// parameters of the buckets in use (below). The collectives themselves
+// allocate no device memory. NewDDP holds the parameters twice for a
+// moment (the flat buffer is allocated before they move into it; under
+// stage 3 a bucket at a time: g·(Ψ + S + max_k size_k) at most): measure
+// after it (Device.ResetPeak), as the examples do.
+//
+// # Stage 3: parameters gathered when used
+//
+// The model's parameters stay the same leaves (modules, the graph and the
+// hooks hold them), but without storage (autograd's Tensor.Unbind): using
+// one runs its fetch function (Tensor.SetFetch), which all-gathers its
+// bucket into a buffer of size_k = N·⌈u_k/N⌉ elements (tag communication)
+// and binds every parameter of the bucket to a view of it (Tensor.Bind) —
+// no change to the model, to nn or to the training loop, and it works for
+// any model, on meta devices too. A bucket holds whole layers, so the
+// bucket is the unit of gathering. The lifetime of a gathered bucket:
+//
+//	one       at most one bucket is gathered at any time: gathering one
+//	          first frees the one gathered before (the layers of a bucket
+//	          run one after the other, forward and backward).
+//	saving    an op that saves a parameter for backward (Linear, Conv2d
+//	          and the norms save their weight) saves a reference to it
+//	          (the leaf's Tensor.SetSavedHooks) instead of its storage, so
+//	          nothing pins a freed bucket; the bucket counts them.
+//	backward  the first backward step that reads a reference gathers the
+//	          bucket again; the bucket is freed when its last reference
+//	          has been freed (its layers' backward steps have run), or
+//	          when another bucket is gathered.
+//	step      whatever is still gathered is freed before the update (it
+//	          would be out of date); nothing is gathered after it.
+//
+// A bucket whose layers saved no weight (the first layer's, whose input
+// needs no gradient) is not gathered in backward; a bucket used again far
+// apart (a tied embedding, a shared block) is gathered again. Every
+// collective of a rank — gathers inside backward included — goes through
+// its communication goroutine in the order the training goroutine asks
+// for them, so all ranks agree on the order. With activation
+// checkpointing a checkpointed segment's forward frees its bucket when it
+// ends, and its recomputation gathers buckets like a forward: the results
+// equal those without checkpointing, at the price of the extra gathers.
+//
+// So, per rank: the parameter tag holds g·S; the communication tag holds
+// 8·N, at most one gathered bucket, g·size_k = g·N·⌈u_k/N⌉, and stage 2's
+// gradient buckets in flight:
+//
+//	forward   8·N + g·N·max_k piece_k
+//	step      ≤ 8·N + g·N·max_k piece_k + in flight
+//
+// with piece_k = ⌈u_k/N⌉ (the forward's peak is exact when every bucket
+// is used and no view of a parameter outlives its op's layer). In backward the gathered bucket and its own
+// gradient buffer coexist while the bucket's later layers have produced
+// gradients and its earlier ones still read weights; for layers each in a
+// bucket of its own, run one after the other (a chain: each layer's
+// backward reads its weight, then produces its gradient) the gathered
+// bucket is freed first, and the step's peak is exactly stage 2's,
+//
+//	8·N + g·(N+1)·max_k≥1 (piece_{k−1} + piece_k)   (K ≥ 2 buckets, in
+//	8·N + g·(N+1)·piece_0                            backward's order;
+//	                                                 K = 1)
+//
+// since bucket k's gathered N·piece_k, beside bucket k−1's gradients in
+// flight, is less than its own (N+1)·piece_k that follow
+// (TestStage3GathersOneBucketAtATime checks both peaks to the byte).
+//
+// Limits. An op that saves a view of a parameter rather than the
+// parameter (MatMul(x, w.T()) in a user's own layer) pins the gathered
+// buffer until its backward step. Autocast of F32 parameters keeps the
+// step's 16-bit casts of every parameter (2Ψ, tag parameter) as at every
+// stage: with stage 3 use 16-bit parameters with master weights. Writing
+// a parameter's values (CopyFrom, Fill) changes the gathered copy only.
+// An op must not take parameters of two buckets (a layer's parameters
+// always share one). To read, evaluate or save the whole model, every
+// rank calls Unshard (Ψ′ elements, tag communication, until Reshard or
+// the next step); a forward run by one rank alone would wait for the
+// others' gathers. The model is built whole on every rank before NewDDP
+// shards it.
 //
 // # Communicators
 //

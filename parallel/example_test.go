@@ -58,3 +58,55 @@ func Example() {
 	// optimizer bytes per rank: [32 32]
 	// same weights: true
 }
+
+// Two ranks train Linear(3, 2) under ZeRO stage 3: each keeps 4 of the 8
+// parameters (16 bytes), Adam's state for them (32 bytes) and their
+// gradients; the layer's weights exist whole only while it runs. Unshard
+// gathers them to read them.
+func Example_stage3() {
+	comms := parallel.NewGroup(2)
+	held := make([][3]int64, 2)
+	weights := make([][]float32, 2)
+	err := parallel.Run(comms, func(c parallel.Communicator) error {
+		dev := cpu.New(c.Rank(), device.Options{})
+		model := nn.NewLinear(nn.NewBuilder(dev, dtype.F32, 1), "fc", 3, 2, true)
+		defer nn.Release(model)
+		d, err := parallel.NewDDP(c, model, parallel.DDPConfig{Zero: 3})
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		o, err := parallel.NewAdamW(d, optim.AdamConfig{LR: 0.1})
+		if err != nil {
+			return err
+		}
+		defer o.Release()
+		s := autograd.NewScope()
+		x := s.FromFloat32s(dev, []int{1, 3}, []float32{1, float32(c.Rank()), -1})
+		err = model.Forward(x).Sum(false).Backward() // gathers the weights, then frees them
+		s.Release()
+		if err != nil {
+			return err
+		}
+		if err := o.Step(); err != nil {
+			return err
+		}
+		o.ZeroGrad()
+		st := dev.Stats()
+		held[c.Rank()] = [3]int64{st.ByTag[device.Parameter].Current, st.ByTag[device.Gradient].Current, st.ByTag[device.Optimizer].Current}
+		if err := d.Unshard(); err != nil {
+			return err
+		}
+		weights[c.Rank()] = model.Weight.Float32s()
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("parameter, gradient, optimizer bytes per rank:", held)
+	fmt.Println("same weights:", fmt.Sprint(weights[0]) == fmt.Sprint(weights[1]))
+	// Output:
+	// parameter, gradient, optimizer bytes per rank: [[16 16 32] [16 16 32]]
+	// same weights: true
+}

@@ -19,7 +19,7 @@ import (
 // a few seconds.
 func TestOutOfMemoryOnOneRankStopsEveryRank(t *testing.T) {
 	for _, n := range []int{2, 4} {
-		for zero := range 3 {
+		for zero := range 4 {
 			s := setup{ranks: n, zero: zero, dt: dtype.F32, widths: []int{6, 64, 64, 3}, batch: 256, steps: 2,
 				capOf: func(r int) int64 {
 					if r == 1 {

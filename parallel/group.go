@@ -59,6 +59,7 @@ type group struct {
 	arrived int    // ranks waiting at the current barrier
 	gen     uint64 // barriers passed
 	err     error  // set by Abort
+	gone    error  // set when a rank's function returned from Run
 	posts   []post // what each rank passed to the current collective
 }
 
@@ -108,6 +109,9 @@ func (c *local) enter(p post) error {
 	if g.err != nil {
 		return g.err
 	}
+	if g.gone != nil {
+		return fmt.Errorf("%w (rank %d called %s)", g.gone, c.rank, p.kind)
+	}
 	g.posts[c.rank] = p
 	gen := g.gen
 	if g.arrived++; g.arrived == g.n {
@@ -115,14 +119,30 @@ func (c *local) enter(p post) error {
 		g.cond.Broadcast()
 		return nil
 	}
-	for g.gen == gen && g.err == nil {
+	for g.gen == gen && g.err == nil && g.gone == nil {
 		g.cond.Wait()
 	}
 	if g.gen != gen {
 		return nil
 	}
 	g.arrived--
-	return g.err
+	if g.err != nil {
+		return g.err
+	}
+	return fmt.Errorf("%w (rank %d called %s)", g.gone, c.rank, p.kind)
+}
+
+// leave records that this rank's function returned from Run: a collective
+// needs every rank, so the others' pending and future collectives fail
+// instead of waiting for it forever.
+func (c *local) leave() {
+	g := c.g
+	g.mu.Lock()
+	if g.gone == nil {
+		g.gone = fmt.Errorf("parallel: rank %d has returned from Run: every rank must call the same collectives (a ZeRO-3 model that one rank evaluates must be gathered by all first: DDP.Unshard)", c.rank)
+	}
+	g.cond.Broadcast()
+	g.mu.Unlock()
 }
 
 // sync is a barrier between the phases of a collective that every rank

@@ -7,8 +7,10 @@ import (
 
 	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
@@ -30,6 +32,9 @@ type setup struct {
 	sgd     bool  // SGD with momentum instead of AdamW
 	bucket  int64 // BucketBytes
 	capOf   func(rank int) int64
+	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
+	meta    bool                                              // meta devices: allocation only
+	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
 // result is what each rank ended with.
@@ -95,6 +100,9 @@ func runErr(s setup) ([]result, error) {
 			capacity = s.capOf(r)
 		}
 		dev := cpu.New(r, device.Options{Capacity: capacity})
+		if s.meta {
+			dev = meta.New(r, device.Options{Capacity: capacity})
+		}
 		defer func() {
 			if err == nil && dev.LiveBlocks() != 0 {
 				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
@@ -109,6 +117,7 @@ func runErr(s setup) ([]result, error) {
 		var opt optim.Optimizer
 		var sync interface{ NoSync(func()) }
 		var host *device.Device
+		var d *parallel.DDP
 		if s.ranks == 0 {
 			if s.sgd {
 				opt, err = optim.NewSGD(model.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, MasterWeights: master})
@@ -119,9 +128,15 @@ func runErr(s setup) ([]result, error) {
 			cfg := parallel.DDPConfig{Zero: s.zero, BucketBytes: s.bucket}
 			if s.offload {
 				host = cpu.New(100+r, device.Options{})
+				if s.meta {
+					host = meta.New(100+r, device.Options{})
+				}
 				cfg.Host = host
 			}
-			d, err := parallel.NewDDP(c, model, cfg)
+			if s.comm != nil {
+				c = s.comm(c)
+			}
+			d, err = parallel.NewDDP(c, model, cfg)
 			if err != nil {
 				return err
 			}
@@ -150,7 +165,12 @@ func runErr(s setup) ([]result, error) {
 				if s.dt != dtype.F32 {
 					x = x.Cast(s.dt)
 				}
-				logits := model.Forward(x)
+				var logits *autograd.Tensor
+				if s.ckpt {
+					logits = checkpoint.Sequential(model.Layers, 0, x)
+				} else {
+					logits = model.Forward(x)
+				}
 				return autograd.CrossEntropy(logits, sc.FromInt64s(dev, []int{m}, ys[step][part*m:(part+1)*m]), autograd.CEOptions{})
 			})
 			if err != nil {
@@ -158,15 +178,21 @@ func runErr(s setup) ([]result, error) {
 			}
 			out[r].losses = append(out[r].losses, loss)
 		}
-		for _, p := range model.Params() {
-			out[r].params = append(out[r].params, p.T.Float64s()...)
-		}
 		out[r].dev = dev.Stats()
 		if host != nil {
 			out[r].host = host.Stats()
 		}
 		if live := dev.Leaks(device.Parameter, device.Gradient, device.Optimizer, device.Communication); len(live) > 0 {
 			return fmt.Errorf("rank %d: after training, live beside model states: %v", r, live)
+		}
+		if d != nil {
+			if err := d.Unshard(); err != nil { // stage 3: every rank gathers the parameters to read them
+				return err
+			}
+			defer d.Reshard()
+		}
+		for _, p := range model.Params() {
+			out[r].params = append(out[r].params, p.T.Float64s()...)
 		}
 		return nil
 	}

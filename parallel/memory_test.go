@@ -18,24 +18,29 @@ func peaks(st device.Stats) bytesBy {
 
 // TestBytesPerRankMatchTheFormulas trains an MLP of Ψ = 66 parameters (not
 // a multiple of 4: the shards are padded) with AdamW on 1, 2 and 4 ranks,
-// F32 and BF16 with F32 master weights, ZeRO stages 0–2 with and without
+// F32 and BF16 with F32 master weights, ZeRO stages 0–3 with and without
 // offload, and checks each rank's peak bytes of parameters, gradients,
 // optimizer state and communication buffers — and the host's — against
 // the package's formulas, exactly. With one bucket, c = ⌈Ψ/N⌉ and
-// Ψ′ = N·c under stages 1 and 2 (Ψ under stage 0); g is the parameter
+// Ψ′ = N·c under stages 1–3 (Ψ under stage 0); g is the parameter
 // size (4 or 2) and m the optimizer's bytes per element (8 for F32 Adam,
 // 12 with masters):
 //
 //	stage 0: g·Ψ + g·Ψ + m·Ψ,       communication 0
 //	stage 1: g·Ψ′ + g·Ψ′ + m·c,     communication 8·N (AllSum's F64 per rank)
 //	stage 2: g·Ψ′ + g·c + m·c,      communication 8·N + g·(N+1)·c (the bucket in flight)
+//	stage 3: g·c + g·c + m·c,       communication 8·N + g·(N+1)·c: the gathered
+//	         parameters (g·Ψ′) are freed before the gradient bucket is made
 //	offload: optimizer 0 on the device; on the host 12·c optimizer
 //	         (F32 master, m, v) and 4·c gradient.
+//
+// With mixed precision (g = 2, m = 12) stage 3 is 16·c bytes of model
+// states per rank: Rajbhandari et al.'s 16Ψ/N.
 func TestBytesPerRankMatchTheFormulas(t *testing.T) {
 	const psi = 5*7 + 7 + 7*3 + 3
 	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
 		for _, n := range []int{1, 2, 4} {
-			for zero := range 3 {
+			for zero := range 4 {
 				for _, off := range []bool{false, true} {
 					if off && zero == 0 {
 						continue
@@ -55,6 +60,8 @@ func TestBytesPerRankMatchTheFormulas(t *testing.T) {
 						want = bytesBy{g * int64(n) * c, g * int64(n) * c, m * c, 8 * int64(n)}
 					case 2:
 						want = bytesBy{g * int64(n) * c, g * c, m * c, 8*int64(n) + g*int64(n+1)*c}
+					case 3:
+						want = bytesBy{g * c, g * c, m * c, 8*int64(n) + g*int64(n+1)*c}
 					}
 					if off {
 						want.opt, host = 0, bytesBy{0, 4 * c, 12 * c, 0}

@@ -13,22 +13,24 @@ import (
 
 // Optimizer is an optimizer of package optim run the way a DDP's stage
 // says: over every parameter (stage 0), or over this rank's shard only
-// (stages 1 and 2: its piece of each bucket), with the updated pieces
-// all-gathered into every rank's flat parameter buffer after the step;
-// with offload the state lives, and the update runs, on the host device.
+// (stages 1–3: its piece of each bucket), with the updated pieces
+// all-gathered into every rank's flat parameter buffer after the step
+// (stages 1 and 2; under stage 3 the next forward gathers them); with
+// offload the state lives, and the update runs, on the host device.
 //
-// It is an optim.Sharded optimizer: under stages 1 and 2, Params are the
-// rank's pieces ("bucket<k>.rank<r>", views of the flat buffer whose
-// gradients are views of the bucket or shard gradient buffer), and AllSum
-// adds up over the ranks, so that amp.Scaler skips an overflowed step on
-// every rank and optim.ClipGradNormOf clips by the global norm. Under
-// stage 0 Params are the model's and State is exactly a single-rank
-// optimizer's; under stages 1 and 2 State holds this rank's shard
-// ("exp_avg.bucket0.rank1", and with offload "master.bucket0.rank1").
+// It is an optim.Sharded optimizer: under stages 1–3, Params are the
+// rank's pieces ("bucket<k>.rank<r>", views of the flat buffer — of the
+// parameter shard under stage 3 — whose gradients are views of the bucket
+// or shard gradient buffer), and AllSum adds up over the ranks, so that
+// amp.Scaler skips an overflowed step on every rank and
+// optim.ClipGradNormOf clips by the global norm. Under stage 0 Params are
+// the model's and State is exactly a single-rank optimizer's; under stages
+// 1–3 State holds this rank's shard ("exp_avg.bucket0.rank1", and with
+// offload "master.bucket0.rank1").
 type Optimizer struct {
 	d       *DDP
 	inner   optim.Optimizer
-	pieces  []*autograd.Tensor // stages 1, 2: this rank's piece of each bucket
+	pieces  []*autograd.Tensor // stages 1–3: this rank's piece of each bucket
 	regions []*autograd.Tensor // stages 1, 2: each bucket's extent of the flat buffer
 	host    []*autograd.Tensor // offload: F32 master pieces on the host (the inner optimizer's parameters)
 }
@@ -36,9 +38,9 @@ type Optimizer struct {
 var _ optim.Sharded = (*Optimizer)(nil)
 
 // NewAdam returns Adam (optim.NewAdam) for d. With 16-bit parameters set
-// c.MasterWeights (stages 0–2 keep the F32 masters in the optimizer state,
-// sharded under 1 and 2); with offload the host's F32 copy is the master
-// and c.MasterWeights is not needed.
+// c.MasterWeights (the F32 masters are kept in the optimizer state,
+// sharded under stages 1–3); with offload the host's F32 copy is the
+// master and c.MasterWeights is not needed.
 func NewAdam(d *DDP, c optim.AdamConfig) (*Optimizer, error) {
 	return d.optimizer(func(ps []nn.Param, offloaded bool) (optim.Optimizer, error) {
 		if offloaded {
@@ -87,7 +89,13 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 	}
 	r := d.comm.Rank()
 	for k, b := range d.lay.buckets {
-		pc := view(d.flat, b.start+r*b.piece, []int{b.piece})
+		var pc *autograd.Tensor
+		if d.cfg.Zero < 3 {
+			pc = view(d.flat, b.start+r*b.piece, []int{b.piece})
+			o.regions = append(o.regions, view(d.flat, b.start, []int{b.size}))
+		} else {
+			pc = view(d.shard, b.shardOff, []int{b.piece})
+		}
 		pc.SetName(fmt.Sprintf("bucket%d.rank%d", k, r))
 		if d.cfg.Zero == 1 {
 			pc.SetGrad(view(d.grads[k], r*b.piece, []int{b.piece}))
@@ -95,7 +103,6 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 			pc.SetGrad(view(d.shardGrad, b.shardOff, []int{b.piece}))
 		}
 		o.pieces = append(o.pieces, pc)
-		o.regions = append(o.regions, view(d.flat, b.start, []int{b.size}))
 	}
 	ps := o.Params()
 	if d.cfg.Host != nil {
@@ -136,13 +143,19 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 // all of them (stage 0), or this rank's pieces followed by an all-gather
 // of every bucket (stages 1, 2; with offload the pieces' gradients go to
 // the host, the host updates its F32 masters and the pieces get them
-// back). Buffers are then broadcast from rank 0. When the update fails on
-// this rank (state it cannot allocate, say) it aborts the group, since the
-// ranks' parameters could no longer agree, and returns the error.
+// back). Under stage 3 only the pieces change; what was gathered (Unshard
+// included) is freed first, since it would be out of date. Buffers are
+// then broadcast from rank 0. When the update fails on this rank (state it
+// cannot allocate, say) it aborts the group, since the ranks' parameters
+// could no longer agree, and returns the error.
 func (o *Optimizer) Step() error {
 	d := o.d
 	if err := d.finish(); err != nil {
 		return err
+	}
+	if d.cfg.Zero == 3 {
+		d.dropGathered()
+		d.reshard3()
 	}
 	if o.host != nil {
 		err := autograd.Try(func() {
@@ -164,8 +177,8 @@ func (o *Optimizer) Step() error {
 			o.pieces[i].CopyFrom(h)
 		}
 	}
-	for k, pc := range o.pieces {
-		if err := d.comm.AllGather(o.regions[k], pc); err != nil {
+	for k, reg := range o.regions {
+		if err := d.comm.AllGather(reg, o.pieces[k]); err != nil {
 			return fmt.Errorf("parallel: step: gathering bucket %d: %w", k, err)
 		}
 	}
@@ -183,7 +196,7 @@ func (o *Optimizer) LR() float64 { return o.inner.LR() }
 func (o *Optimizer) SetLR(lr float64) { o.inner.SetLR(lr) }
 
 // Params returns what this rank updates: the model's parameters (stage 0)
-// or its pieces of the flat buffer (stages 1, 2), with their gradients.
+// or its pieces of the flat buffer (stages 1–3), with their gradients.
 func (o *Optimizer) Params() []nn.Param {
 	o.d.drain() // a pass left incomplete must not be read while in flight
 	if o.pieces == nil {
@@ -196,7 +209,7 @@ func (o *Optimizer) Params() []nn.Param {
 	return ps
 }
 
-// AllSum returns the sum of v over the ranks under stages 1 and 2, and v
+// AllSum returns the sum of v over the ranks under stages 1–3, and v
 // under stage 0 (whose Params hold every gradient).
 func (o *Optimizer) AllSum(v float64) (float64, error) {
 	if o.pieces == nil {

@@ -37,7 +37,7 @@ func (s *spy) ReduceScatter(dst, src *autograd.Tensor, op parallel.Op) error {
 // — the last gradient of the pass — until the last layer's bucket is being
 // reduced: that happens only if reductions start while backward runs.
 func TestReductionOverlapsBackward(t *testing.T) {
-	for zero := range 3 {
+	for zero := range 4 {
 		err := parallel.Run(parallel.NewGroup(2), func(c parallel.Communicator) error {
 			sp := &spy{Communicator: c, started: make(chan struct{})}
 			dev := cpu.New(c.Rank(), device.Options{})

@@ -14,19 +14,17 @@ import (
 func (c *Common) Parallel() bool { return c.Ranks > 1 || c.Zero != 0 || c.Offload }
 
 // CheckParallel checks --ranks, --zero and --offload: the global batch
-// (--batch) must split evenly over the ranks, ZeRO stages are 0, 1 and 2,
-// offload needs stage 1 or 2, and snapshots of sharded runs are not
+// (--batch) must split evenly over the ranks, ZeRO stages are 0 to 3,
+// offload needs stage 1, 2 or 3, and snapshots of sharded runs are not
 // available yet.
 func (c *Common) CheckParallel() error {
 	switch {
 	case c.Ranks < 1:
 		return fmt.Errorf("--ranks %d: want ≥ 1", c.Ranks)
-	case c.Zero == 3:
-		return fmt.Errorf("--zero 3: not available yet (stages 0, 1 and 2 are)")
 	case c.Zero < 0 || c.Zero > 3:
-		return fmt.Errorf("--zero %d: want 0, 1 or 2", c.Zero)
+		return fmt.Errorf("--zero %d: want 0, 1, 2 or 3", c.Zero)
 	case c.Offload && c.Zero == 0:
-		return fmt.Errorf("--offload needs --zero 1 or 2 (the optimizer's shard moves to the host)")
+		return fmt.Errorf("--offload needs --zero 1, 2 or 3 (the optimizer's shard moves to the host)")
 	case c.Batch%c.Ranks != 0:
 		return fmt.Errorf("--batch %d does not split over --ranks %d: want a multiple", c.Batch, c.Ranks)
 	case c.Parallel() && (c.Save != "" || c.Resume != ""):
@@ -41,6 +39,19 @@ type Rank struct {
 	Comm parallel.Communicator
 	Dev  *device.Device
 	Host *device.Device
+
+	trained, hostTrained device.Stats // at Trained
+	done                 bool
+}
+
+// Trained records the rank's device statistics at the end of training,
+// for RankPeaks: what comes after (evaluation on rank 0, and under ZeRO
+// stage 3 gathering the whole model for it) does not count.
+func (r *Rank) Trained() {
+	r.trained, r.done = r.Dev.Stats(), true
+	if r.Host != nil {
+		r.hostTrained = r.Host.Stats()
+	}
 }
 
 // RunRanks runs f for each of --ranks ranks, each on its own goroutine
@@ -74,12 +85,20 @@ func (r *Rank) DDP(c *Common, m nn.Module) (*parallel.DDP, error) {
 }
 
 // RankPeaks returns the peak bytes of each rank's compute device and, when
-// the ranks have hosts, of each host (nil otherwise).
+// the ranks have hosts, of each host (nil otherwise): as recorded by
+// Trained, or now for a rank that did not call it.
 func RankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
 	for _, r := range ranks {
-		dev = append(dev, Peaks(r.Dev.Stats()))
+		d, h := r.trained, r.hostTrained
+		if !r.done {
+			d = r.Dev.Stats()
+			if r.Host != nil {
+				h = r.Host.Stats()
+			}
+		}
+		dev = append(dev, Peaks(d))
 		if r.Host != nil {
-			host = append(host, Peaks(r.Host.Stats()))
+			host = append(host, Peaks(h))
 		}
 	}
 	return dev, host

@@ -22,9 +22,10 @@ func TestCheckParallel(t *testing.T) {
 		{[]string{"--ranks", "4", "--zero", "2", "--offload", "--batch", "8"}, ""},
 		{[]string{"--ranks", "3", "--batch", "8"}, "does not split over --ranks 3"},
 		{[]string{"--ranks", "0"}, "--ranks 0: want ≥ 1"},
-		{[]string{"--zero", "3"}, "--zero 3: not available yet"},
-		{[]string{"--zero", "-1"}, "want 0, 1 or 2"},
-		{[]string{"--offload"}, "--offload needs --zero 1 or 2"},
+		{[]string{"--ranks", "2", "--zero", "3", "--offload", "--batch", "8"}, ""},
+		{[]string{"--zero", "4"}, "want 0, 1, 2 or 3"},
+		{[]string{"--zero", "-1"}, "want 0, 1, 2 or 3"},
+		{[]string{"--offload"}, "--offload needs --zero 1, 2 or 3"},
 		{[]string{"--zero", "1", "--save", "s"}, "not available yet"},
 	} {
 		var c Common

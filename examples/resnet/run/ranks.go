@@ -22,9 +22,10 @@ import (
 // the same global batches of --batch images on every rank; rank r trains
 // on images [r·batch/ranks, (r+1)·batch/ranks) of each. Batch-norm
 // statistics are computed per rank and rank 0's are broadcast after each
-// step. Rank 0 prints the progress and evaluates; the report's peak_bytes
-// are rank 0's, and extra.ranks lists every rank's (extra.host_ranks the
-// hosts' with --offload).
+// step. Rank 0 prints the progress and evaluates (under --zero 3 every
+// rank first gathers the whole model, DDP.Unshard); the report's
+// peak_bytes are rank 0's training peaks, and extra.ranks lists every
+// rank's (extra.host_ranks the hosts' with --offload).
 func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trainSet, testSet *data.Images, ds dataset) (*train.Report, error) {
 	if err := c.CheckParallel(); err != nil {
 		return nil, err
@@ -130,6 +131,10 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 			}
 		}
 		final[rank] = loss
+		r.Trained()
+		if err := d.Unshard(); err != nil { // stage 3: every rank gathers the model for rank 0's evaluation
+			return err
+		}
 		if rank != 0 {
 			return nil
 		}

@@ -33,17 +33,26 @@ func peak(r map[string]any, tag string) float64 {
 }
 
 // TestRanksZeroAndOffload trains the small ResNet on synthetic images on
-// 1 and 2 ranks: two ranks under ZeRO-1 match one device's loss (batch-norm
-// statistics are per rank, so only closely) with half of its optimizer
-// state on rank 0, ZeRO-2 with offload leaves no optimizer bytes on the
+// 1 and 2 ranks: two ranks under ZeRO-1 and ZeRO-3 (checkpointed) match
+// one device's loss (batch-norm statistics are per rank, so only closely)
+// with half of its optimizer state on rank 0 — under ZeRO-3 half of its
+// parameters too —, ZeRO-2 with offload leaves no optimizer bytes on the
 // compute device and puts them on the host, and every rank is reported.
 func TestRanksZeroAndOffload(t *testing.T) {
 	base := []string{"--dataset", "synthetic", "--steps", "2", "--batch", "8"}
 	one := report(t, base...)
 	zero1 := report(t, append(base, "--ranks", "2", "--zero", "1")...)
+	zero3 := report(t, append(base, "--ranks", "2", "--zero", "3", "--checkpoint")...)
 	off := report(t, append(base, "--ranks", "2", "--zero", "2", "--offload", "--amp", "bf16", "--amp-params")...)
-	if d := math.Abs(zero1["final_loss"].(float64) - one["final_loss"].(float64)); d > 0.05 {
-		t.Errorf("2 ranks: final loss %v, one rank %v", zero1["final_loss"], one["final_loss"])
+	for _, r := range []map[string]any{zero1, zero3} {
+		if d := math.Abs(r["final_loss"].(float64) - one["final_loss"].(float64)); d > 0.05 {
+			t.Errorf("%v: final loss %v, one rank %v", r["flags"], r["final_loss"], one["final_loss"])
+		}
+	}
+	for _, tag := range []string{"parameter", "optimizer"} {
+		if got := peak(zero3, tag) / peak(one, tag); math.Abs(got-0.5) > 0.01 {
+			t.Errorf("zero 3 on 2 ranks: %s peak %.4f× one rank's, want 0.50×", tag, got)
+		}
 	}
 	if got := peak(zero1, "optimizer") / peak(one, "optimizer"); math.Abs(got-0.5) > 0.01 {
 		t.Errorf("zero 1 on 2 ranks: optimizer peak %.4f× one rank's, want 0.50×", got)
@@ -70,8 +79,8 @@ func TestRanksBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--ranks", "3", "--batch", "16"}, "does not split"},
-		{[]string{"--offload"}, "--offload needs --zero 1 or 2"},
-		{[]string{"--zero", "3"}, "not available yet"},
+		{[]string{"--offload"}, "--offload needs --zero 1, 2 or 3"},
+		{[]string{"--zero", "4"}, "want 0, 1, 2 or 3"},
 		{[]string{"--ranks", "2", "--save", "x"}, "not available yet"},
 		{[]string{"--ranks", "0"}, "want ≥ 1"},
 	} {

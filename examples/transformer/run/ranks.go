@@ -22,9 +22,10 @@ import (
 // capacity) and its own replica of the model; each step draws the global
 // batch of --batch sequences, of which rank r trains on rows
 // [r·batch/ranks, (r+1)·batch/ranks). Rank 0 prints the progress,
-// evaluates and generates the sample; the report's peak_bytes are rank
-// 0's, and extra.ranks lists every rank's (extra.host_ranks the hosts'
-// with --offload).
+// evaluates and generates the sample (under --zero 3 every rank first
+// gathers the whole model, DDP.Unshard); the report's peak_bytes are rank
+// 0's training peaks, and extra.ranks lists every rank's (extra.host_ranks
+// the hosts' with --offload).
 func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corpus, trainText, valText *data.Text) (*train.Report, error) {
 	if err := c.CheckParallel(); err != nil {
 		return nil, err
@@ -119,6 +120,10 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 			}
 		}
 		final[rank] = loss
+		r.Trained()
+		if err := d.Unshard(); err != nil { // stage 3: every rank gathers the model for rank 0's evaluation
+			return err
+		}
 		if rank != 0 {
 			return nil
 		}
