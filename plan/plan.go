@@ -64,6 +64,10 @@ type Rank struct {
 	// ModelState is parameter + gradient + optimizer (their peaks): the
 	// "model states" of the ZeRO paper.
 	ModelState int64 `json:"model_state_bytes"`
+	// AtPeak is what each tag held at the moment the total peaked: its
+	// tags add up to its Total, the peak (the tags' own peaks, above, may
+	// come at other moments and need not add up).
+	AtPeak train.PeakBytes `json:"at_peak"`
 	// Host is the offload host's memory (nil without offload).
 	Host *train.PeakBytes `json:"host,omitempty"`
 }
@@ -91,6 +95,14 @@ type Prediction struct {
 func Measure(c Config) (*Prediction, error) {
 	c.onCPU = true
 	return Predict(c)
+}
+
+// Validate checks c as Predict would (the model, the batch against ranks
+// and micro-batches, the stage, the dtype, the optimizer…) without
+// running anything.
+func (c Config) Validate() error {
+	_, _, err := c.resolved()
+	return err
 }
 
 // resolved fills in defaults and checks c.
@@ -193,7 +205,8 @@ func Predict(c Config) (*Prediction, error) {
 	}
 	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
 	for i, d := range devs {
-		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(d.Stats())}
+		st := d.Stats()
+		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st)}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
 		if hosts[i] != nil {
 			h := train.Peaks(hosts[i].Stats())
@@ -202,6 +215,16 @@ func Predict(c Config) (*Prediction, error) {
 		p.Ranks = append(p.Ranks, r)
 	}
 	return p, nil
+}
+
+// atPeak reads Stats.AtPeak as PeakBytes.
+func atPeak(st device.Stats) train.PeakBytes {
+	a := func(t device.Tag) int64 { return st.AtPeak[t] }
+	return train.PeakBytes{
+		Total: st.Requested.Peak, Parameter: a(device.Parameter), Gradient: a(device.Gradient),
+		Optimizer: a(device.Optimizer), Activation: a(device.Activation), Workspace: a(device.Workspace),
+		Communication: a(device.Communication), Other: a(device.Other),
+	}
 }
 
 // result is what a rank's run returns besides its device's statistics.

@@ -21,7 +21,8 @@ var Order = [][]string{
 	{"quant", "prune", "parallel"},
 	{"train"},
 	{"examples/resnet/run", "examples/transformer/run"},
-	{"plan", "bench"},
+	{"plan"},
+	{"bench"},
 	{"examples/...", "cmd/..."},
 	{"internal/layers"},
 }

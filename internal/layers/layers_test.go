@@ -73,7 +73,7 @@ func TestImportsPointDown(t *testing.T) {
 }
 
 func TestLayerOf(t *testing.T) {
-	for rel, want := range map[string]int{"dtype": 0, "device/cpu": 3, "examples/resnet": 13, "examples/resnet/run": 11, "plan": 12, "cmd/headroom": 13, "examples": -1, "nope": -1} {
+	for rel, want := range map[string]int{"dtype": 0, "device/cpu": 3, "examples/resnet": 14, "examples/resnet/run": 11, "plan": 12, "bench": 13, "cmd/headroom": 14, "examples": -1, "nope": -1} {
 		if got := layerOf(rel); got != want {
 			t.Errorf("layerOf(%q) = %d, want %d", rel, got, want)
 		}

@@ -1,0 +1,36 @@
+// Package bench measures what each memory technique really costs: it runs
+// every technique — bf16 autocast, bf16 master weights, fp16 with loss
+// scaling, checkpointing (⌈√n⌉ segments or a byte budget), gradient
+// accumulation, their combination, data parallelism over 2 ranks with ZeRO
+// stages 1 and 2 and offload — for real on cpu devices, for the ResNet
+// (SmallResNet on MNIST) and the Transformer (the byte-level GPT of
+// examples/transformer on Go source), and compares each with the plain run.
+//
+// For each technique and model, plan.Measure runs the training step on cpu
+// devices: peak bytes by tag (the largest rank's), what each tag held at
+// the peak, the memory timeline of the measured step and its time. Then the
+// example program (examples/resnet/run, examples/transformer/run) trains
+// the same step on real data for a few steps: final loss, evaluation
+// (test accuracy, validation loss) and throughput. Both allocate the same
+// bytes, tag by tag; Row.SamePeak records the check.
+//
+//	res, err := bench.Run(bench.Config{Mode: bench.Quick})
+//	paths, err := res.Write("out") // bench.json, bench.md, PNG charts
+//
+// Knobs and defaults (Config): Mode Full (the examples' batches, 100
+// training steps), Quick (about a minute on 2 cores) or Tiny (tests);
+// Models both; Techniques all (Techniques), plain always first; Steps the
+// mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt.
+//
+// Outputs: Result.WriteJSON (one row per model and technique: peaks by tag,
+// seconds per step, samples per second, loss and evaluation, and each as a
+// ratio to plain), Result.Markdown (a table per model) and Result.Charts:
+// memory_MODEL.png (allocated bytes over the measured step, one line per
+// technique) and peak_MODEL.png (what each tag held at the peak, stacked,
+// one bar per technique). Summarize and TimelinePNG explain a saved
+// timeline. RunTorch runs scripts/bench_torch.py, the PyTorch twin of the
+// same models, and SideBySide compares the two.
+//
+// A technique that is not a training step (INT8 inference) plugs in as a
+// Technique with its own Run.
+package bench

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// WriteJSON writes the result as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("bench: writing JSON: %w", err)
+	}
+	return nil
+}
+
+// ReadResult reads what WriteJSON wrote (without the timelines).
+func ReadResult(rd io.Reader) (*Result, error) {
+	var r Result
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("bench: reading result: %w", err)
+	}
+	return &r, nil
+}
+
+// Models returns the models of the rows, in order of appearance.
+func (r *Result) Models() []string {
+	var ms []string
+	seen := map[string]bool{}
+	for _, row := range r.Rows {
+		if !seen[row.Model] {
+			seen[row.Model] = true
+			ms = append(ms, row.Model)
+		}
+	}
+	return ms
+}
+
+// rows returns the rows of one model.
+func (r *Result) rows(model string) []Row {
+	var out []Row
+	for _, row := range r.Rows {
+		if row.Model == model {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// Markdown renders one table per model: peaks by tag (the largest rank's),
+// the step's time and throughput, and the training run's loss and
+// evaluation, each technique against plain; then, when PyTorch ran, the
+// two side by side.
+func (r *Result) Markdown() string {
+	var b strings.Builder
+	for _, m := range r.Models() {
+		rows := r.rows(m)
+		metric := ""
+		for _, row := range rows {
+			if row.EvalMetric != "" {
+				metric = row.EvalMetric
+				break
+			}
+		}
+		fmt.Fprintf(&b, "**%s** (batch %d; peaks: the largest rank's, measured by plan.Measure", m, rows[0].Batch)
+		if rows[0].TrainSteps > 0 {
+			fmt.Fprintf(&b, "; s/step, samples/s, loss and eval: the example trained %d steps on real data", rows[0].TrainSteps)
+		}
+		if metric != "" {
+			fmt.Fprintf(&b, "; eval: %s", strings.ReplaceAll(metric, "_", " "))
+		}
+		b.WriteString(")\n\n")
+		b.WriteString("| technique | peak | × plain | parameter | gradient | optimizer | activation | workspace | comm. | s/step | × plain | samples/s | loss | eval |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		var notes []string
+		same, runs := 0, 0
+		for _, row := range rows {
+			if row.TrainSteps > 0 {
+				runs++
+				if row.SamePeak {
+					same++
+				}
+			}
+			p := row.Peak
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s | %.1f | %s | %s |\n",
+				row.Technique, mib(p.Total), times(row.VsPlain, "peak_total"), mib(p.Parameter), mib(p.Gradient), mib(p.Optimizer),
+				mib(p.Activation), mib(p.Workspace), mib(p.Communication), row.SecondsPerStep, times(row.VsPlain, "seconds_per_step"),
+				row.SamplesPerSec, num(row.FinalLoss, row.TrainSteps), num(row.Eval, row.TrainSteps))
+			if row.Host != nil {
+				notes = append(notes, fmt.Sprintf("%s: the host holds %s at its peak (optimizer %s).", row.Technique,
+					device.FormatBytes(row.Host.Total), device.FormatBytes(row.Host.Optimizer)))
+			}
+			if row.SkippedSteps > 0 {
+				notes = append(notes, fmt.Sprintf("%s: the loss scaler skipped %d of %d training steps (overflow while the scale backs off).",
+					row.Technique, row.SkippedSteps, row.TrainSteps))
+			}
+			if row.Note != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s", row.Technique, row.Note))
+			}
+		}
+		if runs > 0 {
+			notes = append(notes, fmt.Sprintf("the example's training run on real data reached the same peak bytes, tag by tag, as the measured step in %d of %d rows.", same, runs))
+		}
+		for _, n := range notes {
+			fmt.Fprintf(&b, "\n- %s", n)
+		}
+		if len(notes) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	if r.Torch != nil {
+		b.WriteString(SideBySide(r, r.Torch))
+	}
+	return b.String()
+}
+
+// mib renders bytes in MiB with two decimals ("0" for none, bytes or KiB
+// below 10 KiB).
+func mib(n int64) string {
+	switch {
+	case n == 0:
+		return "0"
+	case n < 10<<10:
+		return device.FormatBytes(n)
+	}
+	return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+}
+
+func times(m map[string]float64, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func num(v float64, steps int) string {
+	if steps == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+// Write writes bench.json, bench.md and the charts (Charts) into dir,
+// creating it, and returns the paths written.
+func (r *Result) Write(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var js strings.Builder
+	if err := r.WriteJSON(&js); err != nil {
+		return nil, err
+	}
+	paths := []string{filepath.Join(dir, "bench.json"), filepath.Join(dir, "bench.md")}
+	for i, data := range []string{js.String(), r.Markdown()} {
+		if err := train.WriteFileAtomic(paths[i], []byte(data)); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(paths[i], 0o644); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	pngs, err := r.Charts(dir)
+	return append(paths, pngs...), err
+}

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/plan"
+)
+
+// Technique is one memory technique (or combination) the bench runs.
+type Technique struct {
+	Name string
+	// Apply sets the technique on a planner configuration. plain is the
+	// plain run's row of the same model (nil while measuring plain
+	// itself), for settings relative to it such as a checkpoint budget.
+	Apply func(c *plan.Config, plain *Row)
+	// Run, when set, measures the technique itself instead of the
+	// planner's training step and the example's training run: the hook
+	// for what is not a training step, such as INT8 inference. It returns
+	// the row (Model and Technique are filled in by the bench).
+	Run func(s Setup, plain *Row) (*Row, error)
+}
+
+// Techniques returns the techniques the bench runs by default, plain
+// first: the reference every other row is compared with.
+func Techniques() []Technique {
+	set := func(f func(c *plan.Config)) func(*plan.Config, *Row) { return func(c *plan.Config, _ *Row) { f(c) } }
+	return []Technique{
+		{Name: "plain", Apply: set(func(*plan.Config) {})},
+		{Name: "bf16 autocast", Apply: set(func(c *plan.Config) { c.AMP, c.Autocast = dtype.BF16, true })},
+		{Name: "bf16 master weights", Apply: set(func(c *plan.Config) { c.AMP = dtype.BF16 })},
+		{Name: "fp16 + scaler", Apply: set(func(c *plan.Config) { c.AMP = dtype.F16 })},
+		{Name: "checkpoint √n", Apply: set(func(c *plan.Config) { c.Checkpoint = -1 })},
+		{Name: "checkpoint budget", Apply: func(c *plan.Config, plain *Row) {
+			// Half of the plain step's activation peak.
+			c.CheckpointBudget = 1 << 20
+			if plain != nil && plain.Peak.Activation > 0 {
+				c.CheckpointBudget = plain.Peak.Activation / 2
+			}
+		}},
+		{Name: "accumulate 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
+		{Name: "bf16 master + checkpoint √n + accumulate 4", Apply: set(func(c *plan.Config) { c.AMP, c.Checkpoint, c.Accum = dtype.BF16, -1, 4 })},
+		{Name: "ranks 2", Apply: set(func(c *plan.Config) { c.Ranks = 2 })},
+		{Name: "ranks 2 ZeRO 1", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 1 })},
+		{Name: "ranks 2 ZeRO 2", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 2 })},
+		{Name: "ranks 2 ZeRO 2 + offload", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.Offload = 2, 2, true })},
+	}
+}
+
+// Select returns the techniques of Techniques() with the given names, in
+// the order given (nil or empty: all).
+func Select(names []string) ([]Technique, error) {
+	all := Techniques()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []Technique
+	for _, n := range names {
+		found := false
+		for _, t := range all {
+			if t.Name == n {
+				out, found = append(out, t), true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("bench: unknown technique %q (want one of %q)", n, techniqueNames(all))
+		}
+	}
+	return out, nil
+}
+
+func techniqueNames(ts []Technique) []string {
+	var ns []string
+	for _, t := range ts {
+		ns = append(ns, t.Name)
+	}
+	return ns
+}
+
+// Flags returns the example program's flags for the step planned by c:
+// --batch (the global batch, as the planner's), --amp and --amp-params,
+// --checkpoint or --checkpoint-budget, --accum, --ranks, --zero and
+// --offload.
+func Flags(c plan.Config) []string {
+	batch := max(c.Batch, 1)
+	var f []string
+	switch {
+	case c.AMP != dtype.Invalid && c.Autocast:
+		f = append(f, "--amp="+ampName(c.AMP))
+	case c.AMP != dtype.Invalid:
+		f = append(f, "--amp="+ampName(c.AMP), "--amp-params")
+	}
+	switch {
+	case c.Checkpoint < 0:
+		f = append(f, "--checkpoint")
+	case c.Checkpoint > 0:
+		f = append(f, "--checkpoint="+strconv.Itoa(c.Checkpoint))
+	case c.CheckpointBudget > 0:
+		f = append(f, "--checkpoint-budget="+strconv.FormatInt(c.CheckpointBudget, 10))
+	}
+	if c.Accum > 1 {
+		f = append(f, "--accum="+strconv.Itoa(c.Accum))
+	}
+	if c.Ranks > 1 {
+		f = append(f, "--ranks="+strconv.Itoa(c.Ranks))
+	}
+	if c.Zero > 0 {
+		f = append(f, "--zero="+strconv.Itoa(c.Zero))
+	}
+	if c.Offload {
+		f = append(f, "--offload")
+	}
+	return append([]string{"--batch=" + strconv.Itoa(batch)}, f...)
+}
+
+func ampName(d dtype.DType) string {
+	if d == dtype.F16 {
+		return "fp16"
+	}
+	return "bf16"
+}

@@ -1,0 +1,16 @@
+package main
+
+import "os"
+
+// A small GPT over two ranks with ZeRO stage 2: each rank holds all the
+// parameters, half the gradients and half the Adam state.
+func Example_plan() {
+	run([]string{"plan", "--model", "transformer", "--batch", "8", "--seq", "16", "--ranks", "2", "--zero", "2"}, os.Stdout, os.Stderr)
+	// Output:
+	// transformer: 834,304 parameters, batch 8 × 16 tokens; adamw; 2 ranks, ZeRO stage 2
+	//
+	// rank              peak  model states    parameter     gradient    optimizer   activation    workspace        comm.
+	// 0–1          11.18 MiB      7.96 MiB     3.18 MiB     1.59 MiB     3.18 MiB     2.26 MiB   450.00 KiB  1017.02 KiB
+	//
+	// model states of rank 0: 7.96 MiB = parameters 3.18 MiB + gradients 1.59 MiB + optimizer 3.18 MiB; peak 11.18 MiB
+}

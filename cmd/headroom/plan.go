@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/plan"
+	"github.com/headroom-ml/headroom/train"
+)
+
+const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--autocast]
+       [--checkpoint[=N]] [--checkpoint-budget SIZE] [--accum K] [--ranks N --zero 0|1|2|3] [--offload]
+       [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
+
+Runs the model's real training step on meta devices (which allocate exactly
+what cpu devices do and compute nothing) and prints every rank's peak bytes
+by tag. --amp means mixed precision as ZeRO counts it: 16-bit parameters and
+gradients with f32 master weights and optimizer state; add --autocast for
+f32 parameters and a forward under autocast instead.`
+
+// bytesJSON is one device's peak bytes by tag.
+type bytesJSON struct {
+	Peak          int64 `json:"peak_bytes"`
+	ModelState    int64 `json:"model_state_bytes"`
+	Parameter     int64 `json:"parameter_bytes"`
+	Gradient      int64 `json:"gradient_bytes"`
+	Optimizer     int64 `json:"optimizer_bytes"`
+	Activation    int64 `json:"activation_bytes"`
+	Workspace     int64 `json:"workspace_bytes"`
+	Communication int64 `json:"communication_bytes"`
+	Other         int64 `json:"other_bytes"`
+}
+
+func bytesOf(p train.PeakBytes) bytesJSON {
+	return bytesJSON{Peak: p.Total, ModelState: p.Parameter + p.Gradient + p.Optimizer, Parameter: p.Parameter,
+		Gradient: p.Gradient, Optimizer: p.Optimizer, Activation: p.Activation, Workspace: p.Workspace,
+		Communication: p.Communication, Other: p.Other}
+}
+
+// rankJSON is one rank's prediction.
+type rankJSON struct {
+	Rank   int    `json:"rank"`
+	Device string `json:"device"`
+	bytesJSON
+	// Host is the offload host's memory (the same fields).
+	Host *bytesJSON `json:"host,omitempty"`
+}
+
+// planJSON is the output of plan --json.
+type planJSON struct {
+	Model  string `json:"model"`
+	Params int64  `json:"params"`
+	Batch  int    `json:"batch"`
+	Seq    int    `json:"seq,omitempty"`
+	Image  int    `json:"image,omitempty"`
+	// Techniques echoes the configuration.
+	Techniques map[string]any `json:"techniques"`
+	// PeakBytes is the largest rank's peak.
+	PeakBytes int64      `json:"peak_bytes"`
+	Capacity  int64      `json:"capacity_bytes,omitempty"`
+	Fits      *bool      `json:"fits,omitempty"`
+	OOM       string     `json:"oom,omitempty"`
+	Ranks     []rankJSON `json:"ranks"`
+}
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plan")
+	var m modelFlags
+	m.register(fs, true)
+	timeline := fs.String("timeline", "", "write rank 0's memory timeline of the last step to this JSON file (for headroom summary)")
+	pos, err := parse(fs, planSynopsis, normalize(args), stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return stray(args, pos)
+	}
+	c, err := m.config()
+	if err != nil {
+		return err
+	}
+	c.Timeline = *timeline != ""
+	p, err := plan.Predict(c)
+	if err != nil {
+		return err
+	}
+	if p.Timeline != nil {
+		if err := writeTimeline(*timeline, p.Timeline); err != nil {
+			return err
+		}
+	}
+	out := toJSON(p, c)
+	if m.json {
+		return writeJSON(stdout, out)
+	}
+	fmt.Fprint(stdout, planTable(out))
+	return nil
+}
+
+// toJSON converts a prediction to the plan command's JSON.
+func toJSON(p *plan.Prediction, c plan.Config) planJSON {
+	out := planJSON{Model: p.Model, Params: p.Params, Batch: p.Batch, Seq: p.Seq, Image: p.Image, Capacity: c.Capacity,
+		Techniques: techniques(p.Config)}
+	for i, r := range p.Ranks {
+		rj := rankJSON{Rank: i, Device: r.Device, bytesJSON: bytesOf(r.PeakBytes)}
+		if r.Host != nil {
+			h := bytesOf(*r.Host)
+			rj.Host = &h
+		}
+		out.PeakBytes = max(out.PeakBytes, r.Total)
+		out.Ranks = append(out.Ranks, rj)
+	}
+	if c.Capacity > 0 {
+		fits := p.OOM == nil && out.PeakBytes <= c.Capacity
+		out.Fits = &fits
+	}
+	if p.OOM != nil {
+		out.OOM = p.OOM.Error()
+	}
+	return out
+}
+
+// techniques describes a resolved configuration.
+func techniques(c plan.Config) map[string]any {
+	t := map[string]any{"optimizer": c.Optimizer, "accum": c.Accum, "ranks": c.Ranks, "zero": c.Zero, "offload": c.Offload}
+	switch {
+	case c.AMP != dtype.Invalid && c.Autocast:
+		t["autocast"] = c.AMP.String()
+	case c.AMP != dtype.Invalid:
+		t["amp"] = c.AMP.String()
+	}
+	if c.Checkpoint < 0 {
+		t["checkpoint"] = "sqrt"
+	} else if c.Checkpoint > 0 {
+		t["checkpoint"] = c.Checkpoint
+	}
+	if c.CheckpointBudget > 0 {
+		t["checkpoint_budget"] = c.CheckpointBudget
+	}
+	return t
+}
+
+// planTable renders a prediction: a heading, then one line per group of
+// consecutive ranks with the same bytes.
+func planTable(p planJSON) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s parameters, batch %d", p.Model, commas(p.Params), p.Batch)
+	if p.Seq > 0 {
+		fmt.Fprintf(&b, " × %d tokens", p.Seq)
+	}
+	if p.Image > 0 {
+		fmt.Fprintf(&b, " of %d×%d images", p.Image, p.Image)
+	}
+	t := p.Techniques
+	fmt.Fprintf(&b, "; %s", t["optimizer"])
+	if v, ok := t["amp"]; ok {
+		fmt.Fprintf(&b, ", %s parameters and gradients with f32 master weights", v)
+	}
+	if v, ok := t["autocast"]; ok {
+		fmt.Fprintf(&b, ", %s autocast", v)
+	}
+	if v, ok := t["checkpoint"]; ok {
+		if v == "sqrt" {
+			v = "⌈√n⌉"
+		}
+		fmt.Fprintf(&b, ", checkpoint %v segments", v)
+	}
+	if v, ok := t["checkpoint_budget"]; ok {
+		fmt.Fprintf(&b, ", checkpoint budget %s", device.FormatBytes(v.(int64)))
+	}
+	if a := t["accum"].(int); a > 1 {
+		fmt.Fprintf(&b, ", %d micro-batches", a)
+	}
+	if len(p.Ranks) > 1 || t["zero"].(int) > 0 {
+		fmt.Fprintf(&b, "; %d ranks, ZeRO stage %d", len(p.Ranks), t["zero"])
+	}
+	if t["offload"].(bool) {
+		b.WriteString(", offload")
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "%-9s %12s %13s %12s %12s %12s %12s %12s %12s\n", "rank", "peak", "model states", "parameter", "gradient",
+		"optimizer", "activation", "workspace", "comm.")
+	for i := 0; i < len(p.Ranks); {
+		j := i + 1
+		for j < len(p.Ranks) && p.Ranks[j].bytesJSON == p.Ranks[i].bytesJSON && sameHost(p.Ranks[j].Host, p.Ranks[i].Host) {
+			j++
+		}
+		name := fmt.Sprint(i)
+		if j-i > 1 {
+			name = fmt.Sprintf("%d–%d", i, j-1)
+		}
+		row(&b, name, p.Ranks[i].bytesJSON)
+		if h := p.Ranks[i].Host; h != nil {
+			row(&b, "  host", *h)
+		}
+		i = j
+	}
+	r := p.Ranks[0]
+	fmt.Fprintf(&b, "\nmodel states of rank 0: %s = parameters %s + gradients %s + optimizer %s; peak %s\n",
+		both(r.ModelState), both(r.Parameter), both(r.Gradient), both(r.Optimizer), both(p.PeakBytes))
+	if p.Fits != nil {
+		if *p.Fits {
+			fmt.Fprintf(&b, "fits in %s: peak %s, %s to spare\n", device.FormatBytes(p.Capacity), device.FormatBytes(p.PeakBytes),
+				device.FormatBytes(p.Capacity-p.PeakBytes))
+		} else {
+			fmt.Fprintf(&b, "does not fit in %s\n", device.FormatBytes(p.Capacity))
+			if p.OOM != "" {
+				fmt.Fprintf(&b, "%s\n", p.OOM)
+			}
+		}
+	}
+	return b.String()
+}
+
+func row(b *strings.Builder, name string, v bytesJSON) {
+	f := device.FormatBytes
+	fmt.Fprintf(b, "%-9s %12s %13s %12s %12s %12s %12s %12s %12s\n", name, f(v.Peak), f(v.ModelState), f(v.Parameter),
+		f(v.Gradient), f(v.Optimizer), f(v.Activation), f(v.Workspace), f(v.Communication))
+}
+
+func sameHost(a, b *bytesJSON) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// both renders bytes in binary units and, from a gigabyte on, in decimal
+// GB too (as the ZeRO paper counts).
+func both(n int64) string {
+	if n < 1e9 {
+		return device.FormatBytes(n)
+	}
+	return fmt.Sprintf("%s (%.3f GB)", device.FormatBytes(n), float64(n)/1e9)
+}
+
+// commas writes n with thousands separators.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// writeTimeline saves a timeline as JSON, atomically.
+func writeTimeline(path string, t *device.Timeline) error {
+	var b bytes.Buffer
+	if err := t.WriteJSON(&b); err != nil {
+		return err
+	}
+	return train.WriteFileAtomic(path, b.Bytes())
+}

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""PyTorch twin of `headroom bench`: the same two models, the same
+optimizers and data, three techniques (plain, bf16 autocast, checkpoint √n),
+on the CPU.
+
+Models (as headroom's nn package builds them):
+  resnet       SmallResNet on MNIST 1×28×28: conv 3×3 → 16, BN, ReLU; one
+               torchvision BasicBlock per stage of widths 16, 32, 64 (strides
+               1, 2, 2); global average pool; fc → 10. 77,754 parameters.
+               SGD lr 0.05, Nesterov momentum 0.9, weight decay 5e-4.
+  transformer  GPT over bytes: vocabulary 256, context 64, 4 layers × width
+               128, 4 heads, biases, tied embeddings, tanh GELU. 834,304
+               parameters. AdamW lr 3e-3, betas (0.9, 0.99), weight decay 0.1,
+               gradient-norm clip 1.
+
+Data: the MNIST IDX files (gzipped or not) of --mnist and the *.go files under
+--corpus, read here without torchvision.
+
+Memory on the CPU: torch has no torch.cuda.max_memory_allocated for host
+memory, so the peak is read from torch.profiler's raw memory events
+(profile_memory=True): every allocation and free of c10's CPU allocator during
+one profiled step, in order. Peak = the bytes live when the step began
+(parameters, optimizer state; gradients are set to None between steps) + the
+largest running sum of those events. These are exact requested bytes, the
+same kind of number as headroom's peak_bytes.total. Where the profiler's raw
+events are not available (other torch versions), peak_bytes is 0 and
+peak_note says why.
+
+Output: JSON on stdout, {"torch": VERSION, "threads": N, "rows": [{model,
+technique, params, batch, steps, seconds_per_step, samples_per_sec,
+final_loss, peak_bytes, peak_note}]}.
+
+Only the standard library and torch are needed. The learning-rate schedules of
+the Go examples (cosine with warmup) are not reproduced: over the few steps of
+a quick bench both stay near their base rate.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import os
+import random
+import struct
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+
+# ---------------------------------------------------------------- models
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = self.bn2(self.conv2(h))
+        s = x if self.down is None else self.down(x)
+        return F.relu(h + s)
+
+
+class SmallResNet(nn.Module):
+    def __init__(self, channels=1, classes=10, widths=(16, 32, 64)):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, widths[0], 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
+        blocks, cin = [], widths[0]
+        for i, w in enumerate(widths):
+            blocks.append(BasicBlock(cin, w, 1 if i == 0 else 2))
+            cin = w
+        self.blocks = nn.ModuleList(blocks)
+        self.fc = nn.Linear(cin, classes)
+        self.run_blocks = None
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = run(self.blocks, h, self.run_blocks)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class Attention(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return self.c_proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = Attention(width, heads)
+        self.ln_2 = nn.LayerNorm(width)
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.c_proj = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=256, context=64, layers=4, width=128, heads=4):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, width)
+        self.wpe = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+        self.run_blocks = None
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias") and "ln" not in name:
+                nn.init.zeros_(p)
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        h = self.wte(idx) + self.wpe.weight[:T]
+        h = self.ln_f(run(self.blocks, h, self.run_blocks))
+        return h @ self.wte.weight.t()  # tied head
+
+
+def run(blocks, x, how):
+    """Runs the blocks plainly, or cut into ⌈√n⌉ segments of which all but the
+    last are checkpointed (as headroom's checkpoint.Sequential does)."""
+    if how != "sqrt":
+        for b in blocks:
+            x = b(x)
+        return x
+    n = len(blocks)
+    seg = math.ceil(math.sqrt(n))
+    size = math.ceil(n / seg)
+    for start in range(0, n, size):
+        part = list(blocks[start:start + size])
+
+        def f(h, part=part):
+            for b in part:
+                h = b(h)
+            return h
+
+        x = f(x) if start + size >= n else checkpoint(f, x, use_reentrant=False)
+    return x
+
+
+# ---------------------------------------------------------------- data
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    magic, = struct.unpack(">I", data[:4])
+    dims = magic & 0xFF
+    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
+    return torch.frombuffer(bytearray(data[4 + 4 * dims:]), dtype=torch.uint8).reshape(shape)
+
+
+def load_mnist(folder):
+    def find(name):
+        for cand in (name, name + ".gz"):
+            p = os.path.join(folder, cand)
+            if os.path.exists(p):
+                return p
+        raise FileNotFoundError(f"MNIST file {name}(.gz) not in {folder}")
+
+    x = read_idx(find("train-images-idx3-ubyte")).float().div_(255).sub_(0.1307).div_(0.3081).unsqueeze(1)
+    y = read_idx(find("train-labels-idx1-ubyte")).long()
+    tx = read_idx(find("t10k-images-idx3-ubyte")).float().div_(255).sub_(0.1307).div_(0.3081).unsqueeze(1)
+    ty = read_idx(find("t10k-labels-idx1-ubyte")).long()
+    return x, y, tx, ty
+
+
+def load_corpus(path):
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            return f.read()
+    parts = []
+    for root, _, files in sorted(os.walk(path)):
+        for name in sorted(files):
+            if name.endswith(".go"):
+                with open(os.path.join(root, name), "rb") as f:
+                    parts.append(f.read())
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------- bench
+
+
+def peak_of_step(step, live_bytes):
+    """Runs step() under the profiler; returns (peak bytes, note)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    try:
+        events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+        events.sort(key=lambda e: e.start_us())
+        cur = peak = 0
+        for e in events:
+            cur += e.nbytes()
+            peak = max(peak, cur)
+        return live_bytes + peak, "torch.profiler raw memory events + live parameters and optimizer state"
+    except AttributeError as err:  # another torch version's profiler
+        return 0, f"not measured: the profiler's raw memory events are not available here ({err})"
+
+
+def tensor_bytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts if t is not None)
+
+
+def live_bytes(model, opt):
+    state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+    grads = [p.grad for p in model.parameters()]
+    buffers = list(model.buffers())
+    return tensor_bytes(list(model.parameters()) + buffers + grads + state)
+
+
+def bench(model_name, technique, args, data):
+    torch.manual_seed(1)
+    rng = random.Random(1)
+    if model_name == "resnet":
+        model = SmallResNet()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+        x_all, y_all = data["mnist"][0], data["mnist"][1]
+        batch = args.resnet_batch
+
+        def next_batch():
+            idx = torch.tensor([rng.randrange(len(y_all)) for _ in range(batch)])
+            return x_all[idx], y_all[idx]
+
+        def loss_of(xb, yb):
+            return F.cross_entropy(model(xb), yb)
+    else:
+        model = GPT()
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1)
+        text = data["corpus"]
+        batch, T = args.gpt_batch, 64
+
+        def next_batch():
+            starts = [rng.randrange(len(text) - T - 1) for _ in range(batch)]
+            buf = torch.tensor([list(text[s:s + T + 1]) for s in starts], dtype=torch.long)
+            return buf[:, :-1], buf[:, 1:]
+
+        def loss_of(xb, yb):
+            logits = model(xb)
+            return F.cross_entropy(logits.reshape(-1, 256).float(), yb.reshape(-1))
+
+    model.run_blocks = "sqrt" if technique == "checkpoint √n" else None
+    autocast = technique == "bf16 autocast"
+    params = sum(p.numel() for p in model.parameters())
+
+    def step():
+        xb, yb = next_batch()
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_of(xb, yb)
+        loss.backward()
+        if model_name == "transformer":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    loss = step()  # the first step makes the optimizer's state
+    began = time.perf_counter()
+    for _ in range(args.steps - 1):
+        loss = step()
+    timed = max(args.steps - 1, 1)
+    seconds = (time.perf_counter() - began) / timed if args.steps > 1 else float("nan")
+    opt.zero_grad(set_to_none=True)
+    peak, note = peak_of_step(step, live_bytes(model, opt))
+    return {
+        "model": model_name, "technique": technique, "params": params, "batch": batch, "steps": args.steps,
+        "seconds_per_step": seconds, "samples_per_sec": batch / seconds if seconds == seconds else 0.0,
+        "final_loss": loss, "peak_bytes": peak, "peak_note": note,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="resnet,transformer")
+    ap.add_argument("--techniques", default="plain,bf16 autocast,checkpoint √n")
+    ap.add_argument("--steps", type=int, default=8, help="training steps per run (the last is profiled after them)")
+    ap.add_argument("--resnet-batch", type=int, default=32)
+    ap.add_argument("--gpt-batch", type=int, default=8)
+    ap.add_argument("--mnist", default="", help="folder of the MNIST IDX files")
+    ap.add_argument("--corpus", default="", help="text file or folder of *.go files")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    models = [m for m in args.models.split(",") if m]
+    techniques = [t for t in args.techniques.split(",") if t]
+    for m in models:
+        if m not in ("resnet", "transformer"):
+            ap.error(f"unknown model {m!r} (want resnet or transformer)")
+    for t in techniques:
+        if t not in ("plain", "bf16 autocast", "checkpoint √n"):
+            ap.error(f"unknown technique {t!r} (want plain, bf16 autocast or checkpoint √n)")
+    data = {}
+    if "resnet" in models:
+        if not args.mnist:
+            ap.error("--mnist is needed for the resnet")
+        data["mnist"] = load_mnist(args.mnist)
+    if "transformer" in models:
+        if not args.corpus:
+            ap.error("--corpus is needed for the transformer")
+        data["corpus"] = load_corpus(args.corpus)
+        if len(data["corpus"]) < 1000:
+            ap.error(f"corpus {args.corpus} has only {len(data['corpus'])} bytes")
+    rows = [bench(m, t, args, data) for m in models for t in techniques]
+    json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
