@@ -114,11 +114,25 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 		}
 		seeds[i] = seed
 	}
+	// Leaf readiness (OnGradReady) is counted across nested passes — a
+	// pass run from inside another's node, as a checkpoint recomputes its
+	// segment: the outermost pass holds one placeholder contribution per
+	// leaf a custom node declares (Custom.Leaves); the nested pass that
+	// node runs adds the contributions it will make and drops the
+	// placeholder; what the node did not touch is dropped when it returns.
+	// A leaf is ready when its count reaches zero, in whichever pass.
+	var r *Scope
+	if s != nil {
+		r = s.root()
+	}
+	nested := r != nil && r.passes > 0
 	var starts []*node
 	for i, t := range roots {
 		if t.node == nil {
 			accumulate(t, seeds[i])
-			t.gradReady()
+			if !nested {
+				t.gradReady()
+			}
 			seeds[i] = nil
 			continue
 		}
@@ -127,18 +141,27 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	if len(starts) == 0 {
 		return
 	}
-	r := s.root()
+	if !nested {
+		r.pending, r.held = map[*Tensor]int{}, map[*node]map[*Tensor]bool{}
+		defer func() { r.pending, r.held = nil, nil }()
+	}
+	r.passes++
+	defer func() { r.passes-- }()
 	r.epoch++
 	epoch := r.epoch
 
 	// Count, for every node reachable from the roots, the edges into it,
 	// and for every leaf the contributions it will receive.
 	var stack []*node
+	counted := map[*Tensor]bool{}
 	countLeaf := func(l *Tensor) {
-		if l.leafEpoch != epoch {
-			l.leafEpoch, l.leafPending = epoch, 0
+		r.pending[l]++
+		counted[l] = true
+	}
+	leafDone := func(l *Tensor) {
+		if r.pending[l]--; r.pending[l] == 0 {
+			l.gradReady()
 		}
-		l.leafPending++
 	}
 	for _, n := range starts {
 		if n.epoch != epoch {
@@ -149,6 +172,16 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if len(n.inner) > 0 {
+			h := map[*Tensor]bool{}
+			for _, l := range n.inner {
+				if !h[l] {
+					h[l] = true
+					r.pending[l]++
+				}
+			}
+			r.held[n] = h
+		}
 		for _, e := range n.next {
 			if e.leaf != nil {
 				countLeaf(e.leaf)
@@ -164,6 +197,17 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 		}
 	}
 
+	if nested && len(r.running) > 0 {
+		// This pass accounts for its leaves now: drop the placeholders the
+		// node running it held for them.
+		enclosing := r.running[len(r.running)-1]
+		for l := range counted {
+			if r.held[enclosing][l] {
+				delete(r.held[enclosing], l)
+				r.pending[l]--
+			}
+		}
+	}
 	ready := &nodeHeap{}
 	for i, t := range roots {
 		if seeds[i] == nil {
@@ -178,7 +222,9 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	}
 	for ready.Len() > 0 {
 		n := heap.Pop(ready).(*node)
+		r.running = append(r.running, n)
 		ins := n.run(bo.retain)
+		r.running = r.running[:len(r.running)-1]
 		for i, e := range n.next {
 			var g *Tensor
 			if i < len(ins) {
@@ -190,9 +236,7 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 				if g != nil {
 					accumulate(e.leaf, g)
 				}
-				if e.leaf.leafPending--; e.leaf.leafPending == 0 {
-					e.leaf.gradReady()
-				}
+				leafDone(e.leaf)
 			case e.n != nil:
 				if g != nil {
 					addGrad(e.n, e.idx, g)
@@ -209,6 +253,10 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 				g.Release()
 			}
 		}
+		for l := range r.held[n] {
+			leafDone(l)
+		}
+		delete(r.held, n)
 	}
 }
 

@@ -14,6 +14,11 @@ type Custom struct {
 	// RequiresGrad records the node even when no input requires grad:
 	// for a function that reads parameters itself (a checkpointed layer).
 	RequiresGrad bool
+	// Leaves are the leaves Backward adds gradients to by running a nested
+	// backward pass (the parameters of a checkpointed function). The
+	// enclosing pass counts them, so that a leaf's OnGradReady runs once,
+	// after its last contribution from any pass.
+	Leaves []*Tensor
 	// Backward receives the outputs' gradients (nil for an output that
 	// received none), the saved tensors and which inputs need a gradient,
 	// and returns one gradient per input (nil where not needed) as new
@@ -36,7 +41,10 @@ func Record(c Custom) {
 	if c.RequiresGrad && o.s != nil && o.s.noGrad == 0 {
 		o.record, o.orphan = true, false
 	}
-	o.grad(c.Outs, c.Ins, c.Saved, func(bc *bctx) []*Tensor { return c.Backward(bc.g, bc.saved, bc.need) })
+	n := o.grad(c.Outs, c.Ins, c.Saved, func(bc *bctx) []*Tensor { return c.Backward(bc.g, bc.saved, bc.need) })
+	if n != nil {
+		n.inner = append([]*Tensor(nil), c.Leaves...)
+	}
 }
 
 // Adopt returns a new graph-less handle on t's storage owned by s: the way

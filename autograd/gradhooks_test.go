@@ -162,3 +162,43 @@ func TestSetGradAllocTakesTheGradientFromTheCaller(t *testing.T) {
 		t.Errorf("leak: %v", dev.Live())
 	}
 }
+
+// TestOnGradReadyWithNestedPasses: a leaf used directly and inside a custom
+// node whose backward runs a nested pass (as checkpointing does) gets its
+// hook once, after all contributions (the value it sees is complete),
+// whichever pass makes the last one.
+func TestOnGradReadyWithNestedPasses(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	w := autograd.Param(dev, dtype.F64, "w", 2)
+	w.SetFloat64s([]float64{1, 2})
+	var fired [][]float64
+	w.OnGradReady(func(l *autograd.Tensor) { fired = append(fired, l.Grad().Float64s()) })
+	s := autograd.NewScope()
+	defer s.Release()
+	x := s.Full(dev, dtype.F64, 3, 2)
+	// out = custom(x) where custom(x) = x·w computed in a nested pass.
+	var out *autograd.Tensor
+	s.NoGrad(func() { out = x.Mul(s.Use(w)) })
+	out = s.Adopt(out)
+	autograd.Record(autograd.Custom{Name: "nested", Outs: []*autograd.Tensor{out}, Ins: []*autograd.Tensor{x}, RequiresGrad: true,
+		Leaves: []*autograd.Tensor{w},
+		Backward: func(grads, _ []*autograd.Tensor, need []bool) []*autograd.Tensor {
+			c := s.Child()
+			defer c.Release()
+			var y *autograd.Tensor
+			c.Recompute(func() { y = c.LeafOf(x).Mul(c.Use(w)) })
+			if err := autograd.BackwardAll([]*autograd.Tensor{y}, []*autograd.Tensor{grads[0]}); err != nil {
+				panic(err)
+			}
+			return []*autograd.Tensor{nil}
+		}})
+	// loss = Σ out + Σ w·w: dL/dw = x + 2w = [5 7]
+	loss := out.Sum(false).Add(s.Use(w).Mul(s.Use(w)).Sum(false))
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fired) != 1 || fired[0][0] != 5 || fired[0][1] != 7 {
+		t.Errorf("hook runs %v, want once with [5 7]", fired)
+	}
+	w.Release()
+}

@@ -54,6 +54,9 @@ type node struct {
 	fn    backwardFn
 	outs  []outMeta
 	freed bool
+	// inner are the leaves a custom node's backward reaches through a
+	// nested backward pass (Custom.Leaves).
+	inner []*Tensor
 
 	// engine state during one backward pass
 	grads []*Tensor

@@ -135,11 +135,11 @@ func (o *op) view(t *Tensor, off int, shape, strides []int) *Tensor {
 
 // grad records a graph node for outs when the op records, saving the given
 // tensors for backward. fn computes the inputs' gradients.
-func (o *op) grad(outs []*Tensor, ins []*Tensor, saved []*Tensor, fn backwardFn) {
+func (o *op) grad(outs []*Tensor, ins []*Tensor, saved []*Tensor, fn backwardFn) *node {
 	if !o.records() {
-		return
+		return nil
 	}
-	o.s.newNode(o.name, outs, ins, saved, fn)
+	return o.s.newNode(o.name, outs, ins, saved, fn)
 }
 
 // promote returns the dtype of a binary op's result: the wider float, F32

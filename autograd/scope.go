@@ -34,10 +34,16 @@ type Scope struct {
 	autocast    dtype.DType
 	casts       map[castKey]*Tensor // autocast copies of parameters
 
-	owned []*Tensor
-	nodes []*node
-	seq   uint64 // node counter, used from the root scope
-	epoch uint64 // backward passes, used from the root scope
+	owned  []*Tensor
+	nodes  []*node
+	seq    uint64 // node counter, used from the root scope
+	epoch  uint64 // backward passes, used from the root scope
+	passes int    // backward passes running (nested ones inside), root scope
+
+	// Leaf readiness across nested backward passes (root scope).
+	pending map[*Tensor]int
+	held    map[*node]map[*Tensor]bool
+	running []*node
 }
 
 // NewScope returns an empty scope that records graphs, in phase "forward".
@@ -205,4 +211,27 @@ func (s *Scope) Within(path string) func() {
 	oldPath, oldWhere := s.path, s.where
 	s.path, s.where = []string{path}, path
 	return func() { s.path, s.where = oldPath, oldWhere }
+}
+
+// Leaves returns the distinct leaves (parameters) that the graph recorded
+// in the scope sends gradients to, directly or through custom nodes: what
+// a checkpointed function's backward will contribute to.
+func (s *Scope) Leaves() []*Tensor {
+	seen := map[*Tensor]bool{}
+	var out []*Tensor
+	add := func(l *Tensor) {
+		if l != nil && !l.tempLeaf && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	for _, n := range s.nodes {
+		for _, e := range n.next {
+			add(e.leaf)
+		}
+		for _, l := range n.inner {
+			add(l)
+		}
+	}
+	return out
 }

@@ -36,10 +36,8 @@ type Tensor struct {
 	name         string
 	tempLeaf     bool // a LeafOf handle: its gradient is workspace
 
-	gradHooks   []*gradHook           // OnGradReady callbacks of a leaf
-	gradAlloc   func(*Tensor) *Tensor // SetGradAlloc's source of the leaf's gradient
-	leafEpoch   uint64                // backward pass that last counted edges into the leaf
-	leafPending int                   // contributions still to come in that pass
+	gradHooks []*gradHook           // OnGradReady callbacks of a leaf
+	gradAlloc func(*Tensor) *Tensor // SetGradAlloc's source of the leaf's gradient
 
 	unbound   bool          // Unbind dropped the leaf's storage; Bind or fetch gives it back
 	fetch     func(*Tensor) // SetFetch: binds an unbound leaf when it is used

@@ -87,6 +87,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 		adopted[i] = s.Adopt(o)
 		st.OutBytes += o.Bytes()
 	}
+	touched := child.Leaves() // the parameters recomputation will send gradients to
 	seen := map[*device.Block]bool{}
 	for _, t := range ins {
 		seen[t.Block()] = true
@@ -105,7 +106,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 		shapes[i] = a.Shape()
 	}
 	autograd.Record(autograd.Custom{
-		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: ins, RequiresGrad: needGrad,
+		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: ins, RequiresGrad: needGrad, Leaves: touched,
 		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
 			return recompute(s, fn, cast, draws, want, shapes, grads, saved, need, st)
 		},
