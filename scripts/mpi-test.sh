@@ -22,3 +22,17 @@ mpirun --version | head -1
 export CGO_ENABLED=1
 go vet -tags mpi ./parallel
 go test -count=1 -tags mpi -run 'MPI' "$@" ./parallel
+
+# The transformer example launched as two MPI processes with ZeRO stage 1:
+# each process is one rank; rank 0 reports (its optimizer state is half
+# the model's Adam state).
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -tags mpi -o "$bin/transformer" ./examples/transformer
+extra=()
+if ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then extra=(--mca plm isolated); fi
+timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none "${extra[@]}" -np 2 "$bin/transformer" --mpi --ranks 2 --zero 1 \
+	--data "$(go env GOROOT)/src/fmt" --steps 3 --batch 4 --context 32 --layers 2 --width 32 --heads 2 \
+	--eval-batches 1 --sample 0 --report "$bin/report.json"
+grep -q '"steps": 3' "$bin/report.json"
+echo "mpi-test: the example ran as 2 MPI ranks"

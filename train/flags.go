@@ -37,6 +37,7 @@ type Common struct {
 	Ranks            int
 	Zero             int
 	Offload          bool
+	MPI              bool
 	Quantize         string
 	Calibrate        int
 	QAT              bool
@@ -76,6 +77,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")
 	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
 	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too, 3 parameters too (gathered by layer when used)")
+	fs.BoolVar(&c.MPI, "mpi", false, "run as one rank of an mpirun launch (mpirun -np N prog --mpi --ranks N …; needs a build with -tags mpi, see docs/MPI.md)")
 	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1, 2 or 3: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")
 	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference: int8")
 	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")

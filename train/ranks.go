@@ -10,8 +10,12 @@ import (
 )
 
 // Parallel reports whether the flags ask for data parallelism: --ranks
-// above 1, --zero or --offload.
-func (c *Common) Parallel() bool { return c.Ranks > 1 || c.Zero != 0 || c.Offload }
+// above 1, --zero, --offload or --mpi.
+func (c *Common) Parallel() bool { return c.Ranks > 1 || c.Zero != 0 || c.Offload || c.MPI }
+
+// mpiComm opens this process's MPI communicator; the mpi build sets it
+// (mpi.go). Nil in the default build.
+var mpiComm func() (parallel.Communicator, func() error, error)
 
 // CheckParallel checks --ranks, --zero and --offload: the global batch
 // (--batch) must split evenly over the ranks, ZeRO stages are 0 to 3,
@@ -21,6 +25,8 @@ func (c *Common) CheckParallel() error {
 	switch {
 	case c.Ranks < 1:
 		return fmt.Errorf("--ranks %d: want ≥ 1", c.Ranks)
+	case c.MPI && mpiComm == nil:
+		return fmt.Errorf("--mpi: this program was built without MPI: build it with -tags mpi (cgo and OpenMPI; see docs/MPI.md)")
 	case c.Zero < 0 || c.Zero > 3:
 		return fmt.Errorf("--zero %d: want 0, 1, 2 or 3", c.Zero)
 	case c.Offload && c.Zero == 0:
@@ -59,7 +65,13 @@ func (r *Rank) Trained() {
 // --offload, the host cpu:(100+r) without a limit — and returns their
 // errors as parallel.Run does (the failed rank's first). It returns the
 // ranks so that their devices' statistics can be read afterwards.
+//
+// With --mpi the process is one rank of an mpirun launch: f runs once, for
+// that rank, and the returned slice holds it alone.
 func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error) {
+	if c.MPI {
+		return c.runMPI(capacity, f)
+	}
 	comms := parallel.NewGroup(c.Ranks)
 	ranks := make([]*Rank, c.Ranks)
 	for i, cm := range comms {
@@ -120,3 +132,29 @@ func RankTable(dev, host []PeakBytes) string {
 	}
 	return s
 }
+
+// runMPI runs f for this process's rank of an mpirun launch.
+func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) {
+	comm, finalize, err := mpiComm()
+	if err != nil {
+		return nil, err
+	}
+	defer finalize()
+	if comm.Size() != c.Ranks {
+		return nil, fmt.Errorf("--ranks %d, but mpirun started %d processes: give --ranks the -np value", c.Ranks, comm.Size())
+	}
+	rank := comm.Rank()
+	r := &Rank{Comm: comm, Dev: cpu.New(rank, device.Options{Capacity: capacity})}
+	if c.Offload {
+		r.Host = cpu.New(100+rank, device.Options{})
+	}
+	if err := f(r); err != nil {
+		comm.Abort(err)
+		return []*Rank{r}, &parallel.RankError{Rank: rank, Err: err}
+	}
+	return []*Rank{r}, nil
+}
+
+// Follower reports whether ranks is a non-zero rank of an mpirun launch:
+// such a process trains but leaves the printing and the report to rank 0.
+func Follower(ranks []*Rank) bool { return len(ranks) == 1 && ranks[0].Comm.Rank() != 0 }

@@ -34,7 +34,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 	if c.AMPParams {
 		pdt, forwardDT = acDT, dtype.Invalid
 	}
-	per := c.Batch / c.Ranks
+	per := c.Micro() // each rank's micro-batch: --batch over the ranks, then over --accum
 	img := trainSet.C * trainSet.H * trainSet.W
 	rep := &train.Report{Example: "resnet", Model: c.Model, EvalMetric: "test_accuracy", CapacityBytes: capacity, Flags: c.Values()}
 	var trained device.Stats
@@ -48,7 +48,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 			return err
 		}
 		loader, err := data.NewLoader(trainSet, data.LoaderConfig{
-			Batch: c.Batch, Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
+			Batch: c.Batch / c.Accum, Shuffle: true, Seed: c.Seed, DropLast: true, Mean: ds.mean, Std: ds.std, Crop: ds.crop, Flip: ds.flip,
 		})
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 				return fmt.Errorf("step %d: %w", i, err)
 			}
 			if prog != nil {
-				prog.Step(i, loss, float64((i+1)*c.Batch*c.Accum)/time.Since(began).Seconds(), r.Dev)
+				prog.Step(i, loss, float64((i+1)*c.Batch)/time.Since(began).Seconds(), r.Dev)
 			}
 		}
 		final[rank] = loss
@@ -147,12 +147,15 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 	if err != nil {
 		return nil, err
 	}
+	if train.Follower(ranks) {
+		return rep, nil // an mpirun rank other than 0: rank 0 reports
+	}
 	for _, l := range final {
-		rep.FinalLoss += l / float64(len(final)) // the loss over the global batch
+		rep.FinalLoss += l / float64(len(ranks)) // the loss over the global batch (of this process's ranks under --mpi)
 	}
 	devPeaks, hostPeaks := train.RankPeaks(ranks)
 	rep.PeakBytes, rep.Stats = devPeaks[0], trained
-	rep.SamplesPerSec = float64(end*c.Batch*c.Accum) / rep.Seconds
+	rep.SamplesPerSec = float64(end*c.Batch) / rep.Seconds
 	rep.Extra = map[string]any{"dataset": ds.name, "skipped_steps": skipped, "ranks": devPeaks}
 	if hostPeaks != nil {
 		rep.Extra["host_ranks"] = hostPeaks

@@ -42,7 +42,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 	if c.StopAfter > 0 && c.StopAfter < steps {
 		end = c.StopAfter
 	}
-	per := c.Batch / c.Ranks
+	per := c.Micro() // each rank's micro-batch: --batch over the ranks, then over --accum
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: end,
 		EvalMetric: "validation_loss_nats_per_byte", CapacityBytes: capacity, Flags: c.Values()}
 	var skipped int
@@ -105,7 +105,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 		var loss float64
 		for i := range end {
 			loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-				x, y := trainText.Batch(rng, c.Batch, c.Context)
+				x, y := trainText.Batch(rng, c.Batch/c.Accum, c.Context)
 				lo, hi := rank*per*c.Context, (rank+1)*per*c.Context
 				return lossOf(s, r.Dev, model, x[lo:hi], y[lo:hi], shape)
 			})
@@ -116,7 +116,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 				return fmt.Errorf("step %d: %w", i, err)
 			}
 			if prog != nil {
-				prog.Step(i, loss, float64((i+1)*c.Batch*c.Accum)/time.Since(began).Seconds(), r.Dev)
+				prog.Step(i, loss, float64((i+1)*c.Batch)/time.Since(began).Seconds(), r.Dev)
 			}
 		}
 		final[rank] = loss
@@ -142,12 +142,15 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 	if err != nil {
 		return nil, err
 	}
+	if train.Follower(ranks) {
+		return rep, nil // an mpirun rank other than 0: rank 0 reports
+	}
 	for _, l := range final {
-		rep.FinalLoss += l / float64(len(final)) // the loss over the global batch
+		rep.FinalLoss += l / float64(len(ranks)) // the loss over the global batch (of this process's ranks under --mpi)
 	}
 	devPeaks, hostPeaks := train.RankPeaks(ranks)
 	rep.PeakBytes, rep.Stats = devPeaks[0], trained
-	rep.SamplesPerSec = float64(end*c.Batch*c.Accum) / rep.Seconds
+	rep.SamplesPerSec = float64(end*c.Batch) / rep.Seconds
 	rep.Extra["corpus_bytes"], rep.Extra["skipped_steps"], rep.Extra["ranks"] = corpus.Len(), skipped, devPeaks
 	if hostPeaks != nil {
 		rep.Extra["host_ranks"] = hostPeaks
