@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
@@ -107,6 +108,13 @@ func (kern) Gemm(g device.Gemm) {
 		return
 	}
 	c := f32(g.C)
-	kernels.Gemm(args, f32(g.A), f32(g.B), c)
+	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
+		// 16-bit operands are widened while they are packed: no float32
+		// copy of A or B.
+		kernels.GemmHalf(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
+			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, c)
+	} else {
+		kernels.Gemm(args, f32(g.A), f32(g.B), c)
+	}
 	put32(g.C, c)
 }
