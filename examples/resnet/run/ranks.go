@@ -95,14 +95,9 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 			end = last
 			rep.Params, rep.Steps = nn.Count(model), last
 			fmt.Fprintf(out, "resnet: %s (%d parameters, %s) on %s, %d ranks cpu:0…cpu:%d, ZeRO stage %d%s, global batch %d (%d per rank)×%d, %d steps",
-				c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, c.Ranks, c.Ranks-1, c.Zero, offloadDesc(c.Offload),
+				c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, c.Ranks, c.Ranks-1, c.Zero, c.OffloadDesc(),
 				c.Batch, per, c.Accum, steps)
-			for _, s := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
-				if s != "" {
-					fmt.Fprintf(out, ", %s", s)
-				}
-			}
-			fmt.Fprintln(out)
+			fmt.Fprintln(out, c.Describe(acDT, ckptDesc, capacity))
 			if st.Scaler.Enabled() || acDT != dtype.Invalid {
 				fmt.Fprintln(out, "amp:", st.Scaler.Note())
 			}
@@ -170,11 +165,4 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 		}
 	}
 	return rep, nil
-}
-
-func offloadDesc(on bool) string {
-	if on {
-		return " with the optimizer offloaded to cpu:100…"
-	}
-	return ""
 }

@@ -108,12 +108,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 
 	fmt.Fprintf(out, "resnet: %s (%d parameters, %s) on %s, %s, batch %d×%d, %d steps",
 		c.Model, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), ds.name, dev, c.Batch/c.Accum, c.Accum, steps)
-	for _, d := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
-		if d != "" {
-			fmt.Fprintf(out, ", %s", d)
-		}
-	}
-	fmt.Fprintln(out)
+	fmt.Fprintln(out, c.Describe(acDT, ckptDesc, capacity))
 	if st.Scaler.Enabled() || acDT != dtype.Invalid {
 		fmt.Fprintln(out, "amp:", st.Scaler.Note())
 	}
@@ -244,21 +239,4 @@ func resume(path string, m *nn.ResNet, o optim.Optimizer, st *train.Stepper, l *
 	}
 	st.SetSteps(snap.Step)
 	return snap.Step, nil
-}
-
-func techniques(c *Config, ac dtype.DType) string {
-	switch {
-	case c.AMPParams:
-		return fmt.Sprintf("%s parameters with f32 master weights", ac)
-	case ac != dtype.Invalid:
-		return fmt.Sprintf("%s autocast", ac)
-	}
-	return ""
-}
-
-func capacityDesc(n int64) string {
-	if n == 0 {
-		return ""
-	}
-	return "capacity " + device.FormatBytes(n)
 }

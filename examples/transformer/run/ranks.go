@@ -88,13 +88,8 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 			rep.Params = nn.Count(model)
 			fmt.Fprintf(out, "transformer: GPT %d layers × width %d, %d heads, context %d (%d parameters, %s) on %d ranks cpu:0…cpu:%d, ZeRO stage %d%s, %d-byte corpus, global batch %d (%d per rank)×%d, %d steps",
 				c.Layers, c.Width, c.Heads, c.Context, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), c.Ranks, c.Ranks-1, c.Zero,
-				offloadDesc(c.Offload), corpus.Len(), c.Batch, per, c.Accum, steps)
-			for _, s := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
-				if s != "" {
-					fmt.Fprintf(out, ", %s", s)
-				}
-			}
-			fmt.Fprintln(out)
+				c.OffloadDesc(), corpus.Len(), c.Batch, per, c.Accum, steps)
+			fmt.Fprintln(out, c.Describe(acDT, ckptDesc, capacity))
 			if st.Scaler.Enabled() || acDT != dtype.Invalid {
 				fmt.Fprintln(out, "amp:", st.Scaler.Note())
 			}
@@ -168,11 +163,4 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 		}
 	}
 	return rep, nil
-}
-
-func offloadDesc(on bool) string {
-	if on {
-		return " with the optimizer offloaded to cpu:100…"
-	}
-	return ""
 }

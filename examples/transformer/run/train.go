@@ -130,12 +130,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 
 	fmt.Fprintf(out, "transformer: GPT %d layers × width %d, %d heads, context %d (%d parameters, %s) on %s, %d-byte corpus, batch %d×%d, %d steps",
 		c.Layers, c.Width, c.Heads, c.Context, nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), dev, corpus.Len(), c.Batch/c.Accum, c.Accum, steps)
-	for _, d := range []string{techniques(c, acDT), ckptDesc, capacityDesc(capacity)} {
-		if d != "" {
-			fmt.Fprintf(out, ", %s", d)
-		}
-	}
-	fmt.Fprintln(out)
+	fmt.Fprintln(out, c.Describe(acDT, ckptDesc, capacity))
 	if st.Scaler.Enabled() || acDT != dtype.Invalid {
 		fmt.Fprintln(out, "amp:", st.Scaler.Note())
 	}
@@ -252,21 +247,4 @@ func lossOf(s *autograd.Scope, dev *device.Device, m nn.Layer, x, y []int64, sha
 	flat := logits.Reshape(-1, 256)
 	logits.Release()
 	return autograd.CrossEntropy(flat, s.FromInt64s(dev, []int{len(y)}, y), autograd.CEOptions{})
-}
-
-func techniques(c *Config, ac dtype.DType) string {
-	switch {
-	case c.AMPParams:
-		return fmt.Sprintf("%s parameters with f32 master weights", ac)
-	case ac != dtype.Invalid:
-		return fmt.Sprintf("%s autocast", ac)
-	}
-	return ""
-}
-
-func capacityDesc(n int64) string {
-	if n == 0 {
-		return ""
-	}
-	return "capacity " + device.FormatBytes(n)
 }

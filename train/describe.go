@@ -1,0 +1,41 @@
+package train
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// Describe lists, for a run's header line, the memory techniques the flags
+// turned on that its header does not already say: mixed precision
+// (ac is the --amp dtype), the checkpoint description from RunBlocks, the
+// capacity and offload. Empty parts are left out.
+func (c *Common) Describe(ac dtype.DType, checkpoint string, capacity int64) string {
+	var parts []string
+	switch {
+	case c.AMPParams:
+		parts = append(parts, fmt.Sprintf("%s parameters with f32 master weights", ac))
+	case ac != dtype.Invalid:
+		parts = append(parts, fmt.Sprintf("%s autocast", ac))
+	}
+	if checkpoint != "" {
+		parts = append(parts, checkpoint)
+	}
+	if capacity != 0 {
+		parts = append(parts, "capacity "+device.FormatBytes(capacity))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
+}
+
+// OffloadDesc says where the optimizer lives under --offload ("" without).
+func (c *Common) OffloadDesc() string {
+	if c.Offload {
+		return " with the optimizer offloaded to cpu:100…"
+	}
+	return ""
+}
