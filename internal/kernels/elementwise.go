@@ -151,6 +151,11 @@ func UnaryDeriv(op int, arg float64) func(x, y float64) float64 {
 }
 
 // Unary writes dst[dl] = op(src[sl]) over dl's shape.
+//
+// float32 Exp, Tanh, Sigmoid and GeluTanh take the fast float32 functions
+// of fastmath.go (AVX2 on contiguous runs; error bounds there); float64,
+// and every other op, call the float64 function of UnaryFunc. Long
+// contiguous runs are split across the workers.
 func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout) {
 	switch op {
 	case URelu:
@@ -187,9 +192,35 @@ func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout)
 		})
 		return
 	}
+	if d32, ok := f32s(dst); ok && fastUnaryOp(op) {
+		s32, _ := f32s(src)
+		f := fastScalar(op)
+		walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
+			d, s, di, si := o[0], o[1], inc[0], inc[1]
+			if di == 1 && si == 1 {
+				fastUnaryRun(op, d32[d:d+n], s32[s:s+n])
+				return
+			}
+			for range n {
+				d32[d] = f(s32[s])
+				d += di
+				s += si
+			}
+		})
+		return
+	}
 	f := UnaryFunc(op, arg)
 	walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
 		d, s, di, si := o[0], o[1], inc[0], inc[1]
+		if di == 1 && si == 1 && n >= slowParallelMin {
+			dr, sr := dst[d:d+n], src[s:s+n]
+			claimFor(n, slowGrain, func(lo, hi int) {
+				for i, v := range sr[lo:hi] {
+					dr[lo+i] = T(f(float64(v)))
+				}
+			})
+			return
+		}
 		for range n {
 			dst[d] = T(f(float64(src[s])))
 			d += di
@@ -198,8 +229,19 @@ func Unary[T Float](op int, arg float64, dst []T, dl Layout, src []T, sl Layout)
 	})
 }
 
+// Runs of the ops that call a float64 math function per element (5–20 ns
+// each) are split across the workers from slowParallelMin elements, in
+// pieces of slowGrain.
+const (
+	slowParallelMin = 1 << 15
+	slowGrain       = 1 << 14
+)
+
 // UnaryGrad writes dx = dy·op'(x, y) for contiguous slices of one length
-// (x or y may be nil when the op does not read it).
+// (x or y may be nil when the op does not read it). Exp is dy·y in either
+// type; float32 Tanh, Sigmoid and GeluTanh are computed in float32
+// (GeluTanh through fastmath.go); the rest call UnaryDeriv's float64
+// function. Long slices are split across the workers.
 func UnaryGrad[T Float](op int, arg float64, dx, dy, x, y []T) {
 	switch op {
 	case URelu:
@@ -216,17 +258,61 @@ func UnaryGrad[T Float](op int, arg float64, dx, dy, x, y []T) {
 	case UAddScalar:
 		copy(dx, dy)
 		return
+	case UExp:
+		// dy·y rounded once, in either type: the product of two floats of
+		// T is exact in float64.
+		binaryRun(BMul, dx, dy, y)
+		return
+	}
+	if dx32, ok := f32s(dx); ok && (op == UTanh || op == USigmoid || op == UGeluTanh) {
+		dy32, _ := f32s(dy)
+		if op == UGeluTanh {
+			x32, _ := f32s(x)
+			geluTanhGradRun(dx32, dy32, x32)
+			return
+		}
+		y32, _ := f32s(y)
+		part := func(lo, hi int) { tanhSigmoidGrad32(op, dx32[lo:hi], dy32[lo:hi], y32[lo:hi]) }
+		if len(dx) < vecParallelMin {
+			part(0, len(dx))
+		} else {
+			claimFor(len(dx), vecGrain, part)
+		}
+		return
 	}
 	f := UnaryDeriv(op, arg)
-	for i := range dx {
-		var xv, yv float64
-		if x != nil {
-			xv = float64(x[i])
+	part := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var xv, yv float64
+			if x != nil {
+				xv = float64(x[i])
+			}
+			if y != nil {
+				yv = float64(y[i])
+			}
+			dx[i] = T(float64(dy[i]) * f(xv, yv))
 		}
-		if y != nil {
-			yv = float64(y[i])
+	}
+	if len(dx) < slowParallelMin {
+		part(0, len(dx))
+		return
+	}
+	claimFor(len(dx), slowGrain, part)
+}
+
+// tanhSigmoidGrad32 writes dx = dy·(1−y)·(1+y) (tanh) or dy·y·(1−y)
+// (sigmoid) in float32 from the forward output y. (1−y)(1+y) rather than
+// 1−y² keeps the relative accuracy where y is near ±1.
+func tanhSigmoidGrad32(op int, dx, dy, y []float32) {
+	dy, y = dy[:len(dx)], y[:len(dx)]
+	if op == UTanh {
+		for i, v := range y {
+			dx[i] = dy[i] * ((1 - v) * (1 + v))
 		}
-		dx[i] = T(float64(dy[i]) * f(xv, yv))
+		return
+	}
+	for i, v := range y {
+		dx[i] = dy[i] * (v * (1 - v))
 	}
 }
 

@@ -95,3 +95,36 @@ func TestCrossEntropyBadTarget(t *testing.T) {
 		}()
 	}
 }
+
+// TestCrossEntropyF32Large checks float32 cross entropy and its gradient
+// on a call large enough to be split across the workers against the
+// float64 kernel on the same logits (in [−8, 8]): tolerance 2·10⁻⁶·(1 +
+// |want|), as for softmax.
+func TestCrossEntropyF32Large(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	rows, cols := 600, 300
+	z := nslRand(rng, rows*cols, -8, 8)
+	tgt := make([]int64, rows)
+	for i := range tgt {
+		tgt[i] = int64(rng.IntN(cols))
+		if i%7 == 3 {
+			tgt[i] = -100
+		}
+	}
+	dl := nslRand(rng, rows, -1, 1)
+	for _, eps := range []float64{0, 0.1} {
+		l64, lse64 := make([]float64, rows), make([]float64, rows)
+		CrossEntropy(l64, lse64, z, tgt, rows, cols, -100, eps)
+		dz64 := make([]float64, rows*cols)
+		CrossEntropyGrad(dz64, dl, z, lse64, tgt, rows, cols, -100, eps)
+
+		z32 := nslConv[float32](z)
+		l32, lse32 := make([]float32, rows), make([]float32, rows)
+		CrossEntropy(l32, lse32, z32, tgt, rows, cols, -100, eps)
+		nslClose(t, "cross entropy f32 loss", nslBack(l32), l64, 2e-6)
+		nslClose(t, "cross entropy f32 lse", nslBack(lse32), lse64, 2e-6)
+		dz32 := make([]float32, rows*cols)
+		CrossEntropyGrad(dz32, nslConv[float32](dl), z32, lse32, tgt, rows, cols, -100, eps)
+		nslClose(t, "cross entropy f32 dlogits", nslBack(dz32), dz64, 2e-6)
+	}
+}

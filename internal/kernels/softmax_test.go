@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -143,5 +144,40 @@ func TestSoftmaxStable(t *testing.T) {
 		got32 := make([]float32, len(x))
 		Softmax(got32, big32, rows, cols, log)
 		nslClose(t, "softmax f32(x+1080)", nslBack(got32), want, 1e-3)
+	}
+}
+
+// TestSoftmaxF32Large checks float32 softmax, log-softmax and their
+// gradients on a call large enough to be split across the workers (and
+// rows longer than the 256-element stack chunks) against the float64
+// kernel on the same inputs. Logits span [−8, 8], so x − max reaches −16
+// and its float32 rounding costs up to 16·2⁻²⁴ relative in a
+// probability: tolerance 2·10⁻⁶·(1+|want|).
+func TestSoftmaxF32Large(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	rows, cols := 700, 257
+	n := rows * cols
+	x := nslRand(rng, n, -8, 8)
+	dy := nslRand(rng, n, -1, 1)
+	for _, log := range []bool{false, true} {
+		want := make([]float64, n)
+		Softmax(want, x, rows, cols, log)
+		wantDx := make([]float64, n)
+		SoftmaxGrad(wantDx, dy, want, rows, cols, log)
+
+		y := make([]float32, n)
+		Softmax(y, nslConv[float32](x), rows, cols, log)
+		nslClose(t, fmt.Sprintf("softmax f32 (log %v)", log), nslBack(y), want, 2e-6)
+		dx := make([]float32, n)
+		SoftmaxGrad(dx, nslConv[float32](dy), y, rows, cols, log)
+		nslClose(t, fmt.Sprintf("softmax grad f32 (log %v)", log), nslBack(dx), wantDx, 2e-6)
+
+		// In place: dst is src, dx is dy.
+		yy := nslConv[float32](x)
+		Softmax(yy, yy, rows, cols, log)
+		nslClose(t, fmt.Sprintf("softmax f32 in place (log %v)", log), nslBack(yy), nslBack(y), 0)
+		gg := nslConv[float32](dy)
+		SoftmaxGrad(gg, gg, y, rows, cols, log)
+		nslClose(t, fmt.Sprintf("softmax grad f32 in place (log %v)", log), nslBack(gg), nslBack(dx), 0)
 	}
 }
