@@ -48,77 +48,47 @@ func (p ConvArgs) dims() convDims {
 	}
 }
 
-// Conv2d writes y (N, K, OH, OW) = x (N, C, H, W) ⋆ w (K, C/G, R, S): for
-// each sample and group, im2col of the group's channels into ws (Workspace
-// elements; unused and may be nil when pointwise), then one GEMM
-// y_g (K/G × OH·OW) = w_g (K/G × C/G·R·S) · col (C/G·R·S × OH·OW).
+// The three kernels below share one driver (conv_job.go). Each cuts its
+// work into independent units, which the workers claim one at a time, and
+// each unit runs GEMMs on one goroutine over *tiles* of the im2col matrix:
+// the rows of some channels by the columns of a band of output rows,
+// small enough to stay in L2 where the shape allows (see convTile). A
+// worker builds its tiles in its own slice of ws when ws is long enough
+// (ws holds one sample's whole matrix, so the first worker's slice always
+// fits) and otherwise in a reused Go-heap buffer of one tile. Besides
+// those, the only memory the kernels hold beyond their arguments is the
+// weight gradient's per-chunk copies of a small dw (at most
+// (convUnits−1)·convDWSmall elements). Units and tiles depend on the
+// convolution only, never on the number of workers, and partial sums are
+// added in a fixed order, so results are deterministic.
+
+// Conv2d writes y (N, K, OH, OW) = x (N, C, H, W) ⋆ w (K, C/G, R, S). A
+// unit is a band of output rows of one sample and group: im2col of the
+// band into a tile, then one GEMM y_band (K/G × band) = w_g (K/G ×
+// C/G·R·S) · tile. Pointwise convolutions read x directly. ws holds
+// Workspace elements (unused and may be nil when pointwise).
 func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
-	d := p.dims()
-	for n := range p.N {
-		for g := range p.Groups {
-			xo := n*d.xs + g*d.cg*d.hw
-			yo := n*d.ys + g*d.kg*d.ohw
-			a := GemmArgs{M: d.kg, N: d.ohw, K: d.crs, Alpha: 1, OffA: g * d.wg, OffC: yo, LdA: d.crs, LdB: d.ohw, LdC: d.ohw}
-			if d.pointwise {
-				a.OffB = xo
-				Gemm(a, w, x, y)
-				continue
-			}
-			im2col(p, ws, x[xo:xo+d.cg*d.hw], d.cg)
-			Gemm(a, w, ws, y)
-		}
-	}
+	runConvJob(convForward, p, y, x, w, ws)
 }
 
 // Conv2dGradInput writes dx (N, C, H, W), overwriting it, from dy (N, K,
-// OH, OW) and w: per sample and group, col = w_gᵀ · dy_g into ws, then
-// col2im adds each column entry back to the input position it was read
-// from (overlapping windows accumulate).
+// OH, OW) and w. A unit is a block of input channels of one sample and
+// group: per band of output rows, tile = w_g[:, block]ᵀ · dy_band, then
+// col2im adds each tile entry back to the input position it was read from
+// (overlapping windows accumulate). Pointwise convolutions write
+// dx = w_gᵀ · dy_g directly.
 func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
-	d := p.dims()
-	for n := range p.N {
-		for g := range p.Groups {
-			xo := n*d.xs + g*d.cg*d.hw
-			yo := n*d.ys + g*d.kg*d.ohw
-			a := GemmArgs{TransA: true, M: d.crs, N: d.ohw, K: d.kg, Alpha: 1, OffA: g * d.wg, OffB: yo, LdA: d.crs, LdB: d.ohw, LdC: d.ohw}
-			if d.pointwise {
-				a.OffC = xo
-				Gemm(a, w, dy, dx)
-				continue
-			}
-			Gemm(a, w, dy, ws)
-			col2im(p, dx[xo:xo+d.cg*d.hw], ws, d.cg)
-		}
-	}
+	runConvJob(convGradInput, p, dx, dy, w, ws)
 }
 
-// Conv2dGradWeight writes dw (K, C/G, R, S), overwriting it, from dy and x:
-// dw_g = Σ over samples of dy_g (K/G × OH·OW) · colᵀ, the first sample with
-// Beta 0 and the others accumulating with Beta 1.
+// Conv2dGradWeight writes dw (K, C/G, R, S), overwriting it, from dy and x.
+// A unit is one group's dw, or a block of its columns (rows of the im2col
+// matrix) when dw is large, over a chunk of the samples, or all of them
+// when dw is large: over the samples and bands in order, dw_block +=
+// dy_band · tileᵀ (the first product overwrites); the chunks' copies of dw
+// are then added in chunk order.
 func Conv2dGradWeight[T Float](p ConvArgs, dw, dy, x, ws []T) {
-	d := p.dims()
-	if p.N == 0 {
-		clear(dw[:p.K*d.crs])
-		return
-	}
-	for n := range p.N {
-		beta := 1.0
-		if n == 0 {
-			beta = 0
-		}
-		for g := range p.Groups {
-			xo := n*d.xs + g*d.cg*d.hw
-			yo := n*d.ys + g*d.kg*d.ohw
-			a := GemmArgs{TransB: true, M: d.kg, N: d.crs, K: d.ohw, Alpha: 1, Beta: beta, OffA: yo, OffC: g * d.wg, LdA: d.ohw, LdB: d.ohw, LdC: d.crs}
-			if d.pointwise {
-				a.OffB = xo
-				Gemm(a, dy, x, dw)
-				continue
-			}
-			im2col(p, ws, x[xo:xo+d.cg*d.hw], d.cg)
-			Gemm(a, dy, ws, dw)
-		}
-	}
+	runConvJob(convGradWeight, p, dw, dy, x, ws)
 }
 
 // convRange returns the outputs o in [0, n) whose input position o·stride+off
@@ -134,70 +104,4 @@ func convRange(off, stride, size, n int) (lo, hi int) {
 		lo = hi
 	}
 	return lo, hi
-}
-
-// im2col writes the (cg·R·S) × (OH·OW) matrix of x's cg channels (cg, H, W)
-// into col: row (c, r, s), column (oh, ow) holds x[c, oh·sh−ph+r·dh,
-// ow·sw−pw+s·dw], or 0 in the padding.
-func im2col[T Float](p ConvArgs, col, x []T, cg int) {
-	ohw := p.OH * p.OW
-	row := 0
-	for c := range cg {
-		plane := x[c*p.H*p.W : (c+1)*p.H*p.W]
-		for r := range p.R {
-			hoff := r*p.DilH - p.PadH
-			hlo, hhi := convRange(hoff, p.StrideH, p.H, p.OH)
-			for s := range p.S {
-				woff := s*p.DilW - p.PadW
-				wlo, whi := convRange(woff, p.StrideW, p.W, p.OW)
-				dst := col[row*ohw : (row+1)*ohw]
-				row++
-				for oh := range p.OH {
-					out := dst[oh*p.OW : (oh+1)*p.OW]
-					if oh < hlo || oh >= hhi {
-						clear(out)
-						continue
-					}
-					src := plane[(oh*p.StrideH+hoff)*p.W:]
-					clear(out[:wlo])
-					clear(out[whi:])
-					if p.StrideW == 1 && wlo < whi {
-						copy(out[wlo:whi], src[wlo+woff:whi+woff])
-						continue
-					}
-					for ow := wlo; ow < whi; ow++ {
-						out[ow] = src[ow*p.StrideW+woff]
-					}
-				}
-			}
-		}
-	}
-}
-
-// col2im overwrites dx (cg, H, W) with the sum, over the entries of col,
-// of each entry at the input position im2col read it from.
-func col2im[T Float](p ConvArgs, dx, col []T, cg int) {
-	clear(dx[:cg*p.H*p.W])
-	ohw := p.OH * p.OW
-	row := 0
-	for c := range cg {
-		plane := dx[c*p.H*p.W : (c+1)*p.H*p.W]
-		for r := range p.R {
-			hoff := r*p.DilH - p.PadH
-			hlo, hhi := convRange(hoff, p.StrideH, p.H, p.OH)
-			for s := range p.S {
-				woff := s*p.DilW - p.PadW
-				wlo, whi := convRange(woff, p.StrideW, p.W, p.OW)
-				src := col[row*ohw : (row+1)*ohw]
-				row++
-				for oh := hlo; oh < hhi; oh++ {
-					in := src[oh*p.OW : (oh+1)*p.OW]
-					dst := plane[(oh*p.StrideH+hoff)*p.W:]
-					for ow := wlo; ow < whi; ow++ {
-						dst[ow*p.StrideW+woff] += in[ow]
-					}
-				}
-			}
-		}
-	}
 }

@@ -182,3 +182,125 @@ func TestConvRange(t *testing.T) {
 		}
 	}
 }
+
+// convShape fills in OH and OW.
+func convShape(p ConvArgs) ConvArgs {
+	if p.DilH == 0 {
+		p.DilH, p.DilW = 1, 1
+	}
+	if p.StrideH == 0 {
+		p.StrideH, p.StrideW = 1, 1
+	}
+	if p.Groups == 0 {
+		p.Groups = 1
+	}
+	p.OH = (p.H+2*p.PadH-p.DilH*(p.R-1)-1)/p.StrideH + 1
+	p.OW = (p.W+2*p.PadW-p.DilW*(p.S-1)-1)/p.StrideW + 1
+	return p
+}
+
+// convPathShapes exercise each path of conv_col.go and conv_job.go.
+var convPathShapes = []ConvArgs{
+	// Stride 1 with OW = W: the contiguous fast path.
+	{N: 2, C: 3, H: 7, W: 9, K: 4, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 1, C: 2, H: 5, W: 6, K: 3, R: 5, S: 5, PadH: 2, PadW: 2},
+	{N: 3, C: 4, H: 9, W: 8, K: 2, R: 3, S: 3, PadH: 2, PadW: 2, DilH: 2, DilW: 2},
+	{N: 2, C: 2, H: 1, W: 1, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 2, C: 3, H: 6, W: 5, K: 2, R: 3, S: 1, PadH: 1},
+	{N: 2, C: 3, H: 4, W: 5, K: 2, R: 1, S: 3, PadW: 1},
+	{N: 1, C: 2, H: 3, W: 2, K: 2, R: 3, S: 5, PadH: 1, PadW: 2}, // kernel wider than the image
+	{N: 2, C: 2, H: 1, W: 1, K: 2, R: 5, S: 5, PadH: 2, PadW: 2}, // padding wider than the image
+	{N: 1, C: 1, H: 2, W: 1, K: 1, R: 1, S: 7, PadW: 3},
+	// Stride 2 (even and odd sizes), 1×1 stride 2, mixed strides.
+	{N: 2, C: 3, H: 8, W: 8, K: 4, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 2, C: 3, H: 7, W: 9, K: 4, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 2, C: 4, H: 7, W: 6, K: 3, R: 1, S: 1, StrideH: 2, StrideW: 2},
+	{N: 2, C: 2, H: 7, W: 10, K: 3, R: 3, S: 3, StrideH: 1, StrideW: 3, PadH: 1, PadW: 1},
+	{N: 2, C: 2, H: 9, W: 6, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1},
+	// Stride 2 over rows long enough for the unrolled gather, even and odd
+	// widths.
+	{N: 2, C: 3, H: 5, W: 37, K: 2, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 2, C: 2, H: 4, W: 34, K: 3, R: 1, S: 1, StrideH: 2, StrideW: 2},
+	{N: 1, C: 2, H: 3, W: 40, K: 2, R: 1, S: 5, StrideH: 1, StrideW: 2, PadW: 2},
+	// Unpadded and dilated convolutions: per-row copies.
+	{N: 2, C: 3, H: 6, W: 7, K: 2, R: 3, S: 3},
+	{N: 2, C: 2, H: 8, W: 9, K: 3, R: 3, S: 3, PadH: 1, PadW: 1, DilH: 2, DilW: 2},
+	{N: 1, C: 2, H: 9, W: 9, K: 2, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 2, DilH: 2, DilW: 2},
+	// Groups, depthwise.
+	{N: 2, C: 4, H: 6, W: 6, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
+	{N: 2, C: 3, H: 7, W: 7, K: 3, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 3},
+	{N: 1, C: 4, H: 8, W: 7, K: 8, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 4},
+	// Pointwise, with few samples (bands and channel blocks).
+	{N: 1, C: 5, H: 6, W: 7, K: 3, R: 1, S: 1},
+	{N: 3, C: 6, H: 3, W: 5, K: 4, R: 1, S: 1, Groups: 2},
+	// Enough rows (C·R·S ≥ 256) for several weight-gradient blocks, and
+	// one sample for several input-gradient channel blocks.
+	{N: 3, C: 32, H: 5, W: 6, K: 4, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 1, C: 17, H: 6, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 2, C: 40, H: 3, W: 3, K: 5, R: 1, S: 1},
+	// Empty output in one direction.
+	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
+}
+
+// TestConv2dPaths compares the kernels with the reference on
+// convPathShapes and on random shapes, under the default tiling, with
+// one output row per band (tiles then come from ws for the first worker
+// and from the Go heap when ws has no room for another), with every call
+// split across the workers, and with the weight gradient split by blocks
+// of dw's columns instead of chunks of samples.
+func TestConv2dPaths(t *testing.T) {
+	defer func(tile, cols, part, small int) {
+		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
+	}(convTile, convMinCols, convPart, convDWSmall)
+	settings := []struct{ tile, part, small int }{
+		{convTile, convPart, convDWSmall}, {1, convPart, convDWSmall}, {convTile, 1, convDWSmall},
+		{1, 1, convDWSmall}, {100, 1, convDWSmall}, {convTile, 1, 0}, {100, 1, 0},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var shapes []ConvArgs
+	for _, p := range convPathShapes {
+		shapes = append(shapes, convShape(p))
+	}
+	for range 40 {
+		shapes = append(shapes, randConv(rng))
+	}
+	for _, s := range settings {
+		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, convMinCols), s.part, s.small
+		for i, p := range shapes {
+			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
+				x := randSlice(rng, p.N*p.C*p.H*p.W)
+				w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
+				dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
+				runConv(t, p, x, w, dy, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-12)
+				runConv(t, p, x, w, dy, to32, 1e-5)
+			})
+		}
+	}
+}
+
+// TestConv2dNoAlloc checks that the kernels allocate nothing in steady
+// state, split across the workers.
+func TestConv2dNoAlloc(t *testing.T) {
+	defer func(tile, cols, part int) { convTile, convMinCols, convPart = tile, cols, part }(convTile, convMinCols, convPart)
+	convTile, convMinCols, convPart = 64, 1, 1 // many bands; the second worker's tile from the heap
+	p := convShape(ConvArgs{N: 4, C: 8, H: 10, W: 10, K: 8, R: 3, S: 3, PadH: 1, PadW: 1})
+	rng := rand.New(rand.NewPCG(5, 6))
+	x, w := to32(randSlice(rng, p.N*p.C*p.H*p.W)), to32(randSlice(rng, p.K*p.C*9))
+	y, dy := make([]float32, p.N*p.K*p.OH*p.OW), to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+	dx, dw := make([]float32, len(x)), make([]float32, len(w))
+	ws := make([]float32, p.Workspace())
+	runs := 10
+	if poolDropsItems() {
+		runs = 100
+	}
+	for name, f := range map[string]func(){
+		"Conv2d":           func() { Conv2d(p, y, x, w, ws) },
+		"Conv2dGradInput":  func() { Conv2dGradInput(p, dx, dy, w, ws) },
+		"Conv2dGradWeight": func() { Conv2dGradWeight(p, dw, dy, x, ws) },
+	} {
+		f()
+		if allocs := testing.AllocsPerRun(runs, f); allocs != 0 {
+			t.Errorf("%s allocates %v times per call, want 0", name, allocs)
+		}
+	}
+}

@@ -1,99 +1,204 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
+
+// Normalisation kernels. Statistics accumulate in float64 (two passes:
+// the mean, then the squared deviations from it); each output is computed
+// in float64 and rounded once. Work is split across the workers by rows
+// (layer norm) or channels (batch norm), and the column sums of layer
+// norm's weight gradient by columns, so that no value is summed by two
+// workers and results do not depend on their number.
+
+// normParallelMin is the number of elements from which a norm kernel is
+// split across the workers (waking a parked worker costs 100–150 µs, a
+// few hundred thousand elements of these loops), and normGrain the
+// fewest elements a worker takes. (A variable so that the tests can split
+// small calls too.)
+var normParallelMin = 1 << 17
+
+const normGrain = 1 << 15
+
+// normFor runs f over [0, units) of size elements each, on the workers
+// when the whole is large enough.
+func normFor(units, size int, f func(lo, hi int)) {
+	if units*size < normParallelMin || units < 2 {
+		f(0, units)
+		return
+	}
+	ParallelFor(units, max(1, normGrain/max(size, 1)), f)
+}
 
 // LayerNorm normalises each row of the contiguous x (rows, cols):
 // y = (x - mean)·rstd·w + b with the row's mean and rstd = 1/√(var + eps)
 // (biased variance), and stores mean and rstd (rows) for backward. w and b
 // (cols) may be nil: weight 1, bias 0. Statistics are computed in float64
 // (two passes) and y is computed from them before they are rounded to T
-// for storage.
+// for storage. Rows are split across the workers.
 func LayerNorm[T Float](y, x, w, b []T, mean, rstd []T, rows, cols int, eps float64) {
-	for r := range rows {
-		xr := x[r*cols : (r+1)*cols]
-		yr := y[r*cols : (r+1)*cols]
-		mu, is := meanRstd(xr, eps)
-		for j, v := range xr {
-			h := (float64(v) - mu) * is
-			if w != nil {
-				h *= float64(w[j])
-			}
-			if b != nil {
-				h += float64(b[j])
-			}
-			yr[j] = T(h)
+	normFor(rows, cols, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x[r*cols : (r+1)*cols]
+			yr := y[r*cols : (r+1)*cols]
+			mu, is := meanRstd(xr, eps)
+			layerNormRow(yr, xr, w, b, mu, is)
+			mean[r], rstd[r] = T(mu), T(is)
 		}
-		mean[r], rstd[r] = T(mu), T(is)
+	})
+}
+
+// layerNormRow writes y = (x-mu)·is·w + b for one row.
+func layerNormRow[T Float](y, x, w, b []T, mu, is float64) {
+	y = y[:len(x)]
+	switch {
+	case w != nil && b != nil:
+		w, b = w[:len(x)], b[:len(x)]
+		for j, v := range x {
+			y[j] = T((float64(v)-mu)*is*float64(w[j]) + float64(b[j]))
+		}
+	case w != nil:
+		w = w[:len(x)]
+		for j, v := range x {
+			y[j] = T((float64(v) - mu) * is * float64(w[j]))
+		}
+	case b != nil:
+		b = b[:len(x)]
+		for j, v := range x {
+			y[j] = T((float64(v)-mu)*is + float64(b[j]))
+		}
+	default:
+		for j, v := range x {
+			y[j] = T((float64(v) - mu) * is)
+		}
 	}
 }
 
 // meanRstd returns the mean of x and 1/√(biased variance + eps).
 func meanRstd[T Float](x []T, eps float64) (mu, rstd float64) {
-	var s float64
-	for _, v := range x {
-		s += float64(v)
-	}
-	mu = s / float64(len(x))
-	var ss float64
-	for _, v := range x {
-		d := float64(v) - mu
-		ss += d * d
-	}
-	return mu, 1 / math.Sqrt(ss/float64(len(x))+eps)
+	mu = sumPart(x) / float64(len(x))
+	var acc [16]float64
+	sqDev(&acc, x, mu)
+	return mu, 1 / math.Sqrt(lanes16(&acc)/float64(len(x))+eps)
 }
 
 // LayerNormGrad writes the gradients of LayerNorm from dy and the saved x,
 // w, mean and rstd (all contiguous). With x̂ = (x-mean)·rstd and g = dy·w,
 // dx = rstd·(g - mean(g) - x̂·mean(g·x̂)) per row; dw = Σ_rows dy·x̂ and
 // db = Σ_rows dy, overwritten. Any of dx, dw, db may be nil (not wanted);
-// w nil means weight 1.
+// w nil means weight 1. Rows are split across the workers in at most
+// lnChunks chunks of consecutive rows (their number fixed by rows alone);
+// each chunk sums dw and db into its own float64 partial sums, which are
+// then added in chunk order.
 func LayerNormGrad[T Float](dx, dw, db, dy, x, w, mean, rstd []T, rows, cols int) {
-	var aw, ab []float64
-	if dw != nil {
-		aw = make([]float64, cols)
-	}
-	if db != nil {
-		ab = make([]float64, cols)
-	}
-	for r := range rows {
-		xr, gr := x[r*cols:(r+1)*cols], dy[r*cols:(r+1)*cols]
-		mu, is := float64(mean[r]), float64(rstd[r])
-		var sg, sgx float64
-		for j, v := range xr {
-			h := (float64(v) - mu) * is
-			g := float64(gr[j])
-			if aw != nil {
-				aw[j] += g * h
-			}
-			if ab != nil {
-				ab[j] += g
-			}
-			if w != nil {
-				g *= float64(w[j])
-			}
-			sg += g
-			sgx += g * h
+	if dw == nil && db == nil {
+		if dx != nil {
+			normFor(rows, cols, func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					o := r * cols
+					layerNormGradRow(dx[o:o+cols], dy[o:o+cols], x[o:o+cols], w, nil, nil, float64(mean[r]), float64(rstd[r]))
+				}
+			})
 		}
-		if dx == nil {
-			continue
-		}
-		n := float64(cols)
-		sg, sgx = sg/n, sgx/n
-		dr := dx[r*cols : (r+1)*cols]
-		for j, v := range xr {
-			h := (float64(v) - mu) * is
-			g := float64(gr[j])
-			if w != nil {
-				g *= float64(w[j])
+		return
+	}
+	per := max(1, ceilDiv(rows, lnChunks))
+	chunks := ceilDiv(rows, per)
+	buf := lnBufs.get()
+	defer lnBufs.put(buf)
+	part := scratchView[float64](&buf.b, 2*chunks*cols) // chunk k: dw sums, then db sums
+	normFor(chunks, per*cols, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			aw, ab := part[2*k*cols:(2*k+1)*cols], part[(2*k+1)*cols:(2*k+2)*cols]
+			clear(aw)
+			clear(ab)
+			for r := k * per; r < min(rows, (k+1)*per); r++ {
+				o := r * cols
+				var dxr []T
+				if dx != nil {
+					dxr = dx[o : o+cols]
+				}
+				layerNormGradRow(dxr, dy[o:o+cols], x[o:o+cols], w, aw, ab, float64(mean[r]), float64(rstd[r]))
 			}
-			dr[j] = T(is * (g - sg - h*sgx))
+		}
+	})
+	for j := range cols {
+		var sw, sb float64
+		for k := range chunks {
+			sw += part[2*k*cols+j]
+			sb += part[(2*k+1)*cols+j]
+		}
+		if dw != nil {
+			dw[j] = T(sw)
+		}
+		if db != nil {
+			db[j] = T(sb)
 		}
 	}
-	for j := range aw {
-		dw[j] = T(aw[j])
+}
+
+// lnChunks bounds the chunks of LayerNormGrad's partial sums; lnBufs holds
+// their memory (2·lnChunks·cols float64 at most) between calls.
+const lnChunks = 16
+
+var lnBufs freeList[convBuf]
+
+// layerNormGradRow writes one row of LayerNormGrad's dx (when dx is not
+// nil) and adds the row's dy·x̂ and dy to aw and ab (when not nil).
+func layerNormGradRow[T Float](dx, dy, x, w []T, aw, ab []float64, mu, is float64) {
+	n := len(x)
+	dy = dy[:n]
+	if w != nil {
+		w = w[:n]
 	}
-	for j := range ab {
-		db[j] = T(ab[j])
+	if aw != nil {
+		aw, ab = aw[:n], ab[:n]
+	}
+	// Two running sums each (sg = Σ g, sgx = Σ g·x̂), for two chains of
+	// additions in flight.
+	var sg0, sg1, sgx0, sgx1 float64
+	j := 0
+	for ; j+2 <= n; j += 2 {
+		g0, g1 := float64(dy[j]), float64(dy[j+1])
+		h0, h1 := (float64(x[j])-mu)*is, (float64(x[j+1])-mu)*is
+		if aw != nil {
+			aw[j] += g0 * h0
+			aw[j+1] += g1 * h1
+			ab[j] += g0
+			ab[j+1] += g1
+		}
+		if w != nil {
+			g0, g1 = g0*float64(w[j]), g1*float64(w[j+1])
+		}
+		sg0 += g0
+		sg1 += g1
+		sgx0 += g0 * h0
+		sgx1 += g1 * h1
+	}
+	if j < n {
+		g, h := float64(dy[j]), (float64(x[j])-mu)*is
+		if aw != nil {
+			aw[j] += g * h
+			ab[j] += g
+		}
+		if w != nil {
+			g *= float64(w[j])
+		}
+		sg0 += g
+		sgx0 += g * h
+	}
+	if dx == nil {
+		return
+	}
+	dx = dx[:n]
+	mg, mgx := (sg0+sg1)/float64(n), (sgx0+sgx1)/float64(n)
+	for j, v := range x {
+		g := float64(dy[j])
+		if w != nil {
+			g *= float64(w[j])
+		}
+		dx[j] = T(is * (g - mg - (float64(v)-mu)*is*mgx))
 	}
 }
 
@@ -105,56 +210,53 @@ func LayerNormGrad[T Float](dx, dw, db, dy, x, w, mean, rstd []T, rows, cols int
 // run = (1-momentum)·run + momentum·stat. In eval, runMean and runVar are
 // the statistics. Either way the mean and invstd = 1/√(var + eps) used are
 // stored (c) for backward; y is computed before their rounding to T.
+// Channels are split across the workers.
 func BatchNorm[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw int, training bool, momentum, eps float64) {
 	m := n * hw
-	for ch := range c {
-		var mu, v float64
-		if training {
-			var s float64
+	normFor(c, m, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			var mu, v float64
+			if training {
+				var acc [16]float64
+				for i := range n {
+					sumLanes(&acc, x[(i*c+ch)*hw:(i*c+ch+1)*hw])
+				}
+				mu = lanes16(&acc) / float64(m)
+				acc = [16]float64{}
+				for i := range n {
+					sqDev(&acc, x[(i*c+ch)*hw:(i*c+ch+1)*hw], mu)
+				}
+				ss := lanes16(&acc)
+				v = ss / float64(m)
+				if runMean != nil {
+					runMean[ch] = T((1-momentum)*float64(runMean[ch]) + momentum*mu)
+				}
+				if runVar != nil {
+					unbiased := math.Inf(1)
+					if m > 1 {
+						unbiased = ss / float64(m-1)
+					}
+					runVar[ch] = T((1-momentum)*float64(runVar[ch]) + momentum*unbiased)
+				}
+			} else {
+				mu, v = float64(runMean[ch]), float64(runVar[ch])
+			}
+			is := 1 / math.Sqrt(v+eps)
+			scale, shift := is, -mu*is
+			if w != nil {
+				scale *= float64(w[ch])
+				shift *= float64(w[ch])
+			}
+			if b != nil {
+				shift += float64(b[ch])
+			}
 			for i := range n {
-				for _, e := range x[(i*c+ch)*hw : (i*c+ch+1)*hw] {
-					s += float64(e)
-				}
+				lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
+				affine(y[lo:hi], x[lo:hi], scale, shift)
 			}
-			mu = s / float64(m)
-			var ss float64
-			for i := range n {
-				for _, e := range x[(i*c+ch)*hw : (i*c+ch+1)*hw] {
-					d := float64(e) - mu
-					ss += d * d
-				}
-			}
-			v = ss / float64(m)
-			if runMean != nil {
-				runMean[ch] = T((1-momentum)*float64(runMean[ch]) + momentum*mu)
-			}
-			if runVar != nil {
-				unbiased := math.Inf(1)
-				if m > 1 {
-					unbiased = ss / float64(m-1)
-				}
-				runVar[ch] = T((1-momentum)*float64(runVar[ch]) + momentum*unbiased)
-			}
-		} else {
-			mu, v = float64(runMean[ch]), float64(runVar[ch])
+			mean[ch], invstd[ch] = T(mu), T(is)
 		}
-		is := 1 / math.Sqrt(v+eps)
-		scale, shift := is, -mu*is
-		if w != nil {
-			scale *= float64(w[ch])
-			shift *= float64(w[ch])
-		}
-		if b != nil {
-			shift += float64(b[ch])
-		}
-		for i := range n {
-			lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
-			for j, e := range x[lo:hi] {
-				y[lo+j] = T(float64(e)*scale + shift)
-			}
-		}
-		mean[ch], invstd[ch] = T(mu), T(is)
-	}
+	})
 }
 
 // BatchNormGrad writes the gradients of BatchNorm from dy and the saved x,
@@ -164,46 +266,145 @@ func BatchNorm[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw 
 // dx = w·invstd·(dy - mean(dy) - x̂·mean(dy·x̂)), the means over the
 // channel's n·hw values; in eval they are constants: dx = w·invstd·dy.
 // dx, dw, db may be nil (not wanted); w nil means weight 1; x may be nil in
-// eval when dw is nil.
+// eval when dw is nil. Channels are split across the workers.
 func BatchNormGrad[T Float](dx, dw, db, dy, x, w, mean, invstd []T, n, c, hw int, training bool) {
 	m := float64(n * hw)
-	for ch := range c {
-		mu, is := float64(mean[ch]), float64(invstd[ch])
-		var sg, sgx float64
-		if training || dw != nil || db != nil {
-			for i := range n {
-				lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
-				for j, g := range dy[lo:hi] {
-					sg += float64(g)
+	normFor(c, n*hw, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			mu, is := float64(mean[ch]), float64(invstd[ch])
+			// sg = Σ dy, sgx = Σ dy·x̂ = invstd·Σ dy·(x-mean)
+			var sg, sgx float64
+			if training || dw != nil || db != nil {
+				var a, ax [8]float64
+				for i := range n {
+					lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
 					if x != nil {
-						sgx += float64(g) * (float64(x[lo+j]) - mu) * is
+						dotDev(&a, &ax, dy[lo:hi], x[lo:hi], mu)
+					} else {
+						sg += sumPart(dy[lo:hi])
 					}
 				}
+				sg += lanes8(&a)
+				sgx = lanes8(&ax) * is
 			}
-		}
-		if dw != nil {
-			dw[ch] = T(sgx)
-		}
-		if db != nil {
-			db[ch] = T(sg)
-		}
-		if dx == nil {
-			continue
-		}
-		k := is
-		if w != nil {
-			k *= float64(w[ch])
-		}
-		for i := range n {
-			lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
-			for j, g := range dy[lo:hi] {
+			if dw != nil {
+				dw[ch] = T(sgx)
+			}
+			if db != nil {
+				db[ch] = T(sg)
+			}
+			if dx == nil {
+				continue
+			}
+			k := is
+			if w != nil {
+				k *= float64(w[ch])
+			}
+			for i := range n {
+				lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
 				if !training {
-					dx[lo+j] = T(k * float64(g))
+					affine(dx[lo:hi], dy[lo:hi], k, 0)
 					continue
 				}
-				h := (float64(x[lo+j]) - mu) * is
-				dx[lo+j] = T(k * (float64(g) - sg/m - h*sgx/m))
+				// dx = k·dy − k·invstd·mean(dy·x̂)·(x−mean) − k·mean(dy)
+				bnGradRun(dx[lo:hi], dy[lo:hi], x[lo:hi], mu, k, -k*is*sgx/m, -k*sg/m)
 			}
 		}
+	})
+}
+
+// The loops below take AVX2 assembly for float32 (norm_amd64.s) and give
+// the same bits in Go (the float64 path, the tails, the noasm build): the
+// sums keep 16 (sqDev) or 8 (dotDev) running float64 sums, element i of a
+// run going to sum i mod 16 (or 8), and no product is fused with an
+// addition (the float64 conversions below forbid it).
+
+// lanes16 adds sixteen running sums in a fixed order.
+func lanes16(acc *[16]float64) float64 {
+	var t [8]float64
+	for i := range t {
+		t[i] = acc[2*i] + acc[2*i+1]
+	}
+	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
+}
+
+// lanes8 adds eight running sums in a fixed order.
+func lanes8(acc *[8]float64) float64 {
+	return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+// sumLanes adds x[i] to acc[i mod 16] (vecSumF32 and vecSumF64 of
+// vec_amd64.s for the body).
+func sumLanes[T Float](acc *[16]float64, x []T) {
+	k := 0
+	if CPU.AVX2FMA && len(x) >= 16 {
+		k = len(x) &^ 15
+		if x32, ok := f32s(x); ok {
+			vecSumF32(&x32[0], k, acc)
+		} else {
+			vecSumF64((*float64)(unsafe.Pointer(&x[0])), k, acc)
+		}
+	}
+	for i, v := range x[k:] {
+		acc[i&15] += float64(v)
+	}
+}
+
+// sqDev adds (x[i] − mu)² to acc[i mod 16].
+func sqDev[T Float](acc *[16]float64, x []T, mu float64) {
+	k := 0
+	if x32, ok := f32s(x); ok && CPU.AVX2FMA && len(x) >= 16 {
+		k = len(x) &^ 15
+		normSqDevF32(&x32[0], k, mu, acc)
+	}
+	for i, v := range x[k:] {
+		d := float64(v) - mu
+		acc[i&15] += float64(d * d)
+	}
+}
+
+// dotDev adds dy[i] to a[i mod 8] and dy[i]·(x[i] − mu) to ax[i mod 8].
+func dotDev[T Float](a, ax *[8]float64, dy, x []T, mu float64) {
+	x = x[:len(dy)]
+	k := 0
+	if g32, ok := f32s(dy); ok && CPU.AVX2FMA && len(dy) >= 8 {
+		x32, _ := f32s(x)
+		k = len(dy) &^ 7
+		normDotDevF32(&g32[0], &x32[0], k, mu, a, ax)
+	}
+	for i, g := range dy[k:] {
+		a[i&7] += float64(g)
+		ax[i&7] += float64(float64(g) * (float64(x[k+i]) - mu))
+	}
+}
+
+// affine writes y = x·scale + shift, computed in float64 and rounded once
+// to T (the product is rounded first).
+func affine[T Float](y, x []T, scale, shift float64) {
+	y = y[:len(x)]
+	k := 0
+	if x32, ok := f32s(x); ok && CPU.AVX2FMA && len(x) >= 8 {
+		y32, _ := f32s(y)
+		k = len(x) &^ 7
+		normAffineF32(&y32[0], &x32[0], k, scale, shift)
+	}
+	for j := k; j < len(x); j++ {
+		y[j] = T(float64(float64(x[j])*scale) + shift)
+	}
+}
+
+// bnGradRun writes dx = a·dy + (b·(x − mu) + c), computed in float64 with
+// every operation rounded, then rounded to T.
+func bnGradRun[T Float](dx, dy, x []T, mu, a, b, c float64) {
+	dy, x = dy[:len(dx)], x[:len(dx)]
+	k := 0
+	if d32, ok := f32s(dx); ok && CPU.AVX2FMA && len(dx) >= 8 {
+		g32, _ := f32s(dy)
+		x32, _ := f32s(x)
+		k = len(dx) &^ 7
+		normGradF32(&d32[0], &g32[0], &x32[0], k, mu, a, b, c)
+	}
+	for j := k; j < len(dx); j++ {
+		dx[j] = T(float64(a*float64(dy[j])) + (float64(b*(float64(x[j])-mu)) + c))
 	}
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -212,5 +213,99 @@ func TestBatchNormNoRunning(t *testing.T) {
 	nslClose(t, "batchnorm y", y, want, 1e-12)
 	if mean[0] != 2.75 {
 		t.Errorf("mean = %v, want 2.75", mean[0])
+	}
+}
+
+// TestNormPaths checks batch norm and layer norm on shapes whose runs are
+// long enough for the assembly loops (8 and 16 elements at a time, with
+// tails), with a mean far from zero, against the float64 reference and
+// numerical gradients; then that the float32 results are the same bits
+// with the assembly turned off, and with every call split across the
+// workers.
+func TestNormPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const eps, mom = 1e-5, 0.1
+	for _, sh := range [][3]int{{3, 4, 37}, {2, 3, 64}, {5, 2, 16}, {1, 3, 9}, {64, 3, 1}} {
+		n, c, hw := sh[0], sh[1], sh[2]
+		sz := n * c * hw
+		x := nslRand(rng, sz, 98, 103)
+		dy := nslRand(rng, sz, -1, 1)
+		rm, rv := nslRand(rng, c, -0.5, 0.5), nslRand(rng, c, 0.5, 2)
+		w, b := nslRand(rng, c, 0.5, 1.5), nslRand(rng, c, -1, 1)
+		for _, training := range []bool{true, false} {
+			wantY, wantRM, wantRV := nslBatchNormRef(x, w, b, rm, rv, n, c, hw, training, mom, eps)
+			loss := func(x, w, b []float64) float64 {
+				y, _, _ := nslBatchNormRef(x, w, b, rm, rv, n, c, hw, training, mom, eps)
+				return nslDot(dy, y)
+			}
+			ref := bnWant{wantY, wantRM, wantRV,
+				nslNumGrad(func(v []float64) float64 { return loss(v, w, b) }, x),
+				nslNumGrad(func(v []float64) float64 { return loss(x, v, b) }, w),
+				nslNumGrad(func(v []float64) float64 { return loss(x, w, v) }, b)}
+			checkBN(t, x, w, b, rm, rv, dy, n, c, hw, training, ref, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-6)
+			checkBN(t, x, w, b, rm, rv, dy, n, c, hw, training, ref, func(v []float64) []float32 { return nslConv[float32](v) }, 2e-4)
+			bnBits := func() [][]float32 {
+				x32, dy32, w32, b32 := nslConv[float32](x), nslConv[float32](dy), nslConv[float32](w), nslConv[float32](b)
+				rm32, rv32 := nslConv[float32](rm), nslConv[float32](rv)
+				y, dx := make([]float32, sz), make([]float32, sz)
+				mean, is, dw, db := make([]float32, c), make([]float32, c), make([]float32, c), make([]float32, c)
+				BatchNorm(y, x32, w32, b32, rm32, rv32, mean, is, n, c, hw, training, mom, eps)
+				BatchNormGrad(dx, dw, db, dy32, x32, w32, mean, is, n, c, hw, training)
+				return [][]float32{y, rm32, rv32, mean, is, dx, dw, db}
+			}
+			sameBits(t, fmt.Sprintf("batchnorm %v training=%v", sh, training), bnBits)
+		}
+	}
+	for _, sh := range [][2]int{{5, 37}, {3, 64}, {40, 16}, {2, 100}} {
+		rows, cols := sh[0], sh[1]
+		x := nslRand(rng, rows*cols, 98, 103)
+		dy := nslRand(rng, rows*cols, -1, 1)
+		w, b := nslRand(rng, cols, 0.5, 1.5), nslRand(rng, cols, -1, 1)
+		wantY, wantM, wantR := nslLayerNormRef(x, w, b, rows, cols, eps)
+		loss := func(x, w, b []float64) float64 {
+			y, _, _ := nslLayerNormRef(x, w, b, rows, cols, eps)
+			return nslDot(dy, y)
+		}
+		wantDx := nslNumGrad(func(v []float64) float64 { return loss(v, w, b) }, x)
+		wantDw := nslNumGrad(func(v []float64) float64 { return loss(x, v, b) }, w)
+		wantDb := nslNumGrad(func(v []float64) float64 { return loss(x, w, v) }, b)
+		checkLN(t, x, w, b, dy, rows, cols, eps, wantY, wantM, wantR, wantDx, wantDw, wantDb, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-6)
+		checkLN(t, x, w, b, dy, rows, cols, eps, wantY, wantM, wantR, wantDx, wantDw, wantDb, func(v []float64) []float32 { return nslConv[float32](v) }, 2e-4)
+		sameBits(t, fmt.Sprintf("layernorm %v", sh), func() [][]float32 {
+			x32, dy32, w32, b32 := nslConv[float32](x), nslConv[float32](dy), nslConv[float32](w), nslConv[float32](b)
+			y, dx := make([]float32, rows*cols), make([]float32, rows*cols)
+			mean, rstd, dw, db := make([]float32, rows), make([]float32, rows), make([]float32, cols), make([]float32, cols)
+			LayerNorm(y, x32, w32, b32, mean, rstd, rows, cols, eps)
+			LayerNormGrad(dx, dw, db, dy32, x32, w32, mean, rstd, rows, cols)
+			return [][]float32{y, mean, rstd, dx, dw, db}
+		})
+	}
+}
+
+// sameBits runs f as it is, with the assembly turned off, and with every
+// norm and pooling call split across the workers, and reports any output
+// whose bits differ.
+func sameBits(t *testing.T, name string, f func() [][]float32) {
+	t.Helper()
+	want := f()
+	var noAsm, split [][]float32
+	withoutAsm(func() { noAsm = f() })
+	func() {
+		defer func(v int) { normParallelMin = v }(normParallelMin)
+		normParallelMin = 1
+		split = f()
+	}()
+	for _, got := range []struct {
+		how string
+		v   [][]float32
+	}{{"without assembly", noAsm}, {"split across workers", split}} {
+		for i := range want {
+			for j := range want[i] {
+				if math.Float32bits(got.v[i][j]) != math.Float32bits(want[i][j]) {
+					t.Errorf("%s %s: output %d[%d] = %v, want %v", name, got.how, i, j, got.v[i][j], want[i][j])
+					break
+				}
+			}
+		}
 	}
 }

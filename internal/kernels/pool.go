@@ -2,6 +2,9 @@ package kernels
 
 import "math"
 
+// The pooling kernels split the N·C planes across the workers (normFor in
+// norm.go); each plane is computed as before, so results do not change.
+
 // PoolArgs describes a 2-D pooling window over (N, C, H, W) → (N, C, OH, OW)
 // (see device.Pool2d): kernel KH×KW, stride, padding and dilation. All
 // slices passed with it are contiguous and start at their first element.
@@ -49,35 +52,39 @@ func maxAt[T Float](p PoolArgs, plane []T, oh, ow int) int {
 // the padding (impossible when padding ≤ kernel/2) gives −Inf.
 func MaxPool2d[T Float](p PoolArgs, y, x []T) {
 	hw, ohw := p.H*p.W, p.OH*p.OW
-	for nc := range p.N * p.C {
-		plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
-		for oh := range p.OH {
-			for ow := range p.OW {
-				v := T(math.Inf(-1))
-				if i := maxAt(p, plane, oh, ow); i >= 0 {
-					v = plane[i]
+	normFor(p.N*p.C, hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
+			for oh := range p.OH {
+				for ow := range p.OW {
+					v := T(math.Inf(-1))
+					if i := maxAt(p, plane, oh, ow); i >= 0 {
+						v = plane[i]
+					}
+					out[oh*p.OW+ow] = v
 				}
-				out[oh*p.OW+ow] = v
 			}
 		}
-	}
+	})
 }
 
 // MaxPool2dGrad overwrites dx with the sum of the dy of every window whose
 // first maximum (recomputed from x) is at that position.
 func MaxPool2dGrad[T Float](p PoolArgs, dx, dy, x []T) {
 	hw, ohw := p.H*p.W, p.OH*p.OW
-	clear(dx[:p.N*p.C*hw])
-	for nc := range p.N * p.C {
-		plane, g, d := x[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw], dx[nc*hw:(nc+1)*hw]
-		for oh := range p.OH {
-			for ow := range p.OW {
-				if i := maxAt(p, plane, oh, ow); i >= 0 {
-					d[i] += g[oh*p.OW+ow]
+	normFor(p.N*p.C, 2*hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			plane, g, d := x[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw], dx[nc*hw:(nc+1)*hw]
+			clear(d)
+			for oh := range p.OH {
+				for ow := range p.OW {
+					if i := maxAt(p, plane, oh, ow); i >= 0 {
+						d[i] += g[oh*p.OW+ow]
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // divisor returns the number of elements a window's average divides by:
@@ -95,48 +102,52 @@ func (p PoolArgs) divisor(rlo, rhi, slo, shi int) int {
 // with a dilation that steps over the input) gives 0.
 func AvgPool2d[T Float](p PoolArgs, y, x []T) {
 	hw, ohw := p.H*p.W, p.OH*p.OW
-	for nc := range p.N * p.C {
-		plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
-		for oh := range p.OH {
-			for ow := range p.OW {
-				h0, w0, rlo, rhi, slo, shi := p.window(oh, ow)
-				var sum float64
-				for r := rlo; r < rhi; r++ {
-					row := (h0+r*p.DH)*p.W + w0
-					for s := slo; s < shi; s++ {
-						sum += float64(plane[row+s*p.DW])
+	normFor(p.N*p.C, hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
+			for oh := range p.OH {
+				for ow := range p.OW {
+					h0, w0, rlo, rhi, slo, shi := p.window(oh, ow)
+					var sum float64
+					for r := rlo; r < rhi; r++ {
+						row := (h0+r*p.DH)*p.W + w0
+						for s := slo; s < shi; s++ {
+							sum += float64(plane[row+s*p.DW])
+						}
 					}
-				}
-				if div := p.divisor(rlo, rhi, slo, shi); div > 0 {
-					out[oh*p.OW+ow] = T(sum / float64(div))
-				} else {
-					out[oh*p.OW+ow] = 0
+					if div := p.divisor(rlo, rhi, slo, shi); div > 0 {
+						out[oh*p.OW+ow] = T(sum / float64(div))
+					} else {
+						out[oh*p.OW+ow] = 0
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // AvgPool2dGrad overwrites dx with, at each position, the sum of dy/divisor
 // over the windows that contain it.
 func AvgPool2dGrad[T Float](p PoolArgs, dx, dy []T) {
 	hw, ohw := p.H*p.W, p.OH*p.OW
-	clear(dx[:p.N*p.C*hw])
-	for nc := range p.N * p.C {
-		d, g := dx[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw]
-		for oh := range p.OH {
-			for ow := range p.OW {
-				h0, w0, rlo, rhi, slo, shi := p.window(oh, ow)
-				v := g[oh*p.OW+ow] / T(p.divisor(rlo, rhi, slo, shi))
-				for r := rlo; r < rhi; r++ {
-					row := (h0+r*p.DH)*p.W + w0
-					for s := slo; s < shi; s++ {
-						d[row+s*p.DW] += v
+	normFor(p.N*p.C, hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			d, g := dx[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw]
+			clear(d)
+			for oh := range p.OH {
+				for ow := range p.OW {
+					h0, w0, rlo, rhi, slo, shi := p.window(oh, ow)
+					v := g[oh*p.OW+ow] / T(p.divisor(rlo, rhi, slo, shi))
+					for r := rlo; r < rhi; r++ {
+						row := (h0+r*p.DH)*p.W + w0
+						for s := slo; s < shi; s++ {
+							d[row+s*p.DW] += v
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // adaptive returns PyTorch's adaptive window [floor(i·in/out),
@@ -149,43 +160,47 @@ func adaptive(i, in, out int) (lo, hi int) {
 // PyTorch's adaptive windows, summing in float64.
 func AdaptiveAvgPool2d[T Float](y, x []T, n, c, h, w, oh, ow int) {
 	hw, ohw := h*w, oh*ow
-	for nc := range n * c {
-		plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
-		for i := range oh {
-			hlo, hhi := adaptive(i, h, oh)
-			for j := range ow {
-				wlo, whi := adaptive(j, w, ow)
-				var sum float64
-				for r := hlo; r < hhi; r++ {
-					for _, v := range plane[r*w+wlo : r*w+whi] {
-						sum += float64(v)
+	normFor(n*c, hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			plane, out := x[nc*hw:(nc+1)*hw], y[nc*ohw:(nc+1)*ohw]
+			for i := range oh {
+				hlo, hhi := adaptive(i, h, oh)
+				for j := range ow {
+					wlo, whi := adaptive(j, w, ow)
+					var sum float64
+					for r := hlo; r < hhi; r++ {
+						for _, v := range plane[r*w+wlo : r*w+whi] {
+							sum += float64(v)
+						}
 					}
+					out[i*ow+j] = T(sum / float64((hhi-hlo)*(whi-wlo)))
 				}
-				out[i*ow+j] = T(sum / float64((hhi-hlo)*(whi-wlo)))
 			}
 		}
-	}
+	})
 }
 
 // AdaptiveAvgPool2dGrad overwrites dx (n, c, h, w) with each dy (n, c, oh,
 // ow) spread evenly over its window, overlapping windows adding up.
 func AdaptiveAvgPool2dGrad[T Float](dx, dy []T, n, c, h, w, oh, ow int) {
 	hw, ohw := h*w, oh*ow
-	clear(dx[:n*c*hw])
-	for nc := range n * c {
-		d, g := dx[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw]
-		for i := range oh {
-			hlo, hhi := adaptive(i, h, oh)
-			for j := range ow {
-				wlo, whi := adaptive(j, w, ow)
-				v := g[i*ow+j] / T((hhi-hlo)*(whi-wlo))
-				for r := hlo; r < hhi; r++ {
-					row := d[r*w+wlo : r*w+whi]
-					for k := range row {
-						row[k] += v
+	normFor(n*c, hw+ohw, func(lo, hi int) {
+		for nc := lo; nc < hi; nc++ {
+			d, g := dx[nc*hw:(nc+1)*hw], dy[nc*ohw:(nc+1)*ohw]
+			clear(d)
+			for i := range oh {
+				hlo, hhi := adaptive(i, h, oh)
+				for j := range ow {
+					wlo, whi := adaptive(j, w, ow)
+					v := g[i*ow+j] / T((hhi-hlo)*(whi-wlo))
+					for r := hlo; r < hhi; r++ {
+						row := d[r*w+wlo : r*w+whi]
+						for k := range row {
+							row[k] += v
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }

@@ -1,0 +1,12 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The AVX2 stride-2 row loops of conv_col.go, in conv_amd64.s. rows ≥ 1,
+// n ≥ 8·blocks; every row read or written lies inside its Go slice.
+
+//go:noescape
+func convGather2RowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int)
+
+//go:noescape
+func convScatter2AddRowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int)

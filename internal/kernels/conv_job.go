@@ -1,0 +1,312 @@
+package kernels
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// The convolution driver: units, bands, blocks and tiles (see conv.go).
+
+type convKind int
+
+const (
+	convForward convKind = iota
+	convGradInput
+	convGradWeight
+)
+
+// Tuning (in elements, or multiply-adds for convPart):
+//
+//   - A band has the most whole output rows whose tile holds at most
+//     convTile elements (256 KiB of float32, half a Zen 3 core's L2), but
+//     at least convMinCols columns (or the whole sample): every GEMM packs
+//     all of its A (the filters, or dy for the weight gradient) for one
+//     band, so narrow bands would pack it over and over, and the weight
+//     gradient's products would be too short (their K is the band).
+//   - A convolution is cut into at least convUnits units where its shape
+//     allows, so that up to convUnits/2 workers balance their load, and
+//     takes a second worker only from convPart multiply-adds per worker
+//     (waking a parked worker costs 100–150 µs; see gemmPart).
+//   - The weight gradient splits the samples into chunks, each summed into
+//     its own copy of dw, when dw has at most convDWSmall elements; else it
+//     splits dw's columns (im2col rows) into blocks of at least convMinDW,
+//     because every block packs the same rows of dy again (the GEMM's A).
+//
+// These depend on nothing but constants and the convolution, so neither
+// do the results. (Variables so that the tests can send small
+// convolutions down every path.)
+var (
+	convTile    = 1 << 16
+	convMinCols = 256
+	convPart    = gemmPart
+	convDWSmall = 1 << 16
+)
+
+const (
+	convUnits = 8
+	convMinDW = 128
+)
+
+// convJob is one kernel call in flight; jobs are reused, and phase (the
+// method value handed to ParallelFor) is built once per job, so a call in
+// steady state allocates nothing.
+type convJob[T float32 | float64] struct {
+	kind convKind
+	p    ConvArgs
+	d    convDims
+	// forward: out y, a x, b w; input gradient: out dx, a dy, b w; weight
+	// gradient: out dw, a dy, b x.
+	out, a, b, ws []T
+
+	band, bands   int // output rows per band; bands per sample
+	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
+	chunks        int // weight gradient: chunks of samples, each summed into its own dw
+	units         int
+	tile          int // elements of one worker's tile (0: none needed)
+	taps          convTaps
+	part          []T // weight gradient: the dw of chunks 1, 2, … (chunk 0 sums into dw)
+	partBuf       *convBuf
+
+	next  atomic.Int64
+	phase func(lo, hi int)
+}
+
+// convBuf is a worker's Go-heap tile, used when ws has no room for it.
+type convBuf struct{ b []byte }
+
+var (
+	convJobs32 freeList[convJob[float32]]
+	convJobs64 freeList[convJob[float64]]
+	convBufs   freeList[convBuf]
+)
+
+// runConvJob runs one of the three kernels (out, a, b as in convJob).
+func runConvJob[T Float](kind convKind, p ConvArgs, out, a, b, ws []T) {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		j := convJobs32.get()
+		j.run(kind, p, as[float32](out), as[float32](a), as[float32](b), as[float32](ws))
+		convJobs32.put(j)
+		return
+	}
+	j := convJobs64.get()
+	j.run(kind, p, as[float64](out), as[float64](a), as[float64](b), as[float64](ws))
+	convJobs64.put(j)
+}
+
+func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
+	if j.phase == nil {
+		j.phase = j.work
+	}
+	j.kind, j.p, j.d = kind, p, p.dims()
+	j.out, j.a, j.b, j.ws = out, a, b, ws
+	defer func() { j.out, j.a, j.b, j.ws = nil, nil, nil, nil }() // hold no caller memory
+	d := &j.d
+	if kind == convGradWeight && (p.N == 0 || d.ohw == 0) {
+		clear(out[:p.K*d.crs])
+		return
+	}
+	j.plan()
+	if j.units == 0 {
+		return
+	}
+	j.taps.set(&j.p)
+	size := p.K * d.crs // dw
+	if j.chunks > 1 {
+		j.partBuf = convBufs.get()
+		j.part = scratchView[T](&j.partBuf.b, (j.chunks-1)*size)
+	}
+	work := p.N * p.K * d.crs * d.ohw
+	parts := max(1, min(Workers(), j.units, work/max(convPart, 1)))
+	j.next.Store(0)
+	if parts == 1 {
+		j.work(0, 1)
+	} else {
+		ParallelFor(parts, 1, j.phase)
+	}
+	if j.chunks > 1 {
+		for k := range j.chunks - 1 { // in chunk order
+			addTo(out[:size], j.part[k*size:(k+1)*size])
+		}
+		convBufs.put(j.partBuf)
+		j.part, j.partBuf = nil, nil
+	}
+}
+
+// plan sets the bands, blocks, units and tile size of the call.
+func (j *convJob[T]) plan() {
+	p, d := &j.p, &j.d
+	rs, ng := p.R*p.S, p.N*p.Groups
+	// Bands: as many output rows as fit a tile of all the group's im2col
+	// rows; pointwise convolutions need no tile and split only to make
+	// enough units.
+	j.band = p.OH
+	switch {
+	case p.OH == 0 || ng == 0:
+	case !d.pointwise:
+		if d.crs*p.OW > 0 {
+			j.band = min(p.OH, max(1, convTile/(d.crs*p.OW), ceilDiv(convMinCols, p.OW)))
+		}
+	case j.kind == convForward && ng < convUnits:
+		j.band = ceilDiv(p.OH, min(p.OH, ceilDiv(convUnits, ng)))
+	}
+	j.bands = 0
+	if j.band > 0 {
+		j.bands = ceilDiv(p.OH, j.band)
+	}
+	j.block, j.blocks, j.chunks = 0, 1, 1
+	switch j.kind {
+	case convForward:
+		j.units = ng * j.bands
+		j.tile = d.crs * j.band * p.OW
+	case convGradInput:
+		j.block = d.cg
+		if ng > 0 && ng < convUnits && d.cg > 1 {
+			j.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
+		}
+		j.blocks = ceilDiv(d.cg, max(j.block, 1))
+		j.units = ng * j.blocks
+		j.tile = j.block * rs * j.band * p.OW
+	case convGradWeight:
+		j.block = d.crs
+		switch {
+		case p.Groups >= convUnits:
+		case p.K*d.crs <= convDWSmall:
+			j.chunks = min(p.N, ceilDiv(convUnits, p.Groups))
+		case d.crs >= 2*convMinDW:
+			per := max(convMinDW, ceilDiv(d.crs, ceilDiv(convUnits, p.Groups)))
+			j.block = roundUp(per, 16) // whole panels of the GEMM's B
+		}
+		j.blocks = ceilDiv(d.crs, max(j.block, 1))
+		j.units = j.chunks * p.Groups * j.blocks
+		j.tile = j.block * j.band * p.OW
+	}
+	if d.pointwise {
+		j.tile = 0
+	}
+}
+
+func (j *convJob[T]) claim() int {
+	if u := int(j.next.Add(1) - 1); u < j.units {
+		return u
+	}
+	return -1
+}
+
+// work claims and runs units until none is left; slot (lo) numbers the
+// worker, which picks its tile.
+func (j *convJob[T]) work(slot, _ int) {
+	var tile []T
+	var buf *convBuf
+	for u := j.claim(); u >= 0; u = j.claim() {
+		if tile == nil && j.tile > 0 {
+			if end := (slot + 1) * j.tile; end <= len(j.ws) {
+				tile = j.ws[end-j.tile : end]
+			} else {
+				buf = convBufs.get()
+				tile = scratchView[T](&buf.b, j.tile)
+			}
+		}
+		switch j.kind {
+		case convForward:
+			j.forward(u, tile)
+		case convGradInput:
+			j.gradInput(u, tile)
+		default:
+			j.gradWeight(u, tile)
+		}
+	}
+	if buf != nil {
+		convBufs.put(buf)
+	}
+}
+
+// bandRows returns band i's output rows [oh0, oh1).
+func (j *convJob[T]) bandRows(i int) (oh0, oh1 int) {
+	oh0 = i * j.band
+	return oh0, min(j.p.OH, oh0+j.band)
+}
+
+// forward computes one band of one sample and group of y.
+func (j *convJob[T]) forward(u int, tile []T) {
+	p, d := &j.p, &j.d
+	n, g := u/(p.Groups*j.bands), u/j.bands%p.Groups
+	oh0, oh1 := j.bandRows(u % j.bands)
+	c0, nb := oh0*p.OW, (oh1-oh0)*p.OW
+	xo := n*d.xs + g*d.cg*d.hw
+	// y_band (kg × nb) = w_g (kg × crs) · col_band (crs × nb)
+	a := GemmArgs{M: d.kg, N: nb, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
+		OffC: n*d.ys + g*d.kg*d.ohw + c0, LdC: d.ohw}
+	if d.pointwise {
+		a.OffB, a.LdB = xo+c0, d.hw
+		Gemm(a, j.b, j.a, j.out)
+		return
+	}
+	col := tile[:d.crs*nb]
+	im2colTile(p, j.taps, col, j.a[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+	a.LdB = nb
+	Gemm(a, j.b, col, j.out)
+}
+
+// gradInput computes one block of channels of one sample and group of dx.
+func (j *convJob[T]) gradInput(u int, tile []T) {
+	p, d := &j.p, &j.d
+	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
+	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
+	rs := p.R * p.S
+	xo := n*d.xs + (g*d.cg+c0)*d.hw
+	yo := n*d.ys + g*d.kg*d.ohw
+	// col (block rows × nb) = w_g[:, block]ᵀ · dy_band (kg × nb)
+	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
+	if d.pointwise {
+		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
+		Gemm(a, j.b, j.a, j.out)
+		return
+	}
+	dx := j.out[xo : xo+(c1-c0)*d.hw]
+	clear(dx)
+	for i := range j.bands {
+		oh0, oh1 := j.bandRows(i)
+		nb := (oh1 - oh0) * p.OW
+		col := tile[:a.M*nb]
+		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
+		Gemm(a, j.b, j.a, col)
+		col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+	}
+}
+
+// gradWeight computes one block of columns of one group's dw (or of its
+// chunk's copy of dw), summing over the chunk's samples and bands in order.
+func (j *convJob[T]) gradWeight(u int, tile []T) {
+	p, d := &j.p, &j.d
+	ck, u := u/(p.Groups*j.blocks), u%(p.Groups*j.blocks)
+	g, blk := u/j.blocks, u%j.blocks
+	r0, r1 := blk*j.block, min(d.crs, (blk+1)*j.block)
+	dw := j.out
+	if ck > 0 {
+		size := p.K * d.crs
+		dw = j.part[(ck-1)*size : ck*size]
+	}
+	// dw[:, r0:r1] (kg × rows) += dy_band (kg × nb) · col_band[r0:r1]ᵀ
+	a := GemmArgs{TransB: true, M: d.kg, N: r1 - r0, Alpha: 1, LdA: d.ohw, OffC: g*d.wg + r0, LdC: d.crs}
+	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+		xo := n*d.xs + g*d.cg*d.hw
+		yo := n*d.ys + g*d.kg*d.ohw
+		if d.pointwise {
+			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
+			Gemm(a, j.a, j.b, dw)
+			a.Beta = 1
+			continue
+		}
+		x := j.b[xo : xo+d.cg*d.hw]
+		for i := range j.bands {
+			oh0, oh1 := j.bandRows(i)
+			nb := (oh1 - oh0) * p.OW
+			col := tile[:(r1-r0)*nb]
+			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
+			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
+			Gemm(a, j.a, col, dw)
+			a.Beta = 1
+		}
+	}
+}

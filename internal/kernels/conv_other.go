@@ -1,0 +1,14 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+// Without the assembly CPU reports no features, so conv_col.go never
+// calls these.
+
+func convGather2RowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int) {
+	panic("kernels: no assembly")
+}
+
+func convScatter2AddRowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int) {
+	panic("kernels: no assembly")
+}

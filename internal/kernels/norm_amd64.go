@@ -1,0 +1,17 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The AVX2 loops of norm.go, in norm_amd64.s; see there for n.
+
+//go:noescape
+func normSqDevF32(x *float32, n int, mu float64, acc *[16]float64)
+
+//go:noescape
+func normDotDevF32(dy, x *float32, n int, mu float64, a, ax *[8]float64)
+
+//go:noescape
+func normAffineF32(y, x *float32, n int, scale, shift float64)
+
+//go:noescape
+func normGradF32(dx, dy, x *float32, n int, mu, a, b, c float64)
