@@ -102,6 +102,64 @@ func BenchmarkLoadTextGoSource(b *testing.B) {
 	}
 }
 
+func TestTextSplitSpread(t *testing.T) {
+	tx := &Text{Bytes: []byte("0123456789")}
+	for _, c := range []struct {
+		f          float64
+		chunk      int
+		train, val string
+	}{
+		{0.2, 1, "01345689", "27"}, // two pieces of 1, centred in 0–4 and 5–9
+		{0.2, 2, "01236789", "45"}, // one piece of 2, centred: starts at (10−2)/2
+		{0.3, 1, "0235689", "147"}, // stretches [0,3) [3,6) [6,10), one byte centred in each
+		{0.4, 3, "034589", "1267"}, // two pieces of 2 in [0,5) and [5,10)
+		{0, 4, "0123456789", ""},
+		{1, 3, "", "0123456789"},
+	} {
+		tr, va := tx.SplitSpread(c.f, c.chunk)
+		if string(tr.Bytes) != c.train || string(va.Bytes) != c.val {
+			t.Errorf("SplitSpread(%v, %d) = %q, %q; want %q, %q", c.f, c.chunk, tr.Bytes, va.Bytes, c.train, c.val)
+		}
+	}
+	// A large corpus: the pieces cover the whole range, sizes add up, and
+	// every byte lands in exactly one part.
+	big := make([]byte, 1<<20+17)
+	for i := range big {
+		big[i] = byte(i * 7 % 251)
+	}
+	tr, va := (&Text{Bytes: big}).SplitSpread(0.01, 1000)
+	if want := int(0.01 * float64(len(big))); va.Len() != want || tr.Len()+va.Len() != len(big) {
+		t.Fatalf("SplitSpread(0.01, 1000) of %d bytes: train %d + val %d, want val %d and all bytes", len(big), tr.Len(), va.Len(), want)
+	}
+	var hist [251]int
+	for _, b := range tr.Bytes {
+		hist[b]++
+	}
+	for _, b := range va.Bytes {
+		hist[b]++
+	}
+	var want [251]int
+	for _, b := range big {
+		want[b]++
+	}
+	if hist != want {
+		t.Error("SplitSpread lost or duplicated bytes")
+	}
+	for _, c := range []struct {
+		f     float64
+		chunk int
+	}{{-0.1, 1}, {0.1, 0}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SplitSpread(%v, %d) did not panic", c.f, c.chunk)
+				}
+			}()
+			tx.SplitSpread(c.f, c.chunk)
+		}()
+	}
+}
+
 func TestTextSplit(t *testing.T) {
 	tx := &Text{Bytes: []byte("0123456789")}
 	for _, c := range []struct {

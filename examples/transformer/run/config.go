@@ -16,7 +16,8 @@ type Config struct {
 	Layers, Width, Heads, Context int
 	Dropout                       float64
 	Share                         bool
-	// ValFraction is the share of the corpus held out for validation.
+	// ValFraction is the share of the corpus held out for validation, as
+	// pieces of valChunk bytes spread evenly over it (data.Text.SplitSpread).
 	ValFraction float64
 	// EvalBatches is the number of validation batches of the final loss.
 	EvalBatches int
@@ -43,7 +44,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.Context, "context", 64, "context length in bytes")
 	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
-	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation")
+	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in 16 KiB pieces spread over it")
 	fs.IntVar(&c.EvalBatches, "eval-batches", 20, "validation batches for the final loss")
 	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end")
 	fs.StringVar(&c.Prompt, "prompt", "func main() {\n", "start of the generated sample")
@@ -79,3 +80,8 @@ func (c *Config) GPT() nn.GPTConfig {
 	return nn.GPTConfig{Vocab: 256, Context: c.Context, Layers: c.Layers, Heads: c.Heads, Width: c.Width,
 		Dropout: c.Dropout, Bias: true, TieEmbeddings: true, ShareLayers: c.Share}
 }
+
+// valChunk is the size of the validation pieces: 16 KiB spread over the
+// corpus, so that validation reads every part of it (see
+// data.Text.SplitSpread) in pieces much longer than a context.
+const valChunk = 16 << 10

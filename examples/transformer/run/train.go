@@ -62,7 +62,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	trainText, valText := corpus.Split(c.ValFraction)
+	trainText, valText := corpus.SplitSpread(c.ValFraction, valChunk)
 	if trainText.Len() <= c.Context || valText.Len() <= c.Context {
 		return nil, fmt.Errorf("corpus of %d bytes is too small for context %d", corpus.Len(), c.Context)
 	}
