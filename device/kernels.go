@@ -261,21 +261,30 @@ type SGDArgs struct {
 // quantization kernels
 
 // i8ConvColumns is the number of output positions (samples × OH·OW) that
-// Conv2dI8 aims to give each int8 GEMM.
-const i8ConvColumns = 4096
+// Conv2dI8 aims to give each unit of work: one worker's im2col matrix, its
+// packed panels and its accumulator then stay in a core's L2 cache for
+// the small images int8 inference runs on.
+const i8ConvColumns = 512
 
-// I8Chunk returns how many samples Conv2dI8 convolves per GEMM: enough for
-// about 4096 output positions, at least 1 and at most N.
+// I8Slots is the number of workers whose Conv2dI8 workspaces the device
+// holds (I8Workspace); further workers use Go-heap buffers. A constant, so
+// that a convolution's device bytes do not depend on the machine.
+const I8Slots = 2
+
+// I8Chunk returns how many samples a Conv2dI8 unit of work convolves:
+// enough for about i8ConvColumns output positions, at least 1 and at most
+// N.
 func (p Conv2d) I8Chunk() int {
 	ohw := max(p.OH*p.OW, 1)
 	return max(1, min(p.N, (i8ConvColumns+ohw-1)/ohw))
 }
 
-// I8Workspace returns the elements of Conv2dI8's two workspaces for chunks
-// of c = I8Chunk() samples: col, the int8 im2col matrix of one group,
-// (C/G·R·S)·(c·OH·OW), and acc, its int32 accumulator, (K/G)·(c·OH·OW).
+// I8Workspace returns the elements of Conv2dI8's two workspaces, for
+// I8Slots workers with units of c = I8Chunk() samples: col, int8 im2col
+// matrices of one group, I8Slots·(C/G·R·S)·(c·OH·OW), and acc, their int32
+// accumulators, I8Slots·(K/G)·(c·OH·OW).
 func (p Conv2d) I8Workspace() (col, acc int) {
 	c := p.I8Chunk()
 	ohw := p.OH * p.OW
-	return p.C / p.Groups * p.R * p.S * c * ohw, p.K / p.Groups * c * ohw
+	return I8Slots * p.C / p.Groups * p.R * p.S * c * ohw, I8Slots * p.K / p.Groups * c * ohw
 }

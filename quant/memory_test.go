@@ -117,11 +117,11 @@ func TestForwardMemoryMetaMatchesCPU(t *testing.T) {
 	if got[0].live != 0 {
 		t.Errorf("%d bytes live after forward besides parameters, input and logits", got[0].live)
 	}
-	// The largest workspace is layer2.0.conv2's on (16, 32, 14, 14): the
-	// quantized input (16·32·196 bytes) and, all 16 samples in one chunk
-	// (16·196 ≤ 4096 positions), the im2col matrix (288·16·196 bytes) and
-	// the accumulator (4·32·16·196).
-	if want := int64(16*32*196 + 288*16*196 + 4*32*16*196); got[0].ws != want {
+	// The largest workspace is layer3's 3×3 convolutions' on (16, 64, 7, 7):
+	// the quantized input (16·64·49 bytes) and, for device.I8Slots = 2
+	// workers with units of ⌈512/49⌉ = 11 samples, the im2col matrices
+	// (2·576·11·49 bytes) and the accumulators (2·4·64·11·49).
+	if want := int64(16*64*49 + device.I8Slots*576*11*49 + device.I8Slots*4*64*11*49); got[0].ws != want {
 		t.Errorf("workspace peak %d bytes, want %d", got[0].ws, want)
 	}
 	t.Logf("forward of (16, 1, 28, 28): peak %d bytes, workspace peak %d, cpu and meta identical", got[0].peak, got[0].ws)

@@ -198,35 +198,41 @@ func packI8B(dst []int16, k, n int, b []int8, ldb int, trans bool) {
 		})
 		return
 	}
+	ParallelFor(kp, max(1, (1<<16)/(2*n)), func(lo, hi int) { packI8BPairs(dst, k, n, b, ldb, lo, hi) })
+}
+
+// packI8BPairs packs k-pairs [lo, hi) of the K×N row-major B into dst's
+// panels (packI8B without transposition, on the calling goroutine).
+func packI8BPairs(dst []int16, k, n int, b []int8, ldb, lo, hi int) {
+	panelLen := (k + 1) / 2 * 2 * i8NR
+	panels := (n + i8NR - 1) / i8NR
 	full := n / i8NR // panels with all 16 columns inside B
-	ParallelFor(kp, max(1, (1<<16)/(2*n)), func(lo, hi int) {
-		var zero [i8NR]int8
-		for p := lo; p < hi; p++ {
-			r0 := b[2*p*ldb:]
-			r1 := zero[:]
-			if 2*p+1 < k {
-				r1 = b[(2*p+1)*ldb:]
-			}
-			j0 := 0
-			if CPU.AVX2FMA && full > 0 && 2*p+1 < k {
-				i8PackBPairs(&dst[p*2*i8NR], &r0[0], &r1[0], full, panelLen*2)
-				j0 = full * i8NR
-			}
-			for jp := j0 / i8NR; jp < panels; jp++ {
-				o := (*[2 * i8NR]int16)(dst[jp*panelLen+p*2*i8NR:])
-				for j := range i8NR {
-					var v0, v1 int16
-					if jj := jp*i8NR + j; jj < n {
-						v0 = int16(r0[jj])
-						if 2*p+1 < k {
-							v1 = int16(r1[jj])
-						}
+	var zero [i8NR]int8
+	for p := lo; p < hi; p++ {
+		r0 := b[2*p*ldb:]
+		r1 := zero[:]
+		if 2*p+1 < k {
+			r1 = b[(2*p+1)*ldb:]
+		}
+		j0 := 0
+		if CPU.AVX2FMA && full > 0 && 2*p+1 < k {
+			i8PackBPairs(&dst[p*2*i8NR], &r0[0], &r1[0], full, panelLen*2)
+			j0 = full * i8NR
+		}
+		for jp := j0 / i8NR; jp < panels; jp++ {
+			o := (*[2 * i8NR]int16)(dst[jp*panelLen+p*2*i8NR:])
+			for j := range i8NR {
+				var v0, v1 int16
+				if jj := jp*i8NR + j; jj < n {
+					v0 = int16(r0[jj])
+					if 2*p+1 < k {
+						v1 = int16(r1[jj])
 					}
-					o[2*j], o[2*j+1] = v0, v1
 				}
+				o[2*j], o[2*j+1] = v0, v1
 			}
 		}
-	})
+	}
 }
 
 // packI8BTrans packs the panel of columns [j0, j0+16) of B stored N×K

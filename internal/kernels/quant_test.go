@@ -286,3 +286,24 @@ func TestQuantAsmMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestEvenBytes checks the stride-2 gather of the int8 im2col against the
+// plain loop at every length up to 40 and every source slack.
+func TestEvenBytes(t *testing.T) {
+	src := make([]int8, 100)
+	for i := range src {
+		src[i] = int8(i*37 - 100)
+	}
+	for n := range 41 {
+		for extra := range 3 {
+			s := src[:max(0, 2*n-1+extra)]
+			o := make([]int8, n)
+			evenBytes(o, s)
+			for i := range o {
+				if o[i] != s[2*i] {
+					t.Fatalf("evenBytes n=%d len(src)=%d: o[%d] = %d, want %d", n, len(s), i, o[i], s[2*i])
+				}
+			}
+		}
+	}
+}

@@ -1,8 +1,12 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Conv2dI8 computes a quantized convolution into float32:
@@ -12,18 +16,24 @@ import (
 //
 // for xq (N, C, H, W) and wq (K, C/G, R, S) int8, y (N, K, OH, OW) float32,
 // bias nil or K values, each product rounded as in DequantI32 (no fused
-// multiply-add). Samples are processed in chunks of chunk: for each chunk and
-// group, the im2col matrix of the chunk's samples side by side,
-// (C/G·R·S) × (chunk·OH·OW) int8, is built in col, one GemmI8
-// (K/G × C/G·R·S) · col fills acc (K/G × chunk·OH·OW int32), and the
-// epilogue writes y. col and acc hold at least ConvI8Workspace's sizes.
-// The zero padding is the integer 0, exact for symmetric quantization.
+// multiply-add). The zero padding is the integer 0, exact for symmetric
+// quantization.
+//
+// The work is cut into units of chunk samples of one group, which the
+// workers claim one at a time, each unit on one goroutine: the im2col
+// matrix of the unit's samples side by side, (C/G·R·S) × (chunk·OH·OW)
+// int8, widened into the GEMM's packed panels while it is still in cache,
+// one int8 GEMM (K/G × C/G·R·S) · col into an int32 accumulator
+// (K/G × chunk·OH·OW), and the epilogue into y. col and acc hold the
+// workspaces of one or more workers (I8Workspace's sizes each); a worker
+// beyond them, and every worker's packed panels, use pooled Go-heap
+// buffers.
 func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bias []float32, relu bool, chunk int, col []int8, acc []int32) {
 	d := p.dims()
 	cw, aw := p.I8Workspace(chunk)
 	switch {
 	case chunk <= 0 || len(col) < cw || len(acc) < aw:
-		panic(fmt.Sprintf("kernels.Conv2dI8: chunk %d, workspaces %d and %d, want %d and %d", chunk, len(col), len(acc), cw, aw))
+		panic(fmt.Sprintf("kernels.Conv2dI8: chunk %d, workspaces %d and %d, want at least %d and %d", chunk, len(col), len(acc), cw, aw))
 	case len(wscale) != p.K || (bias != nil && len(bias) != p.K):
 		panic(fmt.Sprintf("kernels.Conv2dI8: %d weight scales and %d biases for %d filters", len(wscale), len(bias), p.K))
 	case len(xq) < p.N*d.xs || len(y) < p.N*d.ys || len(wq) < p.Groups*d.wg:
@@ -32,40 +42,91 @@ func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bi
 	if d.crs > MaxI8K {
 		panic(fmt.Sprintf("kernels.Conv2dI8: C/G·R·S = %d exceeds MaxI8K", d.crs))
 	}
-	for n0 := 0; n0 < p.N; n0 += chunk {
-		cnt := min(chunk, p.N-n0)
-		cols := cnt * d.ohw
-		if cols == 0 {
-			continue
+	if p.N == 0 || d.ohw == 0 || p.K == 0 {
+		return
+	}
+	chunks := ceilDiv(p.N, chunk)
+	units := chunks * p.Groups
+	slots := 0
+	if cw > 0 && aw > 0 {
+		slots = min(len(col)/cw, len(acc)/aw)
+	}
+	var next atomic.Int64
+	work := func(slot, _ int) {
+		var cbuf []int8
+		var abuf []int32
+		var own *i8ConvBuf
+		if slot < slots {
+			cbuf, abuf = col[slot*cw:(slot+1)*cw], acc[slot*aw:(slot+1)*aw]
+		} else {
+			own = getI8ConvBuf(cw, aw)
+			cbuf, abuf = own.col, own.acc
 		}
-		for g := range p.Groups {
-			ParallelFor(cnt, 1, func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					xo := (n0+i)*d.xs + g*d.cg*d.hw
-					im2colI8(p, col[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg)
+		packed := getI16(&packBPool, packedI8Len(d.crs, min(chunk, p.N)*d.ohw))
+		for u := int(next.Add(1) - 1); u < units; u = int(next.Add(1) - 1) {
+			n0, g := u/p.Groups*chunk, u%p.Groups
+			cnt := min(chunk, p.N-n0)
+			cols := cnt * d.ohw
+			for i := range cnt {
+				xo := (n0+i)*d.xs + g*d.cg*d.hw
+				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg)
+			}
+			kp := (d.crs + 1) / 2
+			packI8BPairs(packed.s, d.crs, cols, cbuf, cols, 0, kp)
+			b := PackedI8{K: d.crs, N: cols, kp: kp, panels: packed.s}
+			i8Rect(wq[g*d.wg:], d.crs, &b, abuf, cols, 0, d.kg, 0, ceilDiv(cols, i8NR))
+			for kk := range d.kg {
+				k := g*d.kg + kk
+				bk := float32(0)
+				if bias != nil {
+					bk = bias[k]
 				}
-			})
-			GemmI8(d.kg, cols, d.crs, wq[g*d.wg:], d.crs, col, cols, acc, cols)
-			ParallelFor(d.kg*cnt, max(1, quantGrain/d.ohw), func(lo, hi int) {
-				for t := lo; t < hi; t++ {
-					kk, i := t/cnt, t%cnt
-					k := g*d.kg + kk
+				for i := range cnt {
 					out := y[(n0+i)*d.ys+k*d.ohw:][:d.ohw]
-					in := acc[kk*cols+i*d.ohw:][:d.ohw]
-					b := float32(0)
-					if bias != nil {
-						b = bias[k]
-					}
-					dequantBiasRow(out, in, xscale*wscale[k], b, relu)
+					dequantBiasRow(out, abuf[kk*cols+i*d.ohw:][:d.ohw], xscale*wscale[k], bk, relu)
 				}
-			})
+			}
 		}
+		packBPool.Put(packed)
+		if own != nil {
+			i8ConvBufs.Put(own)
+		}
+	}
+	if parts := min(Workers(), units); parts > 1 {
+		ParallelFor(parts, 1, work)
+	} else {
+		work(0, 1)
 	}
 }
 
-// I8Workspace returns the int8 elements of Conv2dI8's im2col workspace and
-// the int32 elements of its accumulator for chunks of chunk samples (at
-// most N): (C/G·R·S)·(c·OH·OW) and (K/G)·(c·OH·OW) with c = min(chunk, N).
+// i8ConvBuf is the Go-heap workspace of a Conv2dI8 worker that the
+// caller's workspaces have no room for.
+type i8ConvBuf struct {
+	col []int8
+	acc []int32
+}
+
+var i8ConvBufs sync.Pool
+
+func getI8ConvBuf(cw, aw int) *i8ConvBuf {
+	b, _ := i8ConvBufs.Get().(*i8ConvBuf)
+	if b == nil {
+		b = &i8ConvBuf{}
+	}
+	if cap(b.col) < cw {
+		b.col = make([]int8, cw)
+	}
+	if cap(b.acc) < aw {
+		b.acc = make([]int32, aw)
+	}
+	b.col, b.acc = b.col[:cw], b.acc[:aw]
+	return b
+}
+
+// I8Workspace returns the int8 elements of one Conv2dI8 worker's im2col
+// workspace and the int32 elements of its accumulator for units of chunk
+// samples (at most N): (C/G·R·S)·(c·OH·OW) and (K/G)·(c·OH·OW) with
+// c = min(chunk, N).
 func (p ConvArgs) I8Workspace(chunk int) (col, acc int) {
 	c := min(chunk, p.N)
 	ohw := p.OH * p.OW
@@ -140,12 +201,15 @@ func im2colI8(p ConvArgs, col []int8, ld int, x []int8, cg int) {
 					src := plane[(oh*p.StrideH+hoff)*p.W+wlo*sw+woff:]
 					src = src[:(whi-wlo-1)*sw+1]
 					o := out[wlo:whi]
-					if sw == 1 {
+					switch sw {
+					case 1:
 						copy(o, src)
-						continue
-					}
-					for i := range o {
-						o[i] = src[i*sw]
+					case 2:
+						evenBytes(o, src)
+					default:
+						for i := range o {
+							o[i] = src[i*sw]
+						}
 					}
 				}
 			}
@@ -199,4 +263,31 @@ func im2colI8Same(p ConvArgs, col []int8, ld int, x []int8, cg int) {
 			}
 		}
 	}
+}
+
+// evenBytes sets o[i] = src[2i] for every i of o (src holds at least
+// 2·len(o)−1 bytes), eight at a time: two little-endian 64-bit loads, whose
+// even bytes are compacted with shifts and masks into one 64-bit store.
+func evenBytes(o, src []int8) {
+	i := 0
+	if len(src) >= 16 {
+		ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o))), len(o))
+		sb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), len(src))
+		for ; i+8 <= len(o) && 2*i+16 <= len(sb); i += 8 {
+			lo := compactEven(binary.LittleEndian.Uint64(sb[2*i:]))
+			hi := compactEven(binary.LittleEndian.Uint64(sb[2*i+8:]))
+			binary.LittleEndian.PutUint64(ob[i:], lo|hi<<32)
+		}
+	}
+	for ; i < len(o); i++ {
+		o[i] = src[2*i]
+	}
+}
+
+// compactEven returns the four even bytes of x (bytes 0, 2, 4, 6) as the
+// low 32 bits, in order.
+func compactEven(x uint64) uint64 {
+	x &= 0x00ff00ff00ff00ff
+	x = (x | x>>8) & 0x0000ffff0000ffff
+	return (x | x>>16) & 0x00000000ffffffff
 }
