@@ -90,13 +90,15 @@ func quantizeAndEvaluate(c *Config, out io.Writer, dev *device.Device, model *nn
 	return q, nil
 }
 
-// qat fine-tunes the model with fake quantization and converts it.
+// qat fine-tunes the model with fake quantization (SGD with the training
+// run's momentum and weight decay, cosine from --lr/50 to 0 over --finetune
+// steps, 200 by default) and converts it.
 func qat(c *Config, out io.Writer, dev *device.Device, model *nn.ResNet, loader *data.Loader, shape []int) (*quant.ResNet, int, error) {
 	p, err := quant.PrepareQATResNet(model, quant.Config{})
 	if err != nil {
 		return nil, 0, err
 	}
-	o, err := optim.NewSGD(p.Params(), optim.SGDConfig{LR: c.LR / 50, Momentum: c.Momentum, Nesterov: c.Momentum > 0})
+	o, err := optim.NewSGD(p.Params(), optim.SGDConfig{LR: c.LR / 50, Momentum: c.Momentum, Nesterov: c.Momentum > 0, WeightDecay: c.WeightDecay})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -105,7 +107,10 @@ func qat(c *Config, out io.Writer, dev *device.Device, model *nn.ResNet, loader 
 	if n == 0 {
 		n = 200
 	}
-	st := &train.Stepper{Opt: o}
+	// The learning rate decays from a fiftieth of --lr to 0 like the
+	// training run's: a constant one leaves the weights wherever the last
+	// batches pushed them.
+	st := &train.Stepper{Opt: o, Schedule: optim.CosineWarmup{Base: c.LR / 50, Total: n}}
 	prog := train.NewProgress(out, n, "qat")
 	for i := range n {
 		loss, _, err := st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
