@@ -37,7 +37,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs := flag.NewFlagSet("transformer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := &Config{}
-	c.Register(fs, train.Defaults{Steps: 1500, Batch: 32, LR: 3e-3})
+	c.Register(fs, train.Defaults{Steps: 2000, Batch: 32, LR: 3e-3})
 	fs.IntVar(&c.Layers, "layers", 4, "transformer blocks")
 	fs.IntVar(&c.Width, "width", 128, "model width (embedding size)")
 	fs.IntVar(&c.Heads, "heads", 4, "attention heads")
@@ -45,7 +45,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
 	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in 16 KiB pieces spread over it")
-	fs.IntVar(&c.EvalBatches, "eval-batches", 20, "validation batches for the final loss")
+	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss")
 	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end")
 	fs.StringVar(&c.Prompt, "prompt", "func main() {\n", "start of the generated sample")
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay")
