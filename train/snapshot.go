@@ -17,7 +17,10 @@ import (
 // Resuming from it reproduces the uninterrupted run's following steps
 // bit for bit.
 type Snapshot struct {
-	Step       int                                `json:"step"`
+	Step int `json:"step"`
+	// Loss is the last step's training loss: what a resumed run with no
+	// step left to run reports as its final loss.
+	Loss       float64                            `json:"loss,omitempty"`
 	Optim      map[string]float64                 `json:"optim"`
 	Scaler     *amp.ScalerState                   `json:"scaler,omitempty"`
 	Generators map[string]autograd.GeneratorState `json:"generators,omitempty"`

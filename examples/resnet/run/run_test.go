@@ -123,6 +123,13 @@ func TestResumeIsExact(t *testing.T) {
 	if j1["final_loss"] != j2["final_loss"] {
 		t.Errorf("final loss %v uninterrupted, %v resumed", j1["final_loss"], j2["final_loss"])
 	}
+	// Resuming a finished run (to quantize or evaluate it) runs no step and
+	// reports the loss the snapshot recorded.
+	r3 := filepath.Join(dir, "r3.json")
+	mainOK(t, "--steps", "6", "--resume", whole, "--report", r3, "--eval-samples", "16")
+	if j3 := readReport(t, r3); j3["final_loss"] != j1["final_loss"] || j1["final_loss"] == 0.0 {
+		t.Errorf("final loss %v after resuming the finished run, want the run's %v", j3["final_loss"], j1["final_loss"])
+	}
 }
 
 func readReport(t *testing.T, path string) map[string]any {

@@ -100,8 +100,9 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		Schedule: optim.CosineWarmup{Base: c.LR, Warmup: min(100, steps/20), Total: steps},
 	}
 	start := 0
+	var loss float64 // the last step's; a resumed run starts from the snapshot's
 	if c.Resume != "" {
-		if start, err = resume(c.Resume, model, opt, st, loader); err != nil {
+		if start, loss, err = resume(c.Resume, model, opt, st, loader); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +125,6 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	defer closeLog()
 	prog := train.NewProgress(out, end-start, "resnet")
 	began := time.Now()
-	var loss float64
 	batchShape := []int{c.Micro(), trainSet.C, trainSet.H, trainSet.W}
 	step := func(s *autograd.Scope, _ int) *autograd.Tensor {
 		x, y := next(loader)
@@ -148,7 +148,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 			if train.Alerted(err) {
 				return nil, c.StopOnAlert(err, "resnet", func(path string) error {
 					ls, _ := json.Marshal(loader.State())
-					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Extra: ls})
+					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Loss: loss, Extra: ls})
 				})
 			}
 			return nil, fmt.Errorf("step %d: %w", i, err)
@@ -198,7 +198,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	if c.Save != "" {
 		ls, _ := json.Marshal(loader.State())
-		snap := train.Snapshot{Step: end, Extra: ls}
+		snap := train.Snapshot{Step: end, Loss: loss, Extra: ls}
 		if s := st.Scaler.State(); st.Scaler.Enabled() {
 			snap.Scaler = &s
 		}
@@ -219,24 +219,25 @@ func next(l *data.Loader) ([]float32, []int64) {
 	return x, y
 }
 
-// resume restores a snapshot and returns the step to continue from.
-func resume(path string, m *nn.ResNet, o optim.Optimizer, st *train.Stepper, l *data.Loader) (int, error) {
+// resume restores a snapshot and returns the step to continue from and
+// the loss of the step before it.
+func resume(path string, m *nn.ResNet, o optim.Optimizer, st *train.Stepper, l *data.Loader) (int, float64, error) {
 	snap, err := train.LoadSnapshot(path, m, o)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var ls data.LoaderState
 	if err := json.Unmarshal(snap.Extra, &ls); err != nil {
-		return 0, fmt.Errorf("resume from %s: loader state: %w", path, err)
+		return 0, 0, fmt.Errorf("resume from %s: loader state: %w", path, err)
 	}
 	if err := l.SetState(ls); err != nil {
-		return 0, fmt.Errorf("resume from %s: %w", path, err)
+		return 0, 0, fmt.Errorf("resume from %s: %w", path, err)
 	}
 	if snap.Scaler != nil {
 		if err := st.Scaler.Load(*snap.Scaler); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	st.SetSteps(snap.Step)
-	return snap.Step, nil
+	return snap.Step, snap.Loss, nil
 }

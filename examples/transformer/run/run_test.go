@@ -87,6 +87,18 @@ func TestResumeIsExactWithDropout(t *testing.T) {
 			t.Errorf("tensor %q differs after resuming", n)
 		}
 	}
+	// Resuming the finished run runs no step and reports the snapshot's loss.
+	r1, r2 := filepath.Join(dir, "r1.json"), filepath.Join(dir, "r2.json")
+	mainOK(t, "--steps", "6", "--resume", resumed, "--report", r1, "--dropout", "0.1")
+	mainOK(t, "--steps", "6", "--resume", whole, "--report", r2, "--dropout", "0.1")
+	var j1, j2 map[string]any
+	for p, j := range map[string]*map[string]any{r1: &j1, r2: &j2} {
+		data, _ := os.ReadFile(p)
+		json.Unmarshal(data, j)
+	}
+	if j1["final_loss"] != j2["final_loss"] || j1["final_loss"] == nil || j1["final_loss"] == 0.0 {
+		t.Errorf("final loss %v and %v from the resumed and the uninterrupted snapshots, want the same, non-zero", j1["final_loss"], j2["final_loss"])
+	}
 }
 
 func TestTechniquesRun(t *testing.T) {

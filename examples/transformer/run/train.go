@@ -104,6 +104,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	src := rand.NewPCG(c.Seed, 7)
 	rng := rand.New(src)
 	start := 0
+	var loss float64 // the last step's; a resumed run starts from the snapshot's
 	if c.Resume != "" {
 		snap, err := train.LoadSnapshot(c.Resume, model, opt)
 		if err != nil {
@@ -125,7 +126,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 			}
 		}
 		st.SetSteps(snap.Step)
-		start = snap.Step
+		start, loss = snap.Step, snap.Loss
 	}
 
 	fmt.Fprintf(out, "transformer: GPT %d layers × width %d, %d heads, context %d (%d parameters, %s) on %s, %d-byte corpus, batch %d×%d, %d steps",
@@ -146,7 +147,6 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	defer closeLog()
 	prog := train.NewProgress(out, end-start, "transformer")
 	began := time.Now()
-	var loss float64
 	shape := []int{c.Micro(), c.Context}
 	for i := start; i < end; i++ {
 		if mon != nil {
@@ -165,7 +165,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 				return nil, c.StopOnAlert(err, "transformer", func(path string) error {
 					rs, _ := src.MarshalBinary()
 					ex, _ := json.Marshal(extra{RNG: rs})
-					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Extra: ex,
+					return train.SaveSnapshot(path, model, opt, train.Snapshot{Step: i + 1, Loss: loss, Extra: ex,
 						Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}})
 				})
 			}
@@ -228,7 +228,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if c.Save != "" {
 		rs, _ := src.MarshalBinary()
 		ex, _ := json.Marshal(extra{RNG: rs})
-		snap := train.Snapshot{Step: end, Extra: ex, Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}}
+		snap := train.Snapshot{Step: end, Loss: loss, Extra: ex, Generators: map[string]autograd.GeneratorState{"dropout": gen.State()}}
 		if s := st.Scaler.State(); st.Scaler.Enabled() {
 			snap.Scaler = &s
 		}
