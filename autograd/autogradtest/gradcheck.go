@@ -1,5 +1,3 @@
-// Package autogradtest checks gradients against finite differences, for the
-// tests of every package that defines differentiable operations.
 package autogradtest
 
 import (

@@ -1,0 +1,83 @@
+package plan_test
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/plan"
+)
+
+// Predict GPT-2 small's training memory at batch 4, sequence 1024, plain
+// and with √n activation checkpointing, without running it.
+func ExamplePredict() {
+	for _, c := range []plan.Config{
+		{Model: "gpt2", Batch: 4},
+		{Model: "gpt2", Batch: 4, Checkpoint: -1}, // ⌈√12⌉ = 4 segments
+	} {
+		p, err := plan.Predict(c)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		r := p.Ranks[0]
+		fmt.Printf("%s, %d parameters, checkpoint %d:\n", p.Model, p.Params, c.Checkpoint)
+		fmt.Println("  model state:", r.ModelState, "bytes =", r.Parameter, "+", r.Gradient, "+", r.Optimizer)
+		fmt.Println("  activation: ", r.Activation, "bytes")
+		fmt.Println("  peak:       ", r.Total, "bytes")
+	}
+	// Output:
+	// gpt2, 124439808 parameters, checkpoint 0:
+	//   model state: 1991036928 bytes = 497759232 + 497759232 + 995518464
+	//   activation:  3418750980 bytes
+	//   peak:        5902395396 bytes
+	// gpt2, 124439808 parameters, checkpoint -1:
+	//   model state: 1991036928 bytes = 497759232 + 497759232 + 995518464
+	//   activation:  1528954884 bytes
+	//   peak:        4012599300 bytes
+}
+
+// ZeRO partitions the model state over data-parallel ranks: each rank of
+// four holds less as the stage rises.
+func ExamplePredict_zero() {
+	for stage := range 4 {
+		p, err := plan.Predict(plan.Config{Model: "gpt2", Batch: 4, Seq: 128, Ranks: 4, Zero: stage})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		r := p.Ranks[0]
+		fmt.Printf("ZeRO-%d: model state %d bytes per rank (%s)\n", stage, r.ModelState, device.FormatBytes(r.ModelState))
+	}
+	// Output:
+	// ZeRO-0: model state 1991036928 bytes per rank (1.85 GiB)
+	// ZeRO-1: model state 1244398080 bytes per rank (1.16 GiB)
+	// ZeRO-2: model state 871078656 bytes per rank (830.73 MiB)
+	// ZeRO-3: model state 497759232 bytes per rank (474.70 MiB)
+}
+
+// Fit finds the largest batch each technique allows in a capacity and
+// recommends the cheapest that reaches the target batch.
+func ExampleFit() {
+	r, err := plan.Fit(plan.Config{Model: "transformer", Seq: 8}, 16<<20, 64)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range r.Options {
+		fmt.Printf("%-42s max batch %d\n", o.Technique, o.MaxBatch)
+	}
+	if r.Best != nil {
+		fmt.Printf("best: %s, max batch %d, peak %d bytes\n", r.Best.Technique, r.Best.MaxBatch, r.Best.Peak)
+	}
+	// Output:
+	// plain                                      max batch 18
+	// bf16 autocast                              max batch 16
+	// bf16 master weights                        max batch 28
+	// accumulate 2                               max batch 18
+	// accumulate 4                               max batch 36
+	// checkpoint √n                              max batch 24
+	// bf16 autocast + checkpoint √n              max batch 17
+	// bf16 master + checkpoint √n                max batch 40
+	// bf16 master + checkpoint √n + accumulate 4 max batch 128
+	// best: bf16 master + checkpoint √n + accumulate 4, max batch 128, peak 16318728 bytes
+}
