@@ -148,12 +148,26 @@ func TestConv2dI8(t *testing.T) {
 		{N: 1, C: 4, H: 4, W: 3, K: 5, R: 1, S: 1, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1},
 		{N: 2, C: 1, H: 2, W: 9, K: 2, R: 3, S: 1, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0, DilH: 1, DilW: 1, Groups: 1},
 		{N: 1, C: 1, H: 1, W: 1, K: 1, R: 3, S: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
+		// The stride-2 phase path: even W with OW = W/2 (3×3 padded, 1×1
+		// unpadded, odd H, dilation, groups, a 1-wide output).
+		{N: 3, C: 2, H: 8, W: 8, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 2, C: 3, H: 7, W: 10, K: 2, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
+		{N: 2, C: 4, H: 6, W: 6, K: 4, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 2},
+		{N: 1, C: 2, H: 9, W: 12, K: 3, R: 5, S: 5, StrideH: 2, StrideW: 2, PadH: 2, PadW: 2, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 2, H: 8, W: 8, K: 2, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 2, DilH: 2, DilW: 2, Groups: 1},
+		{N: 2, C: 1, H: 2, W: 2, K: 2, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
 	}
 	for i := range same {
 		p := &same[i]
 		p.OH = (p.H+2*p.PadH-p.DilH*(p.R-1)-1)/p.StrideH + 1
 		p.OW = (p.W+2*p.PadW-p.DilW*(p.S-1)-1)/p.StrideW + 1
 	}
+	phasePath := 0
+	defer func() {
+		if phasePath < 6 {
+			t.Errorf("%d trials took the stride-2 phase path, want at least 6", phasePath)
+		}
+	}()
 	for trial := range 80 + len(same) {
 		var p ConvArgs
 		if trial < len(same) {
@@ -172,6 +186,9 @@ func TestConv2dI8(t *testing.T) {
 			bias = nil
 		}
 		xs, relu := float32(0.02+rng.Float64()*0.01), trial%2 == 0
+		if p.StrideH == 2 && p.StrideW == 2 && p.W%2 == 0 && p.OW == p.W/2 {
+			phasePath++
+		}
 		chunk := 1 + rng.IntN(p.N+1)
 		cw, aw := p.I8Workspace(chunk)
 		y := make([]float32, p.N*p.K*p.OH*p.OW)

@@ -63,13 +63,14 @@ func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bi
 			cbuf, abuf = own.col, own.acc
 		}
 		packed := getI16(&packBPool, packedI8Len(d.crs, min(chunk, p.N)*d.ohw))
+		var phases []int8 // im2colI8Stride2's scratch
 		for u := int(next.Add(1) - 1); u < units; u = int(next.Add(1) - 1) {
 			n0, g := u/p.Groups*chunk, u%p.Groups
 			cnt := min(chunk, p.N-n0)
 			cols := cnt * d.ohw
 			for i := range cnt {
 				xo := (n0+i)*d.xs + g*d.cg*d.hw
-				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg)
+				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg, &phases)
 			}
 			kp := (d.crs + 1) / 2
 			packI8BPairs(packed.s, d.crs, cols, cbuf, cols, 0, kp)
@@ -166,10 +167,15 @@ func relu32(f float32) float32 {
 
 // im2colI8 writes the (cg·R·S) × (OH·OW) im2col matrix of x (cg, H, W)
 // into col with row stride ld: row (c, r, s), column (oh, ow) holds
-// x[c, oh·sh−ph+r·dh, ow·sw−pw+s·dw], or 0 in the padding.
-func im2colI8(p ConvArgs, col []int8, ld int, x []int8, cg int) {
-	if p.StrideH == 1 && p.StrideW == 1 && p.OW == p.W {
+// x[c, oh·sh−ph+r·dh, ow·sw−pw+s·dw], or 0 in the padding. phases is
+// scratch that the stride-2 path grows as it needs.
+func im2colI8(p ConvArgs, col []int8, ld int, x []int8, cg int, phases *[]int8) {
+	switch {
+	case p.StrideH == 1 && p.StrideW == 1 && p.OW == p.W:
 		im2colI8Same(p, col, ld, x, cg)
+		return
+	case p.StrideH == 2 && p.StrideW == 2 && p.W%2 == 0 && p.OW == p.W/2:
+		im2colI8Stride2(p, col, ld, x, cg, phases)
 		return
 	}
 	row := 0
@@ -218,49 +224,94 @@ func im2colI8(p ConvArgs, col []int8, ld int, x []int8, cg int) {
 }
 
 // im2colI8Same is im2colI8 for stride 1 with OW = W (the "same" padding
-// of odd kernels, and unpadded 1×1): the rows of a window offset are then
-// consecutive in x and in col, so each (c, r, s) row of col is one copy of
-// its valid rows, after which the columns that fall in the padding are
-// cleared.
+// of odd kernels, and unpadded 1×1): each (c, r, s) row of col is the
+// plane shifted by the window offset (shiftRows).
 func im2colI8Same(p ConvArgs, col []int8, ld int, x []int8, cg int) {
 	hw, ohw := p.H*p.W, p.OH*p.OW
 	row := 0
 	for c := range cg {
 		plane := x[c*hw : (c+1)*hw]
 		for r := range p.R {
-			hoff := r*p.DilH - p.PadH
-			hlo, hhi := convRange(hoff, 1, p.H, p.OH)
 			for s := range p.S {
-				woff := s*p.DilW - p.PadW
-				wlo, whi := convRange(woff, 1, p.W, p.OW)
-				dst := col[row*ld : row*ld+ohw]
+				shiftRows(col[row*ld:row*ld+ohw], plane, p.H, p.OW, r*p.DilH-p.PadH, s*p.DilW-p.PadW)
 				row++
-				clear(dst[:hlo*p.OW])
-				clear(dst[hhi*p.OW:])
-				if hlo >= hhi {
-					continue
-				}
-				// dst[oh·OW + ow] = plane[(oh+hoff)·W + ow + woff]: one
-				// shifted copy, clipped to the plane, for rows [hlo, hhi).
-				lo, hi := hlo*p.OW, hhi*p.OW
-				d := hoff*p.W + woff // source index minus destination index
-				a, b := max(lo, -d), min(hi, hw-d)
-				if a < b {
-					copy(dst[a:b], plane[a+d:b+d])
-				}
-				if wlo == 0 && whi == p.OW {
-					continue
-				}
-				for oh := hlo; oh < hhi; oh++ {
-					out := dst[oh*p.OW : (oh+1)*p.OW]
-					for i := range wlo { // a few columns: no clear call
-						out[i] = 0
-					}
-					for i := whi; i < len(out); i++ {
-						out[i] = 0
-					}
-				}
 			}
+		}
+	}
+}
+
+// im2colI8Stride2 is im2colI8 for stride 2 with an even W and OW = W/2
+// (the "same" padding of odd kernels, and unpadded 1×1): every plane is
+// first split into its four phases, the even and odd rows × the even and
+// odd columns, each (rows) × W/2; a window offset o = r·dh − ph then reads
+// phase o mod 2 shifted by ⌊o/2⌋ rows (and likewise for the columns), so
+// each (c, r, s) row of col is one phase plane shifted (shiftRows) — the
+// stride-2 gather runs once per plane instead of once per window offset.
+func im2colI8Stride2(p ConvArgs, col []int8, ld int, x []int8, cg int, phases *[]int8) {
+	hw, ohw, half := p.H*p.W, p.OH*p.OW, p.W/2
+	rows := [2]int{(p.H + 1) / 2, p.H / 2} // rows of the even and odd phases
+	if cap(*phases) < 2*hw {
+		*phases = make([]int8, 2*hw)
+	}
+	cols, ph := (*phases)[:hw], (*phases)[hw:2*hw]
+	// The phase (a, b) starts at base[a][b] in ph.
+	base := [2][2]int{{0, rows[0] * half}, {2 * rows[0] * half, 2*rows[0]*half + rows[1]*half}}
+	row := 0
+	for c := range cg {
+		plane := x[c*hw : (c+1)*hw]
+		// cols: the even columns of every row, then the odd ones (W even,
+		// so a row's columns keep their parity across the whole plane).
+		evenBytes(cols[:hw/2], plane)
+		evenBytes(cols[hw/2:], plane[1:])
+		for i := range p.H {
+			a, ri := i&1, i>>1
+			for b := range 2 {
+				copy(ph[base[a][b]+ri*half:][:half], cols[b*hw/2+i*half:][:half])
+			}
+		}
+		for r := range p.R {
+			oh := r*p.DilH - p.PadH
+			a := oh & 1
+			for s := range p.S {
+				ow := s*p.DilW - p.PadW
+				b := ow & 1
+				shiftRows(col[row*ld:row*ld+ohw], ph[base[a][b]:base[a][b]+rows[a]*half], rows[a], p.OW, (oh-a)/2, (ow-b)/2)
+				row++
+			}
+		}
+	}
+}
+
+// shiftRows sets dst (OH·OW values, OH = len(dst)/ow) to the plane (h
+// rows of ow values) shifted by (hoff, woff): dst[i·ow + j] =
+// plane[(i+hoff)·ow + j+woff], or 0 where that lies outside the plane.
+// Rows of dst and plane have the same length, so the valid rows are one
+// copy, after which the columns that wrapped around are cleared.
+func shiftRows(dst, plane []int8, h, ow, hoff, woff int) {
+	oh := len(dst) / ow
+	hlo, hhi := convRange(hoff, 1, h, oh)
+	wlo, whi := convRange(woff, 1, ow, ow)
+	clear(dst[:hlo*ow])
+	clear(dst[hhi*ow:])
+	if hlo >= hhi {
+		return
+	}
+	lo, hi := hlo*ow, hhi*ow
+	d := hoff*ow + woff // source index minus destination index
+	a, b := max(lo, -d), min(hi, h*ow-d)
+	if a < b {
+		copy(dst[a:b], plane[a+d:b+d])
+	}
+	if wlo == 0 && whi == ow {
+		return
+	}
+	for i := hlo; i < hhi; i++ {
+		out := dst[i*ow : (i+1)*ow]
+		for j := range wlo { // a few columns: no clear call
+			out[j] = 0
+		}
+		for j := whi; j < ow; j++ {
+			out[j] = 0
 		}
 	}
 }
