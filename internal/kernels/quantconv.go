@@ -302,16 +302,16 @@ func shiftRows(dst, plane []int8, h, ow, hoff, woff int) {
 	if a < b {
 		copy(dst[a:b], plane[a+d:b+d])
 	}
-	if wlo == 0 && whi == ow {
-		return
-	}
-	for i := hlo; i < hhi; i++ {
-		out := dst[i*ow : (i+1)*ow]
-		for j := range wlo { // a few columns: no clear call
-			out[j] = 0
+	// Clear the wrapped columns, one strided pass per column: a 3×3
+	// window's offsets wrap one column at either edge.
+	for j := range min(wlo, ow) {
+		for i := lo + j; i < hi; i += ow {
+			dst[i] = 0
 		}
-		for j := whi; j < ow; j++ {
-			out[j] = 0
+	}
+	for j := max(whi, 0); j < ow; j++ {
+		for i := lo + j; i < hi; i += ow {
+			dst[i] = 0
 		}
 	}
 }
