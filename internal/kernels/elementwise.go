@@ -351,6 +351,14 @@ func Binary[T Float](op int, dst []T, dl Layout, a []T, al Layout, b []T, bl Lay
 		switch {
 		case (op == BAdd || op == BSub || op == BMul) && di == 1 && pi == 1 && qi == 1:
 			binaryRun(op, dst[d:d+n], a[p:p+n], b[q:q+n])
+		case (op == BAdd || op == BSub || op == BMul) && di == 1 && (pi == 1 && qi == 0 || pi == 0 && qi == 1):
+			// One operand is constant over the run (a broadcast bias or
+			// scale: (N, C, H, W) with (1, C, 1, 1)).
+			if pi == 1 {
+				scalarRun(op, dst[d:d+n], a[p:p+n], b[q], false)
+			} else {
+				scalarRun(op, dst[d:d+n], b[q:q+n], a[p], true)
+			}
 		default:
 			for range n {
 				dst[d] = f(a[p], b[q])
@@ -360,6 +368,31 @@ func Binary[T Float](op int, dst []T, dl Layout, a []T, al Layout, b []T, bl Lay
 			}
 		}
 	})
+}
+
+// scalarRun sets d[i] = v[i] op c, or c op v[i] when swapped, for op BAdd,
+// BSub or BMul: the same values as the generic loop, without its call per
+// element.
+func scalarRun[T Float](op int, d, v []T, c T, swapped bool) {
+	v = v[:len(d)]
+	switch {
+	case op == BAdd:
+		for i := range d {
+			d[i] = v[i] + c
+		}
+	case op == BMul:
+		for i := range d {
+			d[i] = v[i] * c
+		}
+	case swapped: // c − v
+		for i := range d {
+			d[i] = c - v[i]
+		}
+	default:
+		for i := range d {
+			d[i] = v[i] - c
+		}
+	}
 }
 
 func compare[T Float](op int) func(x, y T) T {

@@ -402,3 +402,51 @@ func TestAdamStep(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryBroadcast checks Binary on broadcast layouts — a (N, C, H, W)
+// tensor with a (1, C, 1, 1) one on either side, and the other patterns
+// the walk produces — element by element against the plain formula, for
+// every arithmetic op, in both float types.
+func TestBinaryBroadcast(t *testing.T) {
+	testBinaryBroadcast[float32](t)
+	testBinaryBroadcast[float64](t)
+}
+
+func testBinaryBroadcast[T Float](t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 4))
+	shape := []int{3, 4, 5, 7}
+	full := Layout{Shape: shape, Strides: []int{140, 35, 7, 1}}
+	channel := Layout{Shape: shape, Strides: []int{0, 1, 0, 0}} // (1, C, 1, 1)
+	row := Layout{Shape: shape, Strides: []int{0, 0, 0, 1}}     // (W,)
+	column := Layout{Shape: shape, Strides: []int{0, 0, 1, 0}}  // (H, 1)
+	scalar := Layout{Shape: shape, Strides: []int{0, 0, 0, 0}}  // ()
+	at := func(l Layout, i, j, k, m int) int {
+		return i*l.Strides[0] + j*l.Strides[1] + k*l.Strides[2] + m*l.Strides[3]
+	}
+	ops := map[int]func(x, y T) T{
+		BAdd: func(x, y T) T { return x + y }, BSub: func(x, y T) T { return x - y }, BMul: func(x, y T) T { return x * y },
+		BDiv: func(x, y T) T { return x / y },
+	}
+	for _, pair := range [][2]Layout{{full, channel}, {channel, full}, {full, row}, {column, full}, {full, scalar}, {scalar, full}, {channel, row}} {
+		a, b := make([]T, 140*3), make([]T, 140*3)
+		for i := range a {
+			a[i], b[i] = T(r.NormFloat64()), T(r.NormFloat64()+3)
+		}
+		for op, f := range ops {
+			d := make([]T, 140*3)
+			Binary(op, d, full, a, pair[0], b, pair[1])
+			for i := range shape[0] {
+				for j := range shape[1] {
+					for k := range shape[2] {
+						for m := range shape[3] {
+							want := f(a[at(pair[0], i, j, k, m)], b[at(pair[1], i, j, k, m)])
+							if got := d[at(full, i, j, k, m)]; got != want {
+								t.Fatalf("op %d, strides %v and %v: d[%d,%d,%d,%d] = %v, want %v", op, pair[0].Strides, pair[1].Strides, i, j, k, m, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
