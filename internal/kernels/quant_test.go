@@ -324,3 +324,21 @@ func TestEvenBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitRow checks the stride-2 phase split against the plain loop at
+// every length up to 40.
+func TestSplitRow(t *testing.T) {
+	src := make([]int8, 80)
+	for i := range src {
+		src[i] = int8(i*53 - 90)
+	}
+	for n := range 41 {
+		e, o := make([]int8, n), make([]int8, n)
+		splitRow(e, o, src[:2*n])
+		for j := range n {
+			if e[j] != src[2*j] || o[j] != src[2*j+1] {
+				t.Fatalf("splitRow n=%d: e[%d], o[%d] = %d, %d; want %d, %d", n, j, j, e[j], o[j], src[2*j], src[2*j+1])
+			}
+		}
+	}
+}

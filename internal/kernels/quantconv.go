@@ -250,24 +250,18 @@ func im2colI8Same(p ConvArgs, col []int8, ld int, x []int8, cg int) {
 func im2colI8Stride2(p ConvArgs, col []int8, ld int, x []int8, cg int, phases *[]int8) {
 	hw, ohw, half := p.H*p.W, p.OH*p.OW, p.W/2
 	rows := [2]int{(p.H + 1) / 2, p.H / 2} // rows of the even and odd phases
-	if cap(*phases) < 2*hw {
-		*phases = make([]int8, 2*hw)
+	if cap(*phases) < hw {
+		*phases = make([]int8, hw)
 	}
-	cols, ph := (*phases)[:hw], (*phases)[hw:2*hw]
+	ph := (*phases)[:hw]
 	// The phase (a, b) starts at base[a][b] in ph.
 	base := [2][2]int{{0, rows[0] * half}, {2 * rows[0] * half, 2*rows[0]*half + rows[1]*half}}
 	row := 0
 	for c := range cg {
 		plane := x[c*hw : (c+1)*hw]
-		// cols: the even columns of every row, then the odd ones (W even,
-		// so a row's columns keep their parity across the whole plane).
-		evenBytes(cols[:hw/2], plane)
-		evenBytes(cols[hw/2:], plane[1:])
 		for i := range p.H {
 			a, ri := i&1, i>>1
-			for b := range 2 {
-				copy(ph[base[a][b]+ri*half:][:half], cols[b*hw/2+i*half:][:half])
-			}
+			splitRow(ph[base[a][0]+ri*half:][:half], ph[base[a][1]+ri*half:][:half], plane[i*p.W:(i+1)*p.W])
 		}
 		for r := range p.R {
 			oh := r*p.DilH - p.PadH
@@ -279,6 +273,29 @@ func im2colI8Stride2(p ConvArgs, col []int8, ld int, x []int8, cg int, phases *[
 				row++
 			}
 		}
+	}
+}
+
+// splitRow sets e[j] = src[2j] and o[j] = src[2j+1] for the 2·len(e)
+// bytes of src, eight pairs at a time from two 64-bit loads (see
+// compactEven).
+func splitRow(e, o, src []int8) {
+	n := len(e)
+	o, src = o[:n], src[:2*n]
+	j := 0
+	if n >= 8 {
+		eb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(e))), n)
+		ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o))), n)
+		sb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), 2*n)
+		for ; j+8 <= n; j += 8 {
+			lo := binary.LittleEndian.Uint64(sb[2*j:])
+			hi := binary.LittleEndian.Uint64(sb[2*j+8:])
+			binary.LittleEndian.PutUint64(eb[j:], compactEven(lo)|compactEven(hi)<<32)
+			binary.LittleEndian.PutUint64(ob[j:], compactEven(lo>>8)|compactEven(hi>>8)<<32)
+		}
+	}
+	for ; j < n; j++ {
+		e[j], o[j] = src[2*j], src[2*j+1]
 	}
 }
 
