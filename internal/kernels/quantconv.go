@@ -287,11 +287,22 @@ func splitRow(e, o, src []int8) {
 		eb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(e))), n)
 		ob := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o))), n)
 		sb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(src))), 2*n)
-		for ; j+8 <= n; j += 8 {
+		for {
 			lo := binary.LittleEndian.Uint64(sb[2*j:])
 			hi := binary.LittleEndian.Uint64(sb[2*j+8:])
 			binary.LittleEndian.PutUint64(eb[j:], compactEven(lo)|compactEven(hi)<<32)
 			binary.LittleEndian.PutUint64(ob[j:], compactEven(lo>>8)|compactEven(hi>>8)<<32)
+			if j += 8; j+8 > n {
+				break
+			}
+		}
+		if j < n { // the last eight pairs again, overlapping: no scalar tail
+			j = n - 8
+			lo := binary.LittleEndian.Uint64(sb[2*j:])
+			hi := binary.LittleEndian.Uint64(sb[2*j+8:])
+			binary.LittleEndian.PutUint64(eb[j:], compactEven(lo)|compactEven(hi)<<32)
+			binary.LittleEndian.PutUint64(ob[j:], compactEven(lo>>8)|compactEven(hi>>8)<<32)
+			j = n
 		}
 	}
 	for ; j < n; j++ {
