@@ -32,6 +32,10 @@ func Reduce[T Float](op int, arg float64, dshape []int, src []T, sl Layout, stor
 	for _, s := range redShape {
 		count *= s
 	}
+	if k := innerBlock(keepShape, keepStr); (op == RSum || op == RMean) && k >= columnSumMin && count > 1 {
+		columnSum(op == RMean, count, k, src, Layout{Off: sl.Off, Shape: redShape, Strides: redStr}, store)
+		return
+	}
 	i := 0
 	walk(keepShape, []Layout{{Off: sl.Off, Shape: keepShape, Strides: keepStr}}, func(o []int, n int, inc []int) {
 		base := o[0]
@@ -102,4 +106,58 @@ func reduceOne[T Float](op int, arg float64, count int, src []T, in Layout) floa
 		return best
 	}
 	panic("kernels: unknown reduction")
+}
+
+// columnSumMin is the smallest kept block that columnSum takes.
+const columnSumMin = 16
+
+// innerBlock returns the number of kept elements when they form one
+// contiguous block (row-major strides ending in 1, size-1 dimensions
+// ignored), else 0.
+func innerBlock(shape, strides []int) int {
+	n, want := 1, 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] == 1 {
+			continue
+		}
+		if strides[i] != want {
+			return 0
+		}
+		n *= shape[i]
+		want *= shape[i]
+	}
+	return n
+}
+
+// columnSum is Reduce's sum or mean over outer axes when the k kept
+// elements are one contiguous block at every reduced position (the bias
+// gradient of a Linear: (B, T, C) summed to (C)): it adds the blocks row
+// after row into float64 accumulators, reading memory in order, where
+// reducing one output at a time would stride through all of it k times.
+// Each output gets the same additions in the same order as there, so the
+// result is bit for bit the same. Workers take disjoint column ranges.
+func columnSum[T Float](mean bool, count, k int, src []T, red Layout, store func(i int, v float64)) {
+	var rows []int // the block's offset at every reduced position, in order
+	walk(red.Shape, []Layout{red}, func(o []int, n int, inc []int) {
+		for p := o[0]; n > 0; n-- {
+			rows = append(rows, p)
+			p += inc[0]
+		}
+	})
+	acc := make([]float64, k)
+	ParallelFor(k, max(64, (1<<16)/max(len(rows), 1)), func(lo, hi int) {
+		a := acc[lo:hi]
+		for _, p := range rows {
+			row := src[p+lo : p+hi]
+			for j := range a {
+				a[j] += float64(row[j])
+			}
+		}
+	})
+	for i, v := range acc {
+		if mean {
+			v /= float64(count)
+		}
+		store(i, v)
+	}
 }
