@@ -182,3 +182,16 @@ func (c *Common) Values() map[string]string {
 // Micro returns the micro-batch of one rank: --batch split over --ranks,
 // then into --accum micro-batches.
 func (c *Common) Micro() int { return c.Batch / max(c.Ranks, 1) / max(c.Accum, 1) }
+
+// TotalSteps returns the run's optimizer steps: --steps, or --epochs times
+// perEpoch (the steps of one pass over the training data) when --steps is
+// 0; an error when that is no step at all.
+func (c *Common) TotalSteps(perEpoch int) (int, error) {
+	if c.Steps > 0 {
+		return c.Steps, nil
+	}
+	if n := c.Epochs * perEpoch; n > 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("--epochs %d: the training data holds no full step of --batch %d", c.Epochs, c.Batch)
+}

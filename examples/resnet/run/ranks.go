@@ -74,9 +74,9 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 			return err
 		}
 		defer opt.Release()
-		steps := c.Steps
-		if steps == 0 {
-			steps = c.Epochs * (loader.Batches() / c.Accum)
+		steps, err := c.TotalSteps(loader.Batches() / c.Accum)
+		if err != nil {
+			return err
 		}
 		last := steps
 		if c.StopAfter > 0 && c.StopAfter < steps {

@@ -87,9 +87,9 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	defer func() { opt.Release() }() // pruning replaces opt
 
 	perEpoch := loader.Batches() / c.Accum
-	steps := c.Steps
-	if steps == 0 {
-		steps = c.Epochs * perEpoch
+	steps, err := c.TotalSteps(perEpoch)
+	if err != nil {
+		return nil, err
 	}
 	gradDT := dtype.F32
 	if c.AMPParams {

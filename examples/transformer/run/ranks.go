@@ -26,17 +26,13 @@ import (
 // gathers the whole model, DDP.Unshard); the report's peak_bytes are rank
 // 0's training peaks, and extra.ranks lists every rank's (extra.host_ranks
 // the hosts' with --offload).
-func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corpus, trainText, valText *data.Text) (*train.Report, error) {
+func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, steps int, corpus, trainText, valText *data.Text) (*train.Report, error) {
 	if err := c.CheckParallel(); err != nil {
 		return nil, err
 	}
 	pdt, forwardDT := dtype.F32, acDT
 	if c.AMPParams {
 		pdt, forwardDT = acDT, dtype.Invalid
-	}
-	steps := c.Steps
-	if steps == 0 {
-		steps = c.Epochs * (trainText.Len() / (c.Batch * c.Context * c.Accum))
 	}
 	end := steps
 	if c.StopAfter > 0 && c.StopAfter < steps {
@@ -81,7 +77,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, corp
 		}
 		st := &train.Stepper{
 			Opt: opt, Scaler: amp.NewScaler(gradDT, amp.ScalerConfig{}), Autocast: forwardDT, Accum: c.Accum, Clip: c.Clip, Sync: d,
-			Schedule: optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, c.Steps/10), Total: c.Steps},
+			Schedule: optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, steps/10), Total: steps},
 		}
 		var prog *train.Progress
 		if rank == 0 {

@@ -129,3 +129,35 @@ func TestQuantizeInt8(t *testing.T) {
 	}
 	t.Logf("parameter peak: float %v, int8 %v", pp, qp)
 }
+
+// TestEpochs runs --epochs instead of --steps: an epoch is as many steps of
+// --batch windows as the training text holds, and the cosine schedule
+// spans them; a text too small for one step is a clear error, not a panic.
+func TestEpochs(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "t.txt")
+	b := make([]byte, 6000)
+	for i := range b {
+		b[i] = "func main() { fmt.Println(x) }\n"[i%31]
+	}
+	if err := os.WriteFile(text, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rp := filepath.Join(dir, "r.json")
+	mainOK(t, "--data", text, "--val-fraction", "0.1", "--steps", "0", "--epochs", "2", "--report", rp)
+	data, _ := os.ReadFile(rp)
+	var r map[string]any
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	train := 6000 - 600 // SplitSpread(0.1) holds out 600 bytes
+	if want := 2 * (train / (4 * 32)); r["steps"] != float64(want) {
+		t.Errorf("--epochs 2: %v steps, want %d", r["steps"], want)
+	}
+	var out, errb bytes.Buffer
+	args := []string{"--data", text, "--val-fraction", "0.1", "--steps", "0", "--epochs", "1", "--batch", "64", "--context", "100",
+		"--layers", "1", "--width", "16", "--heads", "2"}
+	if code := run.Main(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "--epochs 1") {
+		t.Errorf("an epoch without a full batch: exit %d, stderr %q; want 1 and an error naming --epochs", code, errb.String())
+	}
+}

@@ -66,8 +66,13 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if trainText.Len() <= c.Context || valText.Len() <= c.Context {
 		return nil, fmt.Errorf("corpus of %d bytes is too small for context %d", corpus.Len(), c.Context)
 	}
+	// An epoch is as many windows as the training text holds, in steps of --batch.
+	steps, err := c.TotalSteps(trainText.Len() / (c.Batch * c.Context))
+	if err != nil {
+		return nil, err
+	}
 	if c.Parallel() {
-		return trainRanks(c, out, capacity, acDT, corpus, trainText, valText)
+		return trainRanks(c, out, capacity, acDT, steps, corpus, trainText, valText)
 	}
 	dev := cpu.New(0, device.Options{Capacity: capacity})
 	pdt, forwardDT := dtype.F32, acDT
@@ -95,11 +100,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	st := &train.Stepper{
 		Opt: opt, Scaler: amp.NewScaler(gradDT, amp.ScalerConfig{}), Autocast: forwardDT, Accum: c.Accum, Clip: c.Clip,
-		Schedule: optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, c.Steps/10), Total: c.Steps},
-	}
-	steps := c.Steps
-	if steps == 0 {
-		steps = c.Epochs * (trainText.Len() / (c.Batch * c.Context))
+		Schedule: optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, steps/10), Total: steps},
 	}
 	src := rand.NewPCG(c.Seed, 7)
 	rng := rand.New(src)
