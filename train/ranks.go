@@ -51,7 +51,7 @@ type Rank struct {
 }
 
 // Trained records the rank's device statistics at the end of training,
-// for RankPeaks: what comes after (evaluation on rank 0, and under ZeRO
+// for rankPeaks: what comes after (evaluation on rank 0, and under ZeRO
 // stage 3 gathering the whole model for it) does not count.
 func (r *Rank) Trained() {
 	r.trained, r.done = r.Dev.Stats(), true
@@ -96,10 +96,10 @@ func (r *Rank) DDP(c *Common, m nn.Module) (*parallel.DDP, error) {
 	return d, nil
 }
 
-// RankPeaks returns the peak bytes of each rank's compute device and, when
+// rankPeaks returns the peak bytes of each rank's compute device and, when
 // the ranks have hosts, of each host (nil otherwise): as recorded by
 // Trained, or now for a rank that did not call it.
-func RankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
+func rankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
 	for _, r := range ranks {
 		d, h := r.trained, r.hostTrained
 		if !r.done {
@@ -116,9 +116,9 @@ func RankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
 	return dev, host
 }
 
-// RankTable renders each rank's peak bytes of the model-state tags (and
+// rankTable renders each rank's peak bytes of the model-state tags (and
 // each host's, when host is not nil) as a table.
-func RankTable(dev, host []PeakBytes) string {
+func rankTable(dev, host []PeakBytes) string {
 	s := "rank  device     parameter     gradient    optimizer  communication        total\n"
 	row := func(r int, d string, p PeakBytes) string {
 		return fmt.Sprintf("%4d  %-8s %11s  %11s  %11s  %13s  %11s\n", r, d, device.FormatBytes(p.Parameter), device.FormatBytes(p.Gradient),

@@ -104,26 +104,17 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 			prog = train.NewProgress(out, last, "resnet")
 		}
 		shape := []int{per, trainSet.C, trainSet.H, trainSet.W}
-		var loss float64
-		for i := range last {
-			loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-				x, y := next(loader)
-				xs := s.FromFloat32s(r.Dev, shape, x[rank*per*img:(rank+1)*per*img])
-				if pdt != dtype.F32 {
-					xs = xs.Cast(pdt)
-				}
-				logits := model.Forward(xs)
-				return autograd.CrossEntropy(logits, s.FromInt64s(r.Dev, []int{per}, y[rank*per:(rank+1)*per]), autograd.CEOptions{})
-			})
-			if err != nil {
-				if prog != nil {
-					prog.Done()
-				}
-				return fmt.Errorf("step %d: %w", i, err)
+		loss, err := r.Steps(st, last, c.Batch, began, prog, func(s *autograd.Scope, _ int) *autograd.Tensor {
+			x, y := next(loader)
+			xs := s.FromFloat32s(r.Dev, shape, x[rank*per*img:(rank+1)*per*img])
+			if pdt != dtype.F32 {
+				xs = xs.Cast(pdt)
 			}
-			if prog != nil {
-				prog.Step(i, loss, float64((i+1)*c.Batch)/time.Since(began).Seconds(), r.Dev)
-			}
+			logits := model.Forward(xs)
+			return autograd.CrossEntropy(logits, s.FromInt64s(r.Dev, []int{per}, y[rank*per:(rank+1)*per]), autograd.CEOptions{})
+		})
+		if err != nil {
+			return err
 		}
 		final[rank] = loss
 		r.Trained()
@@ -145,18 +136,8 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 	if train.Follower(ranks) {
 		return rep, nil // an mpirun rank other than 0: rank 0 reports
 	}
-	for _, l := range final {
-		rep.FinalLoss += l / float64(len(ranks)) // the loss over the global batch (of this process's ranks under --mpi)
-	}
-	devPeaks, hostPeaks := train.RankPeaks(ranks)
-	rep.PeakBytes, rep.Stats = devPeaks[0], trained
-	rep.SamplesPerSec = float64(end*c.Batch) / rep.Seconds
-	rep.Extra = map[string]any{"dataset": ds.name, "skipped_steps": skipped, "ranks": devPeaks}
-	if hostPeaks != nil {
-		rep.Extra["host_ranks"] = hostPeaks
-	}
-	fmt.Fprint(out, trained.Summary())
-	fmt.Fprint(out, train.RankTable(devPeaks, hostPeaks))
+	rep.Extra = map[string]any{"dataset": ds.name}
+	train.FinishRanks(out, rep, ranks, final, trained, end, c.Batch, skipped)
 	fmt.Fprintf(out, "test accuracy %.2f%% on %d images; final loss %.4f; %.1f samples/s; %.0f s\n",
 		100*rep.Eval, evalCount(c, testSet), rep.FinalLoss, rep.SamplesPerSec, rep.Seconds)
 	if c.Report != "" {

@@ -93,22 +93,13 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, step
 		}
 		rng := rand.New(rand.NewPCG(c.Seed, 7)) // the same global batches on every rank
 		shape := []int{per, c.Context}
-		var loss float64
-		for i := range end {
-			loss, _, err = st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-				x, y := trainText.Batch(rng, c.Batch/c.Accum, c.Context)
-				lo, hi := rank*per*c.Context, (rank+1)*per*c.Context
-				return lossOf(s, r.Dev, model, x[lo:hi], y[lo:hi], shape)
-			})
-			if err != nil {
-				if prog != nil {
-					prog.Done()
-				}
-				return fmt.Errorf("step %d: %w", i, err)
-			}
-			if prog != nil {
-				prog.Step(i, loss, float64((i+1)*c.Batch)/time.Since(began).Seconds(), r.Dev)
-			}
+		loss, err := r.Steps(st, end, c.Batch, began, prog, func(s *autograd.Scope, _ int) *autograd.Tensor {
+			x, y := trainText.Batch(rng, c.Batch/c.Accum, c.Context)
+			lo, hi := rank*per*c.Context, (rank+1)*per*c.Context
+			return lossOf(s, r.Dev, model, x[lo:hi], y[lo:hi], shape)
+		})
+		if err != nil {
+			return err
 		}
 		final[rank] = loss
 		r.Trained()
@@ -136,18 +127,8 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, step
 	if train.Follower(ranks) {
 		return rep, nil // an mpirun rank other than 0: rank 0 reports
 	}
-	for _, l := range final {
-		rep.FinalLoss += l / float64(len(ranks)) // the loss over the global batch (of this process's ranks under --mpi)
-	}
-	devPeaks, hostPeaks := train.RankPeaks(ranks)
-	rep.PeakBytes, rep.Stats = devPeaks[0], trained
-	rep.SamplesPerSec = float64(end*c.Batch) / rep.Seconds
-	rep.Extra["corpus_bytes"], rep.Extra["skipped_steps"], rep.Extra["ranks"] = corpus.Len(), skipped, devPeaks
-	if hostPeaks != nil {
-		rep.Extra["host_ranks"] = hostPeaks
-	}
-	fmt.Fprint(out, trained.Summary())
-	fmt.Fprint(out, train.RankTable(devPeaks, hostPeaks))
+	rep.Extra["corpus_bytes"] = corpus.Len()
+	train.FinishRanks(out, rep, ranks, final, trained, end, c.Batch, skipped)
 	fmt.Fprintf(out, "validation loss %.4f nats/byte (%d batches); final training loss %.4f; %.1f samples/s; %.0f s\n",
 		rep.Eval, c.EvalBatches, rep.FinalLoss, rep.SamplesPerSec, rep.Seconds)
 	if s := rep.Extra["sample"].(string); s != "" {
