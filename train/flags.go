@@ -195,3 +195,12 @@ func (c *Common) TotalSteps(perEpoch int) (int, error) {
 	}
 	return 0, fmt.Errorf("--epochs %d: the training data holds no full step of --batch %d", c.Epochs, c.Batch)
 }
+
+// End returns the step the run stops after: steps, or --stop-after when
+// it comes first.
+func (c *Common) End(steps int) int {
+	if c.StopAfter > 0 && c.StopAfter < steps {
+		return c.StopAfter
+	}
+	return steps
+}

@@ -78,10 +78,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, trai
 		if err != nil {
 			return err
 		}
-		last := steps
-		if c.StopAfter > 0 && c.StopAfter < steps {
-			last = c.StopAfter
-		}
+		last := c.End(steps)
 		gradDT := dtype.F32
 		if c.AMPParams {
 			gradDT = pdt

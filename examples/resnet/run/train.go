@@ -114,10 +114,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		fmt.Fprintln(out, "amp:", st.Scaler.Note())
 	}
 
-	end := steps
-	if c.StopAfter > 0 && c.StopAfter < steps {
-		end = c.StopAfter
-	}
+	end := c.End(steps)
 	mon, closeLog, err := c.Watch()
 	if err != nil {
 		return nil, err

@@ -34,10 +34,7 @@ func trainRanks(c *Config, out io.Writer, capacity int64, acDT dtype.DType, step
 	if c.AMPParams {
 		pdt, forwardDT = acDT, dtype.Invalid
 	}
-	end := steps
-	if c.StopAfter > 0 && c.StopAfter < steps {
-		end = c.StopAfter
-	}
+	end := c.End(steps)
 	per := c.Micro() // each rank's micro-batch: --batch over the ranks, then over --accum
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: end,
 		EvalMetric: "validation_loss_nats_per_byte", CapacityBytes: capacity, Flags: c.Values()}
