@@ -63,14 +63,17 @@ func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bi
 			cbuf, abuf = own.col, own.acc
 		}
 		packed := getI16(&packBPool, packedI8Len(d.crs, min(chunk, p.N)*d.ohw))
-		var phases []int8 // im2colI8Stride2's scratch
+		phases, _ := phasePool.Get().(*[]int8) // im2colI8Stride2's scratch
+		if phases == nil {
+			phases = new([]int8)
+		}
 		for u := int(next.Add(1) - 1); u < units; u = int(next.Add(1) - 1) {
 			n0, g := u/p.Groups*chunk, u%p.Groups
 			cnt := min(chunk, p.N-n0)
 			cols := cnt * d.ohw
 			for i := range cnt {
 				xo := (n0+i)*d.xs + g*d.cg*d.hw
-				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg, &phases)
+				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg, phases)
 			}
 			kp := (d.crs + 1) / 2
 			packI8BPairs(packed.s, d.crs, cols, cbuf, cols, 0, kp)
@@ -89,6 +92,7 @@ func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bi
 			}
 		}
 		packBPool.Put(packed)
+		phasePool.Put(phases)
 		if own != nil {
 			i8ConvBufs.Put(own)
 		}
@@ -107,7 +111,7 @@ type i8ConvBuf struct {
 	acc []int32
 }
 
-var i8ConvBufs sync.Pool
+var i8ConvBufs, phasePool sync.Pool
 
 func getI8ConvBuf(cw, aw int) *i8ConvBuf {
 	b, _ := i8ConvBufs.Get().(*i8ConvBuf)

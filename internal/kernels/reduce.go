@@ -137,7 +137,7 @@ func innerBlock(shape, strides []int) int {
 // Each output gets the same additions in the same order as there, so the
 // result is bit for bit the same. Workers take disjoint column ranges.
 func columnSum[T Float](mean bool, count, k int, src []T, red Layout, store func(i int, v float64)) {
-	var rows []int // the block's offset at every reduced position, in order
+	rows := make([]int, 0, count) // the block's offset at every reduced position, in order
 	walk(red.Shape, []Layout{red}, func(o []int, n int, inc []int) {
 		for p := o[0]; n > 0; n-- {
 			rows = append(rows, p)
