@@ -13,6 +13,9 @@ type Features struct {
 	F16C    bool // hardware F16<->F32 conversion
 	AVX512  bool // AVX-512 F, BW, VL, DQ
 	VNNI    bool // AVX512-VNNI or AVX-VNNI: VPDPBUSD
+	// AVX512VNNI is AVX-512 with its VNNI extension: the ZMM VPDPBUSD
+	// of the INT8 GEMM's quads layout.
+	AVX512VNNI bool
 }
 
 // CPU is what this machine offers and the build allows.
@@ -28,6 +31,8 @@ func detect() Features {
 		F16C:    x.HasAVX2 && x.HasFMA, // every AVX2 CPU has F16C
 		AVX512:  x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ,
 		VNNI:    x.HasAVX512VNNI || x.HasAVXVNNI,
+		AVX512VNNI: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ &&
+			x.HasAVX512VNNI,
 	}
 }
 

@@ -20,6 +20,12 @@ func sgemmAVX2(k int, a, b, c []float32, ldc int, beta float32, mode int) {
 	sgemmKernelAVX2(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
 }
 
+// sgemmKernelAVX512 computes one 12×32 tile of C from packed panels (see
+// gemm_avx512_amd64.s), with the modes of sgemmKernelAVX2.
+//
+//go:noescape
+func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
 //go:noescape
 func sgemmCopyRows16AVX2(dst, src *float32, ld, k int)
 
@@ -94,17 +100,32 @@ func unsafeData(s []float32) *float32 {
 var sgemmAVX2Kernel = gemmKernel[float32]{name: "avx2-6x16", mr: 6, nr: 16, mc: 144, kc: 256, nc: 2048,
 	full: sgemmAVX2, packA: sgemmPackA6, packAT: sgemmPackAT6, packB: sgemmCopyRows16, packBT: sgemmPackBT16}
 
+// sgemmAVX512Kernel is the AVX-512 kernel: 12×32 tiles in 24 ZMM
+// accumulators, with Go packers of whole panels. Block
+// sizes: a kc×32 B micro-panel of 24 KiB stays in a 32 or 48 KiB L1 beside
+// the A micro-panel it meets (9 KiB); the mc×kc A block is 180 KiB of L2.
+var sgemmAVX512Kernel = gemmKernel[float32]{name: "avx512-12x32", mr: 12, nr: 32, mc: 240, kc: 192, nc: 2048,
+	full: sgemmAVX512, packA: packRows12[float32], packBT: packCols32[float32]}
+
+// sgemmAVX512 is the checked Go entry to the AVX-512 micro-kernel.
+func sgemmAVX512(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	if k > 0 {
+		_ = a[12*k-1]
+		_ = b[32*k-1]
+	}
+	_ = c[11*ldc+31]
+	sgemmKernelAVX512(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+}
+
 // sgemmAsmKernels lists the assembly float32 kernels this CPU can run,
 // widest first, or says why there are none. Each is tested against the Go
 // micro-kernel of its shape and through the whole driver.
-//
-// An AVX-512 kernel (for example 14×32 in ZMM registers, with its own
-// packers and block sizes) goes at the front of this list behind
-// CPU.AVX512, once it has been tested on such a machine; until then
-// AVX-512 machines run the AVX2 kernel, which they also support.
 func sgemmAsmKernels() ([]gemmKernel[float32], string) {
 	if !CPU.AVX2FMA {
 		return nil, "this CPU lacks AVX2+FMA"
+	}
+	if CPU.AVX512 {
+		return []gemmKernel[float32]{sgemmAVX512Kernel, sgemmAVX2Kernel}, ""
 	}
 	return []gemmKernel[float32]{sgemmAVX2Kernel}, ""
 }

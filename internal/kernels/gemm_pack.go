@@ -176,6 +176,19 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 // into d as kc groups of six, scaled by alpha: one pass over the rows,
 // writing d in order. It is the Go packer of full panels for mr = 6.
 func packRows6[T Float](d, src []T, at, ld, kc int, alpha T) {
+	packRows6Of(d, src, at, ld, kc, 6, alpha)
+}
+
+// packRows12 is the Go packer of full panels for mr = 12: rows 0..5 and
+// 6..11 of each group of twelve, each half in one pass.
+func packRows12[T Float](d, src []T, at, ld, kc int, alpha T) {
+	packRows6Of(d, src, at, ld, kc, 12, alpha)
+	packRows6Of(d[6:], src, at+6*ld, ld, kc, 12, alpha)
+}
+
+// packRows6Of writes six rows of kc values, ld apart from src[at:], times
+// alpha, into d as kc groups of six, the groups mr apart.
+func packRows6Of[T Float](d, src []T, at, ld, kc, mr int, alpha T) {
 	r0 := src[at : at+kc]
 	r1 := src[at+ld:][:len(r0)]
 	r2 := src[at+2*ld:][:len(r0)]
@@ -183,7 +196,7 @@ func packRows6[T Float](d, src []T, at, ld, kc int, alpha T) {
 	r4 := src[at+4*ld:][:len(r0)]
 	r5 := src[at+5*ld:][:len(r0)]
 	for p := range r0 {
-		g := d[6*p : 6*p+6 : 6*p+6]
+		g := d[mr*p : mr*p+6 : mr*p+6]
 		g[0] = alpha * r0[p]
 		g[1] = alpha * r1[p]
 		g[2] = alpha * r2[p]
@@ -215,6 +228,13 @@ func packCols8[T Float](d, src []T, at, ld, kc, nr int) {
 func packCols16[T Float](d, src []T, at, ld, kc int) {
 	packCols8(d, src, at, ld, kc, 16)
 	packCols8(d[8:], src, at+8*ld, ld, kc, 16)
+}
+
+// packCols32 is the Go packer of full op(B) = Bᵀ panels for nr = 32.
+func packCols32[T Float](d, src []T, at, ld, kc int) {
+	for c := 0; c < 32; c += 8 {
+		packCols8(d[c:], src, at+c*ld, ld, kc, 32)
+	}
 }
 
 // packCols8x8 is the Go packer of full op(B) = Bᵀ panels for nr = 8.

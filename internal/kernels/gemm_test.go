@@ -292,7 +292,7 @@ func TestGemmF64(t *testing.T) {
 func TestGemmKernelsSmallBlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	asm, _ := sgemmAsmKernels()
-	kernels := append([]gemmKernel[float32]{sgemmGoKernel}, asm...)
+	kernels := append([]gemmKernel[float32]{sgemmGoKernel, go12x32}, asm...)
 	cases := []gemmCase{
 		{m: 40, n: 70, k: 45, alpha: 1.25, beta: 0.5, batch: 1, pad: [3]int{1, 2, 3}},
 		{ta: true, m: 31, n: 50, k: 19, alpha: -1, beta: 1, batch: 2, pad: [3]int{0, 1, 0}},
@@ -325,8 +325,18 @@ func TestGemmPackers(t *testing.T) {
 		testPackers(t, r, kn)
 	}
 	testPackers(t, r, sgemmGoKernel)
+	testPackers(t, r, go12x32)
 	testPackers(t, r, dgemmKernel)
 }
+
+// go12x32 is a pure-Go kernel of the AVX-512 kernel's shape, with its
+// packers, so that the driver and the packers of that shape are tested on
+// every CPU, not only where AVX-512 runs.
+var go12x32 = gemmKernel[float32]{name: "go-12x32", mr: 12, nr: 32, mc: 240, kc: 192, nc: 2048,
+	full: func(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+		microGo(12, 32, k, a, b, c, ldc, beta, mode)
+	},
+	packA: packRows12[float32], packBT: packCols32[float32]}
 
 func testPackers[T Float](t *testing.T, r *rand.Rand, kn gemmKernel[T]) {
 	plain := kn
@@ -336,7 +346,7 @@ func testPackers[T Float](t *testing.T, r *rand.Rand, kn gemmKernel[T]) {
 		for _, trans := range []bool{false, true} {
 			ld, off := max(mc, kc, nc)+3, 5
 			src := operand[T]{f: gemmToT[T](gemmRand(r, off+(max(mc, kc, nc)+2)*ld))}
-			got := make([]T, roundUp(max(mc, nc), 16)*kc)
+			got := make([]T, max(roundUp(mc, kn.mr), roundUp(nc, kn.nr))*kc)
 			want := make([]T, len(got))
 			packA(&kn, got, src, off, ld, trans, 2, mc, 1, kc, T(-1.5), nil)
 			packA(&plain, want, src, off, ld, trans, 2, mc, 1, kc, T(-1.5), nil)

@@ -40,6 +40,10 @@ import (
 // K×N, or from N×K as nn.Linear stores its weight) and GemmI8Packed reuses
 // it; GemmI8 packs into a pooled buffer on every call.
 //
+// On CPUs with AVX512-VNNI every packing uses the quads layout instead
+// (int8_quad.go): bytes in k-quads for VPDPBUSD, in the same storage and
+// with the same exactness. A PackedI8 records which layout it holds.
+//
 // Workspace: the packed B holds 2·⌈N/16⌉·16·2·⌈K/2⌉ bytes; each worker packs
 // A in blocks of i8MC rows and i8KC columns (96 KiB, pooled).
 
@@ -57,7 +61,8 @@ const (
 type PackedI8 struct {
 	K, N   int
 	kp     int     // ⌈K/2⌉, the number of k-pairs
-	panels []int16 // ⌈N/16⌉ panels of kp·32 values
+	panels []int16 // ⌈N/16⌉ panels of kp·32 values, or of quads (int8_quad.go)
+	quads  bool    // the VNNI layout
 }
 
 // PackI8 packs the K×N matrix B for GemmI8Packed. With trans false, B[k][j]
@@ -67,8 +72,18 @@ func PackI8(k, n int, b []int8, ldb int, trans bool) *PackedI8 {
 	checkI8Dims("PackI8", 1, n, k)
 	p := &PackedI8{K: k, N: n, kp: (k + 1) / 2}
 	p.panels = make([]int16, packedI8Len(k, n))
-	packI8B(p.panels, k, n, b, ldb, trans)
+	p.pack(b, ldb, trans)
 	return p
+}
+
+// pack fills p's panels from B in the layout this CPU multiplies fastest.
+func (p *PackedI8) pack(b []int8, ldb int, trans bool) {
+	p.quads = i8UseQuads()
+	if p.quads {
+		packI8BQuadsAll(asBytes(p.panels), p.K, p.N, b, ldb, trans)
+		return
+	}
+	packI8B(p.panels, p.K, p.N, b, ldb, trans)
 }
 
 func packedI8Len(k, n int) int {
@@ -85,8 +100,9 @@ func GemmI8(m, n, k int, a []int8, lda int, b []int8, ldb int, c []int32, ldc in
 	}
 	size := packedI8Len(k, n)
 	buf := getI16(&packBPool, size)
-	packI8B(buf.s, k, n, b, ldb, false)
-	gemmI8(m, a, lda, &PackedI8{K: k, N: n, kp: (k + 1) / 2, panels: buf.s}, c, ldc)
+	p := PackedI8{K: k, N: n, kp: (k + 1) / 2, panels: buf.s}
+	p.pack(b, ldb, false)
+	gemmI8(m, a, lda, &p, c, ldc)
 	packBPool.Put(buf)
 }
 
@@ -117,27 +133,31 @@ func gemmI8(m int, a []int8, lda int, b *PackedI8, c []int32, ldc int) {
 	if len(a) < (m-1)*lda+k || len(c) < (m-1)*ldc+n {
 		panic(fmt.Sprintf("kernels.GemmI8: len(a)=%d len(c)=%d too short for m=%d", len(a), len(c), m))
 	}
-	rowTiles := (m + i8MR - 1) / i8MR
+	rect, mr := i8Rect, i8MR
+	if b.quads {
+		rect, mr = i8RectQuads, i8QMR
+	}
+	rowTiles := (m + mr - 1) / mr
 	panels := (n + i8NR - 1) / i8NR
-	grain := max(1, (1<<20)/(i8MR*i8NR*k)) // tiles of at least ~1M multiply-adds per worker
+	grain := max(1, (1<<20)/(mr*i8NR*k)) // tiles of at least ~1M multiply-adds per worker
 	if rowTiles >= panels {
 		g := max(1, grain/panels)
 		if rowTiles < 2*g || Workers() == 1 { // one piece: no closure to allocate
-			i8Rect(a, lda, b, c, ldc, 0, m, 0, panels)
+			rect(a, lda, b, c, ldc, 0, m, 0, panels)
 			return
 		}
 		ParallelFor(rowTiles, g, func(lo, hi int) {
-			i8Rect(a, lda, b, c, ldc, lo*i8MR, min(hi*i8MR, m), 0, panels)
+			rect(a, lda, b, c, ldc, lo*mr, min(hi*mr, m), 0, panels)
 		})
 		return
 	}
 	g := max(1, grain/rowTiles)
 	if panels < 2*g || Workers() == 1 {
-		i8Rect(a, lda, b, c, ldc, 0, m, 0, panels)
+		rect(a, lda, b, c, ldc, 0, m, 0, panels)
 		return
 	}
 	ParallelFor(panels, g, func(lo, hi int) {
-		i8Rect(a, lda, b, c, ldc, 0, m, lo, hi)
+		rect(a, lda, b, c, ldc, 0, m, lo, hi)
 	})
 }
 

@@ -30,3 +30,17 @@ func i8Widen(dst *int16, src *int8, n int)
 //
 //go:noescape
 func i8DequantRow(out *float32, in *int32, sb, bias *float32, sa float32, n, flags int)
+
+// i8KernelQuadsVNNI is the AVX512-VNNI micro-kernel of the quads layout
+// (int8_quad_amd64.s): one 12×16 int32 tile over kq ≥ 1 k-quads, minus
+// corr[r] in row r, stored at c (row stride ldc) or added there.
+//
+//go:noescape
+func i8KernelQuadsVNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
+
+// i8PackBQuads interleaves rows r0..r3 of B (one k-quad) for groups panels
+// of 16 columns, adding 128: 64 bytes per panel, panels stride bytes
+// apart in dst.
+//
+//go:noescape
+func i8PackBQuads(dst *byte, r0, r1, r2, r3 *int8, groups, stride int)

@@ -45,7 +45,9 @@ func randI8(r *rand.Rand, n int, extreme bool) []int8 {
 // TestGemmI8Exact compares GemmI8 and GemmI8Packed (both B layouts) with the
 // int64 reference on random shapes, odd sizes, padded leading dimensions
 // and extreme values (-128·-128 everywhere), requiring equality.
-func TestGemmI8Exact(t *testing.T) {
+func TestGemmI8Exact(t *testing.T) { i8Layouts(t, testGemmI8Exact) }
+
+func testGemmI8Exact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 8))
 	type shape struct{ m, n, k int }
 	shapes := []shape{{1, 1, 1}, {1, 17, 3}, {6, 16, 2}, {7, 15, 5}, {5, 33, 1}, {13, 16, 514},
@@ -82,7 +84,28 @@ func TestGemmI8Exact(t *testing.T) {
 			checkI8(t, fmt.Sprintf("GemmI8Packed(trans) %dx%dx%d extreme=%v", m, n, k, extreme), c, ldc, wantT, m, n, sentinel)
 		}
 	}
-	t.Logf("path %s: %d shapes exact", CPU.Path(), len(shapes))
+	t.Logf("path %s, quads %v: %d shapes exact", CPU.Path(), i8UseQuads(), len(shapes))
+}
+
+// i8Layouts runs f once per INT8 GEMM layout this build can use: pairs
+// (unless AVX512-VNNI makes every packing use quads) and quads (on the
+// VNNI kernel, or on its Go twin where the CPU lacks VNNI).
+func i8Layouts(t *testing.T, f func(t *testing.T)) {
+	for _, quads := range []bool{false, true} {
+		if !quads && CPU.AVX512VNNI {
+			continue
+		}
+		name := "pairs"
+		if quads {
+			name = "quads"
+		}
+		t.Run(name, func(t *testing.T) {
+			saved := i8ForceQuads
+			i8ForceQuads = quads
+			defer func() { i8ForceQuads = saved }()
+			f(t)
+		})
+	}
 }
 
 func checkI8(t *testing.T, what string, c []int32, ldc int, want []int64, m, n int, sentinel int32) {
@@ -110,7 +133,9 @@ func checkI8(t *testing.T, what string, c []int32, ldc int, want []int64, m, n i
 
 // TestGemmI8LargestK runs K = MaxI8K with every product at its extreme,
 // -128·-128, so every sum reaches the documented bound without wrapping.
-func TestGemmI8LargestK(t *testing.T) {
+func TestGemmI8LargestK(t *testing.T) { i8Layouts(t, testGemmI8LargestK) }
+
+func testGemmI8LargestK(t *testing.T) {
 	m, n, k := 7, 18, MaxI8K
 	a := make([]int8, m*k)
 	b := make([]int8, n*k)
@@ -161,6 +186,80 @@ func TestI8KernelMatchesGo(t *testing.T) {
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("kp=%d accumulate=%v: C[%d] = %d, Go kernel %d", kp, acc, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestI8QuadsKernelMatchesGo checks the AVX512-VNNI micro-kernel (when
+// this CPU has it) against its Go twin on random packed panels, row
+// corrections included, storing and accumulating.
+func TestI8QuadsKernelMatchesGo(t *testing.T) {
+	if !CPU.AVX512VNNI {
+		t.Skip("this CPU lacks AVX512-VNNI: the quads layout runs on its Go kernel, tested through GemmI8")
+	}
+	r := rand.New(rand.NewPCG(4, 5))
+	for _, kq := range []int{1, 2, 3, 8, 127, 128} {
+		a := make([]byte, kq*4*i8QMR)
+		b := make([]byte, kq*4*i8NR)
+		for i := range a {
+			a[i] = byte(r.Uint32())
+		}
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		var corr [i8QMR]int32
+		for i := range corr {
+			corr[i] = int32(r.Uint32())
+		}
+		for _, acc := range []bool{false, true} {
+			const ldc = i8NR + 3
+			got := make([]int32, i8QMR*ldc)
+			want := make([]int32, i8QMR*ldc)
+			for i := range got {
+				got[i] = int32(i)
+				want[i] = int32(i)
+			}
+			i8KernelQuadsVNNI(kq, &a[0], &b[0], &got[0], ldc, &corr[0], acc)
+			i8KernelQuadsGo(kq, &a[0], &b[0], &want[0], ldc, &corr[0], acc)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("kq=%d accumulate=%v: C[%d] = %d, Go kernel %d", kq, acc, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestI8PackBQuads checks the quads packing of a row-major B, assembly
+// panels included, against the layout's definition: panel p, quad q,
+// column j, byte t holds B[4q+t][16p+j] + 128, or 128 outside B.
+func TestI8PackBQuads(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 1))
+	for _, s := range [][2]int{{1, 1}, {4, 16}, {5, 17}, {9, 48}, {16, 33}, {7, 5}, {13, 64}} {
+		k, n := s[0], s[1]
+		ldb := n + 2
+		b := randI8(r, k*ldb, false)
+		kq := (k + 3) / 4
+		panels := (n + i8NR - 1) / i8NR
+		dst := make([]byte, panels*kq*4*i8NR)
+		for i := range dst {
+			dst[i] = 0x55
+		}
+		packI8BQuads(dst, k, n, b, ldb, 0, kq)
+		for p := range panels {
+			for q := range kq {
+				for j := range i8NR {
+					for tt := range 4 {
+						want := byte(0x80)
+						if kk, jj := 4*q+tt, p*i8NR+j; kk < k && jj < n {
+							want = byte(int(b[kk*ldb+jj]) + 128)
+						}
+						if got := dst[(p*kq+q)*4*i8NR+4*j+tt]; got != want {
+							t.Fatalf("k=%d n=%d: panel %d quad %d column %d byte %d = %#x, want %#x", k, n, p, q, j, tt, got, want)
+						}
+					}
 				}
 			}
 		}

@@ -248,7 +248,8 @@ func GemmI8T(m, n, k int, a []int8, lda int, b []int8, ldb int, c []int32, ldc i
 		panic(fmt.Sprintf("kernels.GemmI8T: ldb=%d len(b)=%d for n=%d k=%d", ldb, len(b), n, k))
 	}
 	buf := getI16(&packBPool, packedI8Len(k, n))
-	packI8B(buf.s, k, n, b, ldb, true)
-	gemmI8(m, a, lda, &PackedI8{K: k, N: n, kp: (k + 1) / 2, panels: buf.s}, c, ldc)
+	p := PackedI8{K: k, N: n, kp: (k + 1) / 2, panels: buf.s}
+	p.pack(b, ldb, true)
+	gemmI8(m, a, lda, &p, c, ldc)
 	packBPool.Put(buf)
 }

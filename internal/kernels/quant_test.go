@@ -111,7 +111,9 @@ func TestFakeQuantizeGradMask(t *testing.T) {
 }
 
 // TestGemmI8T compares the Bᵀ product with an int64 reference.
-func TestGemmI8T(t *testing.T) {
+func TestGemmI8T(t *testing.T) { i8Layouts(t, testGemmI8T) }
+
+func testGemmI8T(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 2))
 	for range 30 {
 		m, n, k := 1+rng.IntN(40), 1+rng.IntN(40), 1+rng.IntN(600)
@@ -137,7 +139,9 @@ func TestGemmI8T(t *testing.T) {
 // direct reference: the exact integer sum over the window, then the
 // epilogue's float32 operations, over random shapes (groups, strides,
 // padding, dilation) and chunk sizes.
-func TestConv2dI8(t *testing.T) {
+func TestConv2dI8(t *testing.T) { i8Layouts(t, testConv2dI8) }
+
+func testConv2dI8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 3))
 	// Fixed shapes that take im2colI8's stride-1 "same" path, then random
 	// ones.

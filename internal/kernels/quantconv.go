@@ -76,9 +76,14 @@ func Conv2dI8(p ConvArgs, y []float32, xq, wq []int8, xscale float32, wscale, bi
 				im2colI8(p, cbuf[i*d.ohw:], cols, xq[xo:xo+d.cg*d.hw], d.cg, phases)
 			}
 			kp := (d.crs + 1) / 2
-			packI8BPairs(packed.s, d.crs, cols, cbuf, cols, 0, kp)
-			b := PackedI8{K: d.crs, N: cols, kp: kp, panels: packed.s}
-			i8Rect(wq[g*d.wg:], d.crs, &b, abuf, cols, 0, d.kg, 0, ceilDiv(cols, i8NR))
+			b := PackedI8{K: d.crs, N: cols, kp: kp, panels: packed.s, quads: i8UseQuads()}
+			if b.quads {
+				packI8BQuads(asBytes(packed.s), d.crs, cols, cbuf, cols, 0, ceilDiv(d.crs, 4))
+				i8RectQuads(wq[g*d.wg:], d.crs, &b, abuf, cols, 0, d.kg, 0, ceilDiv(cols, i8NR))
+			} else {
+				packI8BPairs(packed.s, d.crs, cols, cbuf, cols, 0, kp)
+				i8Rect(wq[g*d.wg:], d.crs, &b, abuf, cols, 0, d.kg, 0, ceilDiv(cols, i8NR))
+			}
 			for kk := range d.kg {
 				k := g*d.kg + kk
 				bk := float32(0)

@@ -1,0 +1,246 @@
+//go:build !noasm && amd64
+
+#include "textflag.h"
+
+// The AVX-512 float32 GEMM micro-kernel: one 12×32 tile of C from a packed
+// A micro-panel (k×12, k-major) and a packed B micro-panel (k×32, k-major).
+// It is the AVX2 kernel's design at twice the width: the wider tile keeps
+// the ratio of FMAs to loads that the 6×16 one has in YMM registers.
+//
+// Registers: Z0..Z23 accumulate the tile, row r in Z(2r) (columns 0..15)
+// and Z(2r+1) (columns 16..31); Z24, Z25 hold one row of B; Z26..Z31 take
+// turns holding a broadcast element of A. Each k step is 2 loads of B, 12
+// broadcasts of A and 24 independent FMAs, which covers the 4-cycle FMA
+// latency on two FMA pipes with room to spare.
+
+// STEP(ao, bo) does one k step with A at ao(AX) and B at bo(BX).
+#define STEP(ao, bo) \
+	VMOVUPS      (bo)(BX), Z24; \
+	VMOVUPS      (bo+64)(BX), Z25; \
+	VBROADCASTSS (ao)(AX), Z26; \
+	VFMADD231PS  Z24, Z26, Z0; \
+	VFMADD231PS  Z25, Z26, Z1; \
+	VBROADCASTSS (ao+4)(AX), Z27; \
+	VFMADD231PS  Z24, Z27, Z2; \
+	VFMADD231PS  Z25, Z27, Z3; \
+	VBROADCASTSS (ao+8)(AX), Z28; \
+	VFMADD231PS  Z24, Z28, Z4; \
+	VFMADD231PS  Z25, Z28, Z5; \
+	VBROADCASTSS (ao+12)(AX), Z29; \
+	VFMADD231PS  Z24, Z29, Z6; \
+	VFMADD231PS  Z25, Z29, Z7; \
+	VBROADCASTSS (ao+16)(AX), Z30; \
+	VFMADD231PS  Z24, Z30, Z8; \
+	VFMADD231PS  Z25, Z30, Z9; \
+	VBROADCASTSS (ao+20)(AX), Z31; \
+	VFMADD231PS  Z24, Z31, Z10; \
+	VFMADD231PS  Z25, Z31, Z11; \
+	VBROADCASTSS (ao+24)(AX), Z26; \
+	VFMADD231PS  Z24, Z26, Z12; \
+	VFMADD231PS  Z25, Z26, Z13; \
+	VBROADCASTSS (ao+28)(AX), Z27; \
+	VFMADD231PS  Z24, Z27, Z14; \
+	VFMADD231PS  Z25, Z27, Z15; \
+	VBROADCASTSS (ao+32)(AX), Z28; \
+	VFMADD231PS  Z24, Z28, Z16; \
+	VFMADD231PS  Z25, Z28, Z17; \
+	VBROADCASTSS (ao+36)(AX), Z29; \
+	VFMADD231PS  Z24, Z29, Z18; \
+	VFMADD231PS  Z25, Z29, Z19; \
+	VBROADCASTSS (ao+40)(AX), Z30; \
+	VFMADD231PS  Z24, Z30, Z20; \
+	VFMADD231PS  Z25, Z30, Z21; \
+	VBROADCASTSS (ao+44)(AX), Z31; \
+	VFMADD231PS  Z24, Z31, Z22; \
+	VFMADD231PS  Z25, Z31, Z23
+
+// STORE(lo, hi) writes one row: C[0:16] = lo, C[16:32] = hi.
+#define STORE(lo, hi) \
+	VMOVUPS lo, (DI);   \
+	VMOVUPS hi, 64(DI); \
+	ADDQ    SI, DI
+
+// ADDROW(lo, hi) does one row of C += acc.
+#define ADDROW(lo, hi) \
+	VADDPS  (DI), lo, lo;   \
+	VADDPS  64(DI), hi, hi; \
+	VMOVUPS lo, (DI);       \
+	VMOVUPS hi, 64(DI);     \
+	ADDQ    SI, DI
+
+// BETAROW(lo, hi) does one row of C = acc + beta·C, beta in Z24.
+#define BETAROW(lo, hi) \
+	VFMADD231PS (DI), Z24, lo;   \
+	VFMADD231PS 64(DI), Z24, hi; \
+	VMOVUPS     lo, (DI);        \
+	VMOVUPS     hi, 64(DI);      \
+	ADDQ        SI, DI
+
+// func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// mode 0: C = A·B; mode 1: C += A·B; mode 2: C = A·B + beta·C. ldc is in
+// elements. The caller guarantees k ≥ 0, 12k floats at a, 32k at b and a
+// full 12×32 tile at c.
+TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+
+	// Touch the C tile early so its lines arrive during the k loop.
+	MOVQ DI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+	ADDQ       SI, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 127(R8)
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+	MOVQ CX, DX
+	SHRQ $2, DX
+	JZ   tail
+
+loop4:
+	PREFETCHT0 768(AX)
+	STEP(0, 0)
+	STEP(48, 128)
+	STEP(96, 256)
+	STEP(144, 384)
+	ADDQ $192, AX
+	ADDQ $512, BX
+	DECQ DX
+	JNZ  loop4
+
+tail:
+	ANDQ $3, CX
+	JZ   store
+
+loop1:
+	STEP(0, 0)
+	ADDQ $48, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  loop1
+
+store:
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  add
+	CMPQ DX, $2
+	JEQ  beta
+
+	STORE(Z0, Z1)
+	STORE(Z2, Z3)
+	STORE(Z4, Z5)
+	STORE(Z6, Z7)
+	STORE(Z8, Z9)
+	STORE(Z10, Z11)
+	STORE(Z12, Z13)
+	STORE(Z14, Z15)
+	STORE(Z16, Z17)
+	STORE(Z18, Z19)
+	STORE(Z20, Z21)
+	STORE(Z22, Z23)
+	VZEROUPPER
+	RET
+
+add:
+	ADDROW(Z0, Z1)
+	ADDROW(Z2, Z3)
+	ADDROW(Z4, Z5)
+	ADDROW(Z6, Z7)
+	ADDROW(Z8, Z9)
+	ADDROW(Z10, Z11)
+	ADDROW(Z12, Z13)
+	ADDROW(Z14, Z15)
+	ADDROW(Z16, Z17)
+	ADDROW(Z18, Z19)
+	ADDROW(Z20, Z21)
+	ADDROW(Z22, Z23)
+	VZEROUPPER
+	RET
+
+beta:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW(Z0, Z1)
+	BETAROW(Z2, Z3)
+	BETAROW(Z4, Z5)
+	BETAROW(Z6, Z7)
+	BETAROW(Z8, Z9)
+	BETAROW(Z10, Z11)
+	BETAROW(Z12, Z13)
+	BETAROW(Z14, Z15)
+	BETAROW(Z16, Z17)
+	BETAROW(Z18, Z19)
+	BETAROW(Z20, Z21)
+	BETAROW(Z22, Z23)
+	VZEROUPPER
+	RET
