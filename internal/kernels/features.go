@@ -12,9 +12,10 @@ type Features struct {
 	AVX2FMA bool // AVX2 and FMA3: the 256-bit float paths
 	F16C    bool // hardware F16<->F32 conversion
 	AVX512  bool // AVX-512 F, BW, VL, DQ
-	VNNI    bool // AVX512-VNNI or AVX-VNNI: VPDPBUSD
 	// AVX512VNNI is AVX-512 with its VNNI extension: the ZMM VPDPBUSD
-	// of the INT8 GEMM's quads layout.
+	// of the INT8 GEMM's quads layout. (AVX-VNNI, the VEX form on CPUs
+	// without AVX-512, is not used: Go's assembler encodes VPDPBUSD only
+	// in its EVEX form.)
 	AVX512VNNI bool
 }
 
@@ -30,7 +31,6 @@ func detect() Features {
 		AVX2FMA: x.HasAVX2 && x.HasFMA,
 		F16C:    x.HasAVX2 && x.HasFMA, // every AVX2 CPU has F16C
 		AVX512:  x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ,
-		VNNI:    x.HasAVX512VNNI || x.HasAVXVNNI,
 		AVX512VNNI: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ &&
 			x.HasAVX512VNNI,
 	}
