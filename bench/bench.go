@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/plan"
 	"github.com/headroom-ml/headroom/train"
@@ -122,9 +123,11 @@ type Row struct {
 
 // Result is a bench's rows and how it ran.
 type Result struct {
-	Mode    string  `json:"mode"`
-	CPUs    int     `json:"cpus"`
-	Arch    string  `json:"arch"`
+	Mode string `json:"mode"`
+	CPUs int    `json:"cpus"`
+	Arch string `json:"arch"`
+	// Kernels is the cpu device's instruction-set path (cpu.KernelPath).
+	Kernels string  `json:"kernels"`
 	Seconds float64 `json:"seconds"`
 	Rows    []Row   `json:"rows"`
 	// Torch is the PyTorch comparison, when it ran (RunTorch).
@@ -155,7 +158,7 @@ func Run(c Config) (*Result, error) {
 			}
 		}
 	}
-	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH}
+	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Kernels: cpu.KernelPath()}
 	for _, s := range setups {
 		var plain *Row
 		for _, t := range techs {

@@ -47,6 +47,9 @@ func TestTinyBench(t *testing.T) {
 	if len(got.Rows) != 2*len(want) {
 		t.Fatalf("bench.json has %d rows, want %d", len(got.Rows), 2*len(want))
 	}
+	if k := got.Kernels; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" {
+		t.Errorf("bench.json's kernels = %q, want the cpu device's path", k)
+	}
 	rows := map[string]Row{}
 	for i, r := range got.Rows {
 		model := []string{"resnet", "transformer"}[i/len(want)]

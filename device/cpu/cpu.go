@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
 // New returns the logical cpu device cpu:index with its own accounting.
@@ -23,6 +24,12 @@ func New(index int, o device.Options) *device.Device {
 type backend struct{}
 
 func (backend) Kind() string { return "cpu" }
+
+// KernelPath names the instruction-set path the cpu device's kernels take
+// on this machine: "go" (no assembly: another architecture, or the noasm
+// build tag), "avx2", "avx512" or "avx512+vnni". Benchmarks record it, so
+// that figures from different machines are read for what ran.
+func KernelPath() string { return kernels.CPU.Path() }
 
 func (backend) Alloc(n int64) (device.Memory, error) {
 	b, err := osAlloc(n)

@@ -36,9 +36,13 @@ func detect() Features {
 	}
 }
 
-// Path names the widest path in use, for benchmarks and reports.
+// Path names the widest path in use, for benchmarks and reports: "go"
+// (no assembly), "avx2", "avx512" or "avx512+vnni" (the int8 GEMM on
+// VPDPBUSD as well).
 func (f Features) Path() string {
 	switch {
+	case f.AVX512 && f.AVX512VNNI:
+		return "avx512+vnni"
 	case f.AVX512:
 		return "avx512"
 	case f.AVX2FMA:

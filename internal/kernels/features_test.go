@@ -1,0 +1,29 @@
+package kernels
+
+import "testing"
+
+// TestFeaturesPath checks the path names that benchmarks and reports
+// record, widest first, and that this machine's is consistent with its
+// features.
+func TestFeaturesPath(t *testing.T) {
+	for _, c := range []struct {
+		f    Features
+		want string
+	}{
+		{Features{}, "go"},
+		{Features{AVX2FMA: true, F16C: true}, "avx2"},
+		{Features{AVX2FMA: true, F16C: true, AVX512: true}, "avx512"},
+		{Features{AVX2FMA: true, F16C: true, AVX512: true, AVX512VNNI: true}, "avx512+vnni"},
+	} {
+		if got := c.f.Path(); got != c.want {
+			t.Errorf("%+v.Path() = %q, want %q", c.f, got, c.want)
+		}
+	}
+	if noasm && CPU != (Features{}) {
+		t.Errorf("noasm build reports features %+v", CPU)
+	}
+	if CPU.AVX512VNNI && !CPU.AVX512 {
+		t.Errorf("AVX512VNNI without AVX512: %+v", CPU)
+	}
+	t.Logf("this machine: %s", CPU.Path())
+}
