@@ -13,7 +13,8 @@ import (
 //
 // Ranges: every int8 value, -128 included, in A and B, and K up to
 // MaxI8K = 131071. Then |C[i][j]| ≤ K·128·128 < 2^31 and the result equals
-// the exact integer sum; nothing saturates or wraps. (PyTorch's and
+// the exact integer sum; nothing saturates (the VNNI layout wraps its
+// intermediate sums, exactly; int8_quad.go). (PyTorch's and
 // oneDNN's u8·s8 paths instead need 7-bit operands on CPUs without VNNI;
 // this one does not.)
 //
