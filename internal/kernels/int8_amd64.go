@@ -38,6 +38,12 @@ func i8DequantRow(out *float32, in *int32, sb, bias *float32, sa float32, n, fla
 //go:noescape
 func i8KernelQuadsVNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
 
+// i8KernelQuads6VNNI is i8KernelQuadsVNNI for the first six rows of the
+// 12-row group only.
+//
+//go:noescape
+func i8KernelQuads6VNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
+
 // i8PackBQuads interleaves rows r0..r3 of B (one k-quad) for groups panels
 // of 16 columns, adding 128: 64 bytes per panel, panels stride bytes
 // apart in dst.

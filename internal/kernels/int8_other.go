@@ -22,3 +22,7 @@ func i8KernelQuadsVNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accum
 }
 
 func i8PackBQuads(dst *byte, r0, r1, r2, r3 *int8, groups, stride int) { panic("kernels: no assembly") }
+
+func i8KernelQuads6VNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool) {
+	panic("kernels: no assembly")
+}

@@ -214,7 +214,7 @@ func i8RectQuads(a []int8, lda int, b *PackedI8, c []int32, ldc, r0, r1, p0, p1 
 						i8KernelQuads(kc, &ap[0], &bp[0], &c[ci], ldc, &corr[ir], accumulate)
 						continue
 					}
-					i8KernelQuads(kc, &ap[0], &bp[0], &edge[0], i8NR, &corr[ir], false)
+					i8KernelQuadsRows(mr, kc, &ap[0], &bp[0], &edge[0], i8NR, &corr[ir])
 					for r := range mr {
 						row := c[ci+r*ldc : ci+r*ldc+nr]
 						e := edge[r*i8NR : r*i8NR+nr]
@@ -244,17 +244,37 @@ func i8KernelQuads(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulat
 	i8KernelQuadsGo(kq, a, b, c, ldc, corr, accumulate)
 }
 
+// i8KernelQuadsRows computes the first rows (1..i8QMR) of an edge tile
+// into edge (row stride ldc): with at most six, only six rows of the group
+// are computed, so a short last group does not cost a whole tile.
+func i8KernelQuadsRows(rows, kq int, a, b *byte, edge *int32, ldc int, corr *int32) {
+	switch {
+	case rows > 6:
+		i8KernelQuads(kq, a, b, edge, ldc, corr, false)
+	case CPU.AVX512VNNI:
+		i8KernelQuads6VNNI(kq, a, b, edge, ldc, corr, false)
+	default:
+		i8KernelQuadsGoRows(6, kq, a, b, edge, ldc, corr, false)
+	}
+}
+
 // i8KernelQuadsGo is the pure-Go twin of the VNNI micro-kernel, on the
 // same packed layout and with the same wrapping int32 arithmetic.
 func i8KernelQuadsGo(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool) {
+	i8KernelQuadsGoRows(i8QMR, kq, a, b, c, ldc, corr, accumulate)
+}
+
+// i8KernelQuadsGoRows is i8KernelQuadsGo for the first rows rows of the
+// group (the twin of i8KernelQuads6VNNI with rows = 6).
+func i8KernelQuadsGoRows(rows, kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool) {
 	as := unsafe.Slice(a, kq*4*i8QMR)
 	bs := unsafe.Slice(b, kq*4*i8NR)
-	cr := unsafe.Slice(corr, i8QMR)
+	cr := unsafe.Slice(corr, rows)
 	var acc [i8QMR][i8NR]int32
 	for q := range kq {
 		ag := as[q*4*i8QMR : (q+1)*4*i8QMR]
 		bg := bs[q*4*i8NR : (q+1)*4*i8NR]
-		for r := range i8QMR {
+		for r := range rows {
 			a0, a1, a2, a3 := int32(int8(ag[4*r])), int32(int8(ag[4*r+1])), int32(int8(ag[4*r+2])), int32(int8(ag[4*r+3]))
 			row := &acc[r]
 			for j := range i8NR {
@@ -262,8 +282,8 @@ func i8KernelQuadsGo(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumul
 			}
 		}
 	}
-	cs := unsafe.Slice(c, (i8QMR-1)*ldc+i8NR)
-	for r := range i8QMR {
+	cs := unsafe.Slice(c, (rows-1)*ldc+i8NR)
+	for r := range rows {
 		row := cs[r*ldc : r*ldc+i8NR]
 		for j := range row {
 			v := acc[r][j] - cr[r]

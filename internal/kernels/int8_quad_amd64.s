@@ -161,6 +161,105 @@ add:
 	VZEROUPPER
 	RET
 
+// QUAD6 is QUAD for the first six rows of the group only.
+#define QUAD6(ao, bo) \
+	VMOVDQU32 bo(BX), Z12; \
+	VPDPBUSD.BCST ao+0(AX), Z12, Z0; \
+	VPDPBUSD.BCST ao+4(AX), Z12, Z1; \
+	VPDPBUSD.BCST ao+8(AX), Z12, Z2; \
+	VPDPBUSD.BCST ao+12(AX), Z12, Z3; \
+	VPDPBUSD.BCST ao+16(AX), Z12, Z4; \
+	VPDPBUSD.BCST ao+20(AX), Z12, Z5
+
+// func i8KernelQuads6VNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
+//
+// i8KernelQuadsVNNI for the first six rows of the 12-row group (the A
+// layout is unchanged, 48 bytes per quad): the edge of a matrix whose rows
+// leave at most six in the last group.
+TEXT ·i8KernelQuads6VNNI(SB), NOSPLIT, $0-49
+	MOVQ    kq+0(FP), CX
+	MOVQ    a+8(FP), AX
+	MOVQ    b+16(FP), BX
+	MOVQ    c+24(FP), DI
+	MOVQ    ldc+32(FP), SI
+	SHLQ    $2, SI
+	MOVQ    corr+40(FP), R9
+	MOVBLZX accumulate+48(FP), R10
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   odd6
+
+loop6:
+	QUAD6(0, 0)
+	QUAD6(48, 64)
+	ADDQ $96, AX
+	ADDQ $128, BX
+	DECQ DX
+	JNZ  loop6
+
+odd6:
+	TESTQ $1, CX
+	JZ    fix6
+	QUAD6(0, 0)
+
+fix6:
+	VPBROADCASTD 0(R9), Z13
+	VPSUBD       Z13, Z0, Z0
+	VPBROADCASTD 4(R9), Z13
+	VPSUBD       Z13, Z1, Z1
+	VPBROADCASTD 8(R9), Z13
+	VPSUBD       Z13, Z2, Z2
+	VPBROADCASTD 12(R9), Z13
+	VPSUBD       Z13, Z3, Z3
+	VPBROADCASTD 16(R9), Z13
+	VPSUBD       Z13, Z4, Z4
+	VPBROADCASTD 20(R9), Z13
+	VPSUBD       Z13, Z5, Z5
+	TESTQ R10, R10
+	JNZ   add6
+	VMOVDQU32 Z0, (DI)
+	ADDQ      SI, DI
+	VMOVDQU32 Z1, (DI)
+	ADDQ      SI, DI
+	VMOVDQU32 Z2, (DI)
+	ADDQ      SI, DI
+	VMOVDQU32 Z3, (DI)
+	ADDQ      SI, DI
+	VMOVDQU32 Z4, (DI)
+	ADDQ      SI, DI
+	VMOVDQU32 Z5, (DI)
+	VZEROUPPER
+	RET
+
+add6:
+	VPADDD    (DI), Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ      SI, DI
+	VPADDD    (DI), Z1, Z1
+	VMOVDQU32 Z1, (DI)
+	ADDQ      SI, DI
+	VPADDD    (DI), Z2, Z2
+	VMOVDQU32 Z2, (DI)
+	ADDQ      SI, DI
+	VPADDD    (DI), Z3, Z3
+	VMOVDQU32 Z3, (DI)
+	ADDQ      SI, DI
+	VPADDD    (DI), Z4, Z4
+	VMOVDQU32 Z4, (DI)
+	ADDQ      SI, DI
+	VPADDD    (DI), Z5, Z5
+	VMOVDQU32 Z5, (DI)
+	VZEROUPPER
+	RET
+
 // func i8PackBQuads(dst *byte, r0, r1, r2, r3 *int8, groups, stride int)
 //
 // Interleaves rows r0..r3 of B (one k-quad) for groups panels of 16

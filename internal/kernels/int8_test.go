@@ -213,19 +213,25 @@ func TestI8QuadsKernelMatchesGo(t *testing.T) {
 		for i := range corr {
 			corr[i] = int32(r.Uint32())
 		}
-		for _, acc := range []bool{false, true} {
-			const ldc = i8NR + 3
-			got := make([]int32, i8QMR*ldc)
-			want := make([]int32, i8QMR*ldc)
-			for i := range got {
-				got[i] = int32(i)
-				want[i] = int32(i)
-			}
-			i8KernelQuadsVNNI(kq, &a[0], &b[0], &got[0], ldc, &corr[0], acc)
-			i8KernelQuadsGo(kq, &a[0], &b[0], &want[0], ldc, &corr[0], acc)
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("kq=%d accumulate=%v: C[%d] = %d, Go kernel %d", kq, acc, i, got[i], want[i])
+		for _, rows := range []int{i8QMR, 6} {
+			for _, acc := range []bool{false, true} {
+				const ldc = i8NR + 3
+				got := make([]int32, i8QMR*ldc)
+				want := make([]int32, i8QMR*ldc)
+				for i := range got {
+					got[i] = int32(i)
+					want[i] = int32(i)
+				}
+				if rows == i8QMR {
+					i8KernelQuadsVNNI(kq, &a[0], &b[0], &got[0], ldc, &corr[0], acc)
+				} else {
+					i8KernelQuads6VNNI(kq, &a[0], &b[0], &got[0], ldc, &corr[0], acc)
+				}
+				i8KernelQuadsGoRows(rows, kq, &a[0], &b[0], &want[0], ldc, &corr[0], acc)
+				for i := range got { // rows beyond the kernel's stay as they were
+					if got[i] != want[i] {
+						t.Fatalf("kq=%d rows=%d accumulate=%v: C[%d] = %d, Go kernel %d", kq, rows, acc, i, got[i], want[i])
+					}
 				}
 			}
 		}
