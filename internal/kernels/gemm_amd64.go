@@ -26,6 +26,12 @@ func sgemmAVX2(k int, a, b, c []float32, ldc int, beta float32, mode int) {
 //go:noescape
 func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 
+// sgemmKernelAVX512Half is sgemmKernelAVX512 for the first six rows of
+// the tile only.
+//
+//go:noescape
+func sgemmKernelAVX512Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
 //go:noescape
 func sgemmCopyRows16AVX2(dst, src *float32, ld, k int)
 
@@ -105,7 +111,17 @@ var sgemmAVX2Kernel = gemmKernel[float32]{name: "avx2-6x16", mr: 6, nr: 16, mc: 
 // sizes: a kc×32 B micro-panel of 24 KiB stays in a 32 or 48 KiB L1 beside
 // the A micro-panel it meets (9 KiB); the mc×kc A block is 180 KiB of L2.
 var sgemmAVX512Kernel = gemmKernel[float32]{name: "avx512-12x32", mr: 12, nr: 32, mc: 240, kc: 192, nc: 2048,
-	full: sgemmAVX512, packA: packRows12[float32], packBT: packCols32[float32]}
+	full: sgemmAVX512, half: sgemmAVX512Half, packA: packRows12[float32], packBT: packCols32[float32]}
+
+// sgemmAVX512Half is the checked Go entry to the six-row AVX-512 kernel.
+func sgemmAVX512Half(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	if k > 0 {
+		_ = a[12*k-1]
+		_ = b[32*k-1]
+	}
+	_ = c[5*ldc+31]
+	sgemmKernelAVX512Half(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+}
 
 // sgemmAVX512 is the checked Go entry to the AVX-512 micro-kernel.
 func sgemmAVX512(k int, a, b, c []float32, ldc int, beta float32, mode int) {

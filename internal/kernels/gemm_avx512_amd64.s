@@ -244,3 +244,113 @@ beta:
 	BETAROW(Z22, Z23)
 	VZEROUPPER
 	RET
+
+// STEP6(ao, bo) is STEP for the first six rows only.
+#define STEP6(ao, bo) \
+	VMOVUPS      (bo)(BX), Z24; \
+	VMOVUPS      (bo+64)(BX), Z25; \
+	VBROADCASTSS (ao)(AX), Z26; \
+	VFMADD231PS  Z24, Z26, Z0; \
+	VFMADD231PS  Z25, Z26, Z1; \
+	VBROADCASTSS (ao+4)(AX), Z27; \
+	VFMADD231PS  Z24, Z27, Z2; \
+	VFMADD231PS  Z25, Z27, Z3; \
+	VBROADCASTSS (ao+8)(AX), Z28; \
+	VFMADD231PS  Z24, Z28, Z4; \
+	VFMADD231PS  Z25, Z28, Z5; \
+	VBROADCASTSS (ao+12)(AX), Z29; \
+	VFMADD231PS  Z24, Z29, Z6; \
+	VFMADD231PS  Z25, Z29, Z7; \
+	VBROADCASTSS (ao+16)(AX), Z30; \
+	VFMADD231PS  Z24, Z30, Z8; \
+	VFMADD231PS  Z25, Z30, Z9; \
+	VBROADCASTSS (ao+20)(AX), Z31; \
+	VFMADD231PS  Z24, Z31, Z10; \
+	VFMADD231PS  Z25, Z31, Z11
+
+// func sgemmKernelAVX512Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// sgemmKernelAVX512 for the first six rows of the tile: the A panel is
+// still 12 floats per k, and only six rows of C are read or written.
+TEXT ·sgemmKernelAVX512Half(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+	MOVQ CX, DX
+	SHRQ $2, DX
+	JZ   htail
+
+hloop4:
+	STEP6(0, 0)
+	STEP6(48, 128)
+	STEP6(96, 256)
+	STEP6(144, 384)
+	ADDQ $192, AX
+	ADDQ $512, BX
+	DECQ DX
+	JNZ  hloop4
+
+htail:
+	ANDQ $3, CX
+	JZ   hstore
+
+hloop1:
+	STEP6(0, 0)
+	ADDQ $48, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  hloop1
+
+hstore:
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  hadd
+	CMPQ DX, $2
+	JEQ  hbeta
+
+	STORE(Z0, Z1)
+	STORE(Z2, Z3)
+	STORE(Z4, Z5)
+	STORE(Z6, Z7)
+	STORE(Z8, Z9)
+	STORE(Z10, Z11)
+	VZEROUPPER
+	RET
+
+hadd:
+	ADDROW(Z0, Z1)
+	ADDROW(Z2, Z3)
+	ADDROW(Z4, Z5)
+	ADDROW(Z6, Z7)
+	ADDROW(Z8, Z9)
+	ADDROW(Z10, Z11)
+	VZEROUPPER
+	RET
+
+hbeta:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW(Z0, Z1)
+	BETAROW(Z2, Z3)
+	BETAROW(Z4, Z5)
+	BETAROW(Z6, Z7)
+	BETAROW(Z8, Z9)
+	BETAROW(Z10, Z11)
+	VZEROUPPER
+	RET

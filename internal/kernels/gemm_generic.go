@@ -48,6 +48,10 @@ type gemmKernel[T Float] struct {
 	// panels a (k·mr values) and b (k·nr): mode 0 stores A·B, mode 1 adds
 	// it to C and mode 2 stores A·B + beta·C.
 	full func(k int, a, b, c []T, ldc int, beta T, mode int)
+	// half, when set, is full for the first mr/2 rows of the tile only
+	// (panels as for full): edge tiles with at most mr/2 rows use it, so
+	// that a short last row panel does not cost a whole tile.
+	half func(k int, a, b, c []T, ldc int, beta T, mode int)
 	// Packers of whole panels from T sources (nil: generic loops). packA
 	// turns mr rows of k values, ld apart from src[at:], into k groups of
 	// mr times alpha; packAT copies k rows of mr values, ld apart, into k
@@ -90,8 +94,16 @@ func dgemmGo(k int, a, b, c []float64, ldc int, beta float64, mode int) {
 //
 //go:norace
 func microGo[T Float](mr, nr, k int, a, b, c []T, ldc int, beta T, mode int) {
+	microGoRows(mr, mr, nr, k, a, b, c, ldc, beta, mode)
+}
+
+// microGoRows is microGo for the first rows rows of the tile (rows a
+// multiple of 3, at most mr), the A panel still mr values per k.
+//
+//go:norace
+func microGoRows[T Float](mr, rows, nr, k int, a, b, c []T, ldc int, beta T, mode int) {
 	a, b = a[:mr*k], b[:nr*k]
-	for i := 0; i < mr; i += 3 {
+	for i := 0; i < rows; i += 3 {
 		for j := 0; j < nr; j += 2 {
 			var c00, c01, c10, c11, c20, c21 T
 			ai, bj := i, j
@@ -324,7 +336,11 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
 				continue
 			}
-			kn.full(kc, ap, bp, tmp, nr, 0, 0)
+			if rows <= mr/2 && kn.half != nil {
+				kn.half(kc, ap, bp, tmp, nr, 0, 0)
+			} else {
+				kn.full(kc, ap, bp, tmp, nr, 0, 0)
+			}
 			for r := range rows {
 				dst := c[at+r*ldc : at+r*ldc+cols]
 				src := tmp[r*nr : r*nr+cols]
