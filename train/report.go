@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
 )
 
 // Report is the JSON record of a run (--report FILE): what was trained,
@@ -33,6 +34,10 @@ type Report struct {
 	// Extra holds example-specific results (samples generated, …).
 	Extra map[string]any `json:"extra,omitempty"`
 	Stats device.Stats   `json:"stats"`
+	// Kernels is the cpu device's instruction-set path
+	// (cpu.KernelPath: go, avx2, avx512 or avx512+vnni); Write fills it
+	// in when it is empty, so speeds are read for what ran.
+	Kernels string `json:"kernels"`
 }
 
 // PeakBytes is the peak of exact requested bytes per tag, and of all tags
@@ -59,8 +64,11 @@ func Peaks(st device.Stats) PeakBytes {
 }
 
 // Write writes the report as indented JSON, atomically (temporary file and
-// rename).
+// rename), filling in Kernels first when it is empty.
 func (r *Report) Write(path string) error {
+	if r.Kernels == "" {
+		r.Kernels = cpu.KernelPath()
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -41,6 +41,9 @@ func TestSmokeReport(t *testing.T) {
 			t.Errorf("report has no %q: %s", k, b)
 		}
 	}
+	if k := r["kernels"]; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" {
+		t.Errorf("report's kernels = %v, want the cpu device's path", k)
+	}
 	if r["steps"].(float64) != 3 || !(r["final_loss"].(float64) > 0) || !(r["samples_per_sec"].(float64) > 0) {
 		t.Errorf("report values: %s", b)
 	}
