@@ -280,6 +280,16 @@ DATA fmc<>+856(SB)/4, $0xff800000
 DATA fmc<>+860(SB)/4, $0xff800000
 GLOBL fmc<>(SB), RODATA|NOPTR, $864
 
+// SUMPD adds the eight floats of y (x is its low half), widened to
+// float64, into the running sums Y13 (lanes 0-3) and Y14 (lanes 4-7);
+// Y10 and Y11 are scratch.
+#define SUMPD(y, x) \
+	VCVTPS2PD    x, Y10       \
+	VEXTRACTF128 $1, y, X11   \
+	VCVTPS2PD    X11, Y11     \
+	VADDPD       Y10, Y13, Y13 \
+	VADDPD       Y11, Y14, Y14
+
 // EXPF sets y = exp32(x) for 8 lanes, using n, t, u and m as scratch; x is
 // left unchanged. The operations and their order are exp32's. Lanes below
 // C_LO are set to 0 by a mask rather than computed: their arithmetic would
@@ -415,16 +425,8 @@ exploop16:
 	EXPF(Y5, Y6, Y7, Y8, Y9, Y11)
 	VMOVUPS      Y1, (DI)
 	VMOVUPS      Y6, 32(DI)
-	VCVTPS2PD    X1, Y10
-	VEXTRACTF128 $1, Y1, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
-	VCVTPS2PD    X6, Y10
-	VEXTRACTF128 $1, Y6, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
+	SUMPD(Y1, X1)
+	SUMPD(Y6, X6)
 	ADDQ         $64, SI
 	ADDQ         $64, DI
 	SUBQ         $16, CX
@@ -438,11 +440,7 @@ exptail:
 	VSUBPS       Y15, Y0, Y0
 	EXPF(Y0, Y1, Y2, Y3, Y4, Y10)
 	VMOVUPS      Y1, (DI)
-	VCVTPS2PD    X1, Y10
-	VEXTRACTF128 $1, Y1, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
+	SUMPD(Y1, X1)
 
 expdone:
 	VMOVUPD      Y13, (DX)
@@ -554,16 +552,8 @@ erloop16:
 	EXPF(Y5, Y6, Y7, Y8, Y9, Y11)
 	VMOVUPS      Y1, (SI)
 	VMOVUPS      Y6, 32(SI)
-	VCVTPS2PD    X1, Y10
-	VEXTRACTF128 $1, Y1, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
-	VCVTPS2PD    X6, Y10
-	VEXTRACTF128 $1, Y6, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
+	SUMPD(Y1, X1)
+	SUMPD(Y6, X6)
 	ADDQ         $64, SI
 	SUBQ         $16, CX
 	CMPQ         CX, $16
@@ -576,11 +566,7 @@ ertail:
 	VSUBPS       Y15, Y0, Y0
 	EXPF(Y0, Y1, Y2, Y3, Y4, Y10)
 	VMOVUPS      Y1, (SI)
-	VCVTPS2PD    X1, Y10
-	VEXTRACTF128 $1, Y1, X11
-	VCVTPS2PD    X11, Y11
-	VADDPD       Y10, Y13, Y13
-	VADDPD       Y11, Y14, Y14
+	SUMPD(Y1, X1)
 
 erstore:
 	VADDPD       Y14, Y13, Y13

@@ -2,10 +2,11 @@
 
 #include "textflag.h"
 
-// The AVX-512 float32 GEMM micro-kernel: one 12×32 tile of C from a packed
-// A micro-panel (k×12, k-major) and a packed B micro-panel (k×32, k-major).
-// It is the AVX2 kernel's design at twice the width: the wider tile keeps
-// the ratio of FMAs to loads that the 6×16 one has in YMM registers.
+// The AVX-512 float32 GEMM micro-kernels: one 12×32 tile of C (or its
+// first six rows) from a packed A micro-panel (k×12, k-major) and a packed
+// B micro-panel (k×32, k-major). It is the AVX2 kernel's design at twice
+// the width: the wider tile keeps the ratio of FMAs to loads that the 6×16
+// one has in YMM registers.
 //
 // Registers: Z0..Z23 accumulate the tile, row r in Z(2r) (columns 0..15)
 // and Z(2r+1) (columns 16..31); Z24, Z25 hold one row of B; Z26..Z31 take
@@ -13,46 +14,33 @@
 // broadcasts of A and 24 independent FMAs, which covers the 4-cycle FMA
 // latency on two FMA pipes with room to spare.
 
-// STEP(ao, bo) does one k step with A at ao(AX) and B at bo(BX).
+// ROW(ao, t, lo, hi) adds one k step to a row: A's element at ao(AX),
+// broadcast into t, times B's row in Z24 and Z25.
+#define ROW(ao, t, lo, hi) \
+	VBROADCASTSS ao(AX), t; \
+	VFMADD231PS  Z24, t, lo; \
+	VFMADD231PS  Z25, t, hi
+
+// STEP6(ao, bo) does one k step of rows 0..5 with A at ao(AX) and B at
+// bo(BX); STEP does all twelve rows.
+#define STEP6(ao, bo) \
+	VMOVUPS (bo)(BX), Z24; \
+	VMOVUPS (bo+64)(BX), Z25; \
+	ROW(ao, Z26, Z0, Z1); \
+	ROW(ao+4, Z27, Z2, Z3); \
+	ROW(ao+8, Z28, Z4, Z5); \
+	ROW(ao+12, Z29, Z6, Z7); \
+	ROW(ao+16, Z30, Z8, Z9); \
+	ROW(ao+20, Z31, Z10, Z11)
+
 #define STEP(ao, bo) \
-	VMOVUPS      (bo)(BX), Z24; \
-	VMOVUPS      (bo+64)(BX), Z25; \
-	VBROADCASTSS (ao)(AX), Z26; \
-	VFMADD231PS  Z24, Z26, Z0; \
-	VFMADD231PS  Z25, Z26, Z1; \
-	VBROADCASTSS (ao+4)(AX), Z27; \
-	VFMADD231PS  Z24, Z27, Z2; \
-	VFMADD231PS  Z25, Z27, Z3; \
-	VBROADCASTSS (ao+8)(AX), Z28; \
-	VFMADD231PS  Z24, Z28, Z4; \
-	VFMADD231PS  Z25, Z28, Z5; \
-	VBROADCASTSS (ao+12)(AX), Z29; \
-	VFMADD231PS  Z24, Z29, Z6; \
-	VFMADD231PS  Z25, Z29, Z7; \
-	VBROADCASTSS (ao+16)(AX), Z30; \
-	VFMADD231PS  Z24, Z30, Z8; \
-	VFMADD231PS  Z25, Z30, Z9; \
-	VBROADCASTSS (ao+20)(AX), Z31; \
-	VFMADD231PS  Z24, Z31, Z10; \
-	VFMADD231PS  Z25, Z31, Z11; \
-	VBROADCASTSS (ao+24)(AX), Z26; \
-	VFMADD231PS  Z24, Z26, Z12; \
-	VFMADD231PS  Z25, Z26, Z13; \
-	VBROADCASTSS (ao+28)(AX), Z27; \
-	VFMADD231PS  Z24, Z27, Z14; \
-	VFMADD231PS  Z25, Z27, Z15; \
-	VBROADCASTSS (ao+32)(AX), Z28; \
-	VFMADD231PS  Z24, Z28, Z16; \
-	VFMADD231PS  Z25, Z28, Z17; \
-	VBROADCASTSS (ao+36)(AX), Z29; \
-	VFMADD231PS  Z24, Z29, Z18; \
-	VFMADD231PS  Z25, Z29, Z19; \
-	VBROADCASTSS (ao+40)(AX), Z30; \
-	VFMADD231PS  Z24, Z30, Z20; \
-	VFMADD231PS  Z25, Z30, Z21; \
-	VBROADCASTSS (ao+44)(AX), Z31; \
-	VFMADD231PS  Z24, Z31, Z22; \
-	VFMADD231PS  Z25, Z31, Z23
+	STEP6(ao, bo); \
+	ROW(ao+24, Z26, Z12, Z13); \
+	ROW(ao+28, Z27, Z14, Z15); \
+	ROW(ao+32, Z28, Z16, Z17); \
+	ROW(ao+36, Z29, Z18, Z19); \
+	ROW(ao+40, Z30, Z20, Z21); \
+	ROW(ao+44, Z31, Z22, Z23)
 
 // STORE(lo, hi) writes one row: C[0:16] = lo, C[16:32] = hi.
 #define STORE(lo, hi) \
@@ -76,18 +64,25 @@
 	VMOVUPS     hi, 64(DI);      \
 	ADDQ        SI, DI
 
+// ARGS loads the kernels' arguments: k in CX (and k/4 in DX), a in AX, b
+// in BX, c in DI, ldc in bytes in SI.
+#define ARGS \
+	MOVQ k+0(FP), CX; \
+	MOVQ a+8(FP), AX; \
+	MOVQ b+16(FP), BX; \
+	MOVQ c+24(FP), DI; \
+	MOVQ ldc+32(FP), SI; \
+	SHLQ $2, SI; \
+	MOVQ CX, DX; \
+	SHRQ $2, DX
+
 // func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
 // mode 0: C = A·B; mode 1: C += A·B; mode 2: C = A·B + beta·C. ldc is in
 // elements. The caller guarantees k ≥ 0, 12k floats at a, 32k at b and a
 // full 12×32 tile at c.
 TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
+	ARGS
 
 	// Touch the C tile early so its lines arrive during the k loop.
 	MOVQ DI, R8
@@ -163,10 +158,8 @@ TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
 	VPXORD Z21, Z21, Z21
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
-
-	MOVQ CX, DX
-	SHRQ $2, DX
-	JZ   tail
+	TESTQ DX, DX
+	JZ    tail
 
 loop4:
 	PREFETCHT0 768(AX)
@@ -245,41 +238,12 @@ beta:
 	VZEROUPPER
 	RET
 
-// STEP6(ao, bo) is STEP for the first six rows only.
-#define STEP6(ao, bo) \
-	VMOVUPS      (bo)(BX), Z24; \
-	VMOVUPS      (bo+64)(BX), Z25; \
-	VBROADCASTSS (ao)(AX), Z26; \
-	VFMADD231PS  Z24, Z26, Z0; \
-	VFMADD231PS  Z25, Z26, Z1; \
-	VBROADCASTSS (ao+4)(AX), Z27; \
-	VFMADD231PS  Z24, Z27, Z2; \
-	VFMADD231PS  Z25, Z27, Z3; \
-	VBROADCASTSS (ao+8)(AX), Z28; \
-	VFMADD231PS  Z24, Z28, Z4; \
-	VFMADD231PS  Z25, Z28, Z5; \
-	VBROADCASTSS (ao+12)(AX), Z29; \
-	VFMADD231PS  Z24, Z29, Z6; \
-	VFMADD231PS  Z25, Z29, Z7; \
-	VBROADCASTSS (ao+16)(AX), Z30; \
-	VFMADD231PS  Z24, Z30, Z8; \
-	VFMADD231PS  Z25, Z30, Z9; \
-	VBROADCASTSS (ao+20)(AX), Z31; \
-	VFMADD231PS  Z24, Z31, Z10; \
-	VFMADD231PS  Z25, Z31, Z11
-
 // func sgemmKernelAVX512Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
 // sgemmKernelAVX512 for the first six rows of the tile: the A panel is
 // still 12 floats per k, and only six rows of C are read or written.
 TEXT ·sgemmKernelAVX512Half(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-
+	ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -292,12 +256,10 @@ TEXT ·sgemmKernelAVX512Half(SB), NOSPLIT, $0-56
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
+	TESTQ DX, DX
+	JZ    tailh
 
-	MOVQ CX, DX
-	SHRQ $2, DX
-	JZ   htail
-
-hloop4:
+loop4h:
 	STEP6(0, 0)
 	STEP6(48, 128)
 	STEP6(96, 256)
@@ -305,25 +267,25 @@ hloop4:
 	ADDQ $192, AX
 	ADDQ $512, BX
 	DECQ DX
-	JNZ  hloop4
+	JNZ  loop4h
 
-htail:
+tailh:
 	ANDQ $3, CX
-	JZ   hstore
+	JZ   storeh
 
-hloop1:
+loop1h:
 	STEP6(0, 0)
 	ADDQ $48, AX
 	ADDQ $128, BX
 	DECQ CX
-	JNZ  hloop1
+	JNZ  loop1h
 
-hstore:
+storeh:
 	MOVQ mode+48(FP), DX
 	CMPQ DX, $1
-	JEQ  hadd
+	JEQ  addh
 	CMPQ DX, $2
-	JEQ  hbeta
+	JEQ  betah
 
 	STORE(Z0, Z1)
 	STORE(Z2, Z3)
@@ -334,7 +296,7 @@ hstore:
 	VZEROUPPER
 	RET
 
-hadd:
+addh:
 	ADDROW(Z0, Z1)
 	ADDROW(Z2, Z3)
 	ADDROW(Z4, Z5)
@@ -344,7 +306,7 @@ hadd:
 	VZEROUPPER
 	RET
 
-hbeta:
+betah:
 	VBROADCASTSS beta+40(FP), Z24
 	BETAROW(Z0, Z1)
 	BETAROW(Z2, Z3)

@@ -77,14 +77,40 @@ func PackI8(k, n int, b []int8, ldb int, trans bool) *PackedI8 {
 	return p
 }
 
-// pack fills p's panels from B in the layout this CPU multiplies fastest.
+// pack fills p's panels from B (K×N, or N×K when trans) in the layout this
+// CPU multiplies fastest: 16-column panels of k-pairs or of k-quads (see
+// the file comments). The work is shared out by panel when B is N×K and
+// by k-group otherwise, about 64 KiB of output per task.
 func (p *PackedI8) pack(b []int8, ldb int, trans bool) {
 	p.quads = i8UseQuads()
+	k, n := p.K, p.N
+	per := 2 // k values per group
 	if p.quads {
-		packI8BQuadsAll(asBytes(p.panels), p.K, p.N, b, ldb, trans)
+		per = 4
+	}
+	groups := (k + per - 1) / per
+	panelLen := groups * per * i8NR // int16 slots (pairs) or bytes (quads)
+	panels := (n + i8NR - 1) / i8NR
+	bytes := asBytes(p.panels)
+	if trans {
+		ParallelFor(panels, max(1, (1<<16)/panelLen), func(lo, hi int) {
+			for jp := lo; jp < hi; jp++ {
+				if p.quads {
+					packI8BQuadsTrans(bytes[jp*panelLen:(jp+1)*panelLen], k, n, b, ldb, jp*i8NR)
+				} else {
+					packI8BTrans(p.panels[jp*panelLen:(jp+1)*panelLen], k, n, b, ldb, jp*i8NR)
+				}
+			}
+		})
 		return
 	}
-	packI8B(p.panels, p.K, p.N, b, ldb, trans)
+	ParallelFor(groups, max(1, (1<<16)/(per*n)), func(lo, hi int) {
+		if p.quads {
+			packI8BQuads(bytes, k, n, b, ldb, lo, hi)
+		} else {
+			packI8BPairs(p.panels, k, n, b, ldb, lo, hi)
+		}
+	})
 }
 
 func packedI8Len(k, n int) int {
@@ -188,17 +214,7 @@ func i8Rect(a []int8, lda int, b *PackedI8, c []int32, ldc, r0, r1, p0, p1 int) 
 						continue
 					}
 					i8Kernel(kc, &ap[0], kc*2, &bp[0], &edge[0], i8NR, false)
-					for r := range mr {
-						row := c[ci+r*ldc : ci+r*ldc+nr]
-						e := edge[r*i8NR : r*i8NR+nr]
-						if accumulate {
-							for j := range row {
-								row[j] += e[j]
-							}
-						} else {
-							copy(row, e)
-						}
-					}
+					mergeI8Edge(c[ci:], ldc, edge[:], mr, nr, accumulate)
 				}
 			}
 		}
@@ -206,24 +222,25 @@ func i8Rect(a []int8, lda int, b *PackedI8, c []int32, ldc, r0, r1, p0, p1 int) 
 	packAPool.Put(buf)
 }
 
-// packI8B widens B into 16-column panels of k-pairs (see the file comment).
-func packI8B(dst []int16, k, n int, b []int8, ldb int, trans bool) {
-	kp := (k + 1) / 2
-	panelLen := kp * 2 * i8NR
-	panels := (n + i8NR - 1) / i8NR
-	if trans {
-		ParallelFor(panels, max(1, (1<<16)/panelLen), func(lo, hi int) {
-			for jp := lo; jp < hi; jp++ {
-				packI8BTrans(dst[jp*panelLen:(jp+1)*panelLen], k, n, b, ldb, jp*i8NR)
+// mergeI8Edge stores (or, accumulating, adds) the top-left mr×nr of an
+// edge tile computed whole into edge (row stride i8NR) into c (row stride
+// ldc).
+func mergeI8Edge(c []int32, ldc int, edge []int32, mr, nr int, accumulate bool) {
+	for r := range mr {
+		row := c[r*ldc : r*ldc+nr]
+		e := edge[r*i8NR : r*i8NR+nr]
+		if accumulate {
+			for j := range row {
+				row[j] += e[j]
 			}
-		})
-		return
+		} else {
+			copy(row, e)
+		}
 	}
-	ParallelFor(kp, max(1, (1<<16)/(2*n)), func(lo, hi int) { packI8BPairs(dst, k, n, b, ldb, lo, hi) })
 }
 
 // packI8BPairs packs k-pairs [lo, hi) of the K×N row-major B into dst's
-// panels (packI8B without transposition, on the calling goroutine).
+// panels, on the calling goroutine.
 func packI8BPairs(dst []int16, k, n int, b []int8, ldb, lo, hi int) {
 	panelLen := (k + 1) / 2 * 2 * i8NR
 	panels := (n + i8NR - 1) / i8NR

@@ -129,22 +129,6 @@ func packI8BQuadsTrans(out []byte, k, n int, b []int8, ldb, j0 int) {
 	}
 }
 
-// packI8BQuadsAll packs all of B into the quads layout (see packI8B).
-func packI8BQuadsAll(dst []byte, k, n int, b []int8, ldb int, trans bool) {
-	kq := (k + 3) / 4
-	panelLen := kq * 4 * i8NR
-	panels := (n + i8NR - 1) / i8NR
-	if trans {
-		ParallelFor(panels, max(1, (1<<16)/panelLen), func(lo, hi int) {
-			for jp := lo; jp < hi; jp++ {
-				packI8BQuadsTrans(dst[jp*panelLen:(jp+1)*panelLen], k, n, b, ldb, jp*i8NR)
-			}
-		})
-		return
-	}
-	ParallelFor(kq, max(1, (1<<16)/(4*n)), func(lo, hi int) { packI8BQuads(dst, k, n, b, ldb, lo, hi) })
-}
-
 // packI8AQuads packs rows [i0, i0+mc) and k-quads [q0, q0+kc) of A into
 // dst in groups of i8QMR rows (see the file comment), zero-padding k
 // beyond K and rows up to the next multiple of i8QMR, and sets corr[r] to
@@ -215,17 +199,7 @@ func i8RectQuads(a []int8, lda int, b *PackedI8, c []int32, ldc, r0, r1, p0, p1 
 						continue
 					}
 					i8KernelQuadsRows(mr, kc, &ap[0], &bp[0], &edge[0], i8NR, &corr[ir])
-					for r := range mr {
-						row := c[ci+r*ldc : ci+r*ldc+nr]
-						e := edge[r*i8NR : r*i8NR+nr]
-						if accumulate {
-							for j := range row {
-								row[j] += e[j]
-							}
-						} else {
-							copy(row, e)
-						}
-					}
+					mergeI8Edge(c[ci:], ldc, edge[:], mr, nr, accumulate)
 				}
 			}
 		}

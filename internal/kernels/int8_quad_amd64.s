@@ -3,26 +3,62 @@
 #include "textflag.h"
 
 // The INT8 GEMM's quads layout (int8_quad.go): the AVX512-VNNI
-// micro-kernel and the AVX2 packer of B.
+// micro-kernels (12 rows, and 6 for a short last group) and the AVX2
+// packer of B.
 
-// QUAD does one k-quad: B's 16 columns' quads at bo(BX) in Z12 (unsigned,
-// b + 128), and for each of the twelve rows its quad of A at ao+4r(AX),
-// broadcast to every lane by the {1to16} operand (signed). VPDPBUSD adds
-// the four u8·s8 products of each lane to the row's accumulator, wrapping.
-#define QUAD(ao, bo) \
+// DOT adds row r's products for one k-quad: its quad of A at ao(AX)
+// (signed), broadcast to every lane by the {1to16} operand, times B's 16
+// columns' quads in Z12 (unsigned, b + 128). VPDPBUSD adds the four
+// u8·s8 products of each lane to the row's accumulator z, wrapping.
+#define DOT(ao, z) VPDPBUSD.BCST ao(AX), Z12, z
+
+// QUAD does one k-quad for all twelve rows, QUAD6 for the first six; B's
+// quads are at bo(BX).
+#define QUAD6(ao, bo) \
 	VMOVDQU32 bo(BX), Z12; \
-	VPDPBUSD.BCST ao+0(AX), Z12, Z0; \
-	VPDPBUSD.BCST ao+4(AX), Z12, Z1; \
-	VPDPBUSD.BCST ao+8(AX), Z12, Z2; \
-	VPDPBUSD.BCST ao+12(AX), Z12, Z3; \
-	VPDPBUSD.BCST ao+16(AX), Z12, Z4; \
-	VPDPBUSD.BCST ao+20(AX), Z12, Z5; \
-	VPDPBUSD.BCST ao+24(AX), Z12, Z6; \
-	VPDPBUSD.BCST ao+28(AX), Z12, Z7; \
-	VPDPBUSD.BCST ao+32(AX), Z12, Z8; \
-	VPDPBUSD.BCST ao+36(AX), Z12, Z9; \
-	VPDPBUSD.BCST ao+40(AX), Z12, Z10; \
-	VPDPBUSD.BCST ao+44(AX), Z12, Z11
+	DOT(ao+0, Z0); \
+	DOT(ao+4, Z1); \
+	DOT(ao+8, Z2); \
+	DOT(ao+12, Z3); \
+	DOT(ao+16, Z4); \
+	DOT(ao+20, Z5)
+
+#define QUAD(ao, bo) \
+	QUAD6(ao, bo); \
+	DOT(ao+24, Z6); \
+	DOT(ao+28, Z7); \
+	DOT(ao+32, Z8); \
+	DOT(ao+36, Z9); \
+	DOT(ao+40, Z10); \
+	DOT(ao+44, Z11)
+
+// STOREROW subtracts the row's correction at off(R9) from z and stores z
+// at DI; ADDROW adds it to what is there instead. Both step DI one row.
+#define STOREROW(off, z) \
+	VPBROADCASTD off(R9), Z13; \
+	VPSUBD       Z13, z, z; \
+	VMOVDQU32    z, (DI); \
+	ADDQ         SI, DI
+
+#define ADDROW(off, z) \
+	VPBROADCASTD off(R9), Z13; \
+	VPSUBD       Z13, z, z; \
+	VPADDD       (DI), z, z; \
+	VMOVDQU32    z, (DI); \
+	ADDQ         SI, DI
+
+// ARGS loads the kernels' arguments (see i8KernelQuadsVNNI).
+#define ARGS \
+	MOVQ    kq+0(FP), CX; \
+	MOVQ    a+8(FP), AX; \
+	MOVQ    b+16(FP), BX; \
+	MOVQ    c+24(FP), DI; \
+	MOVQ    ldc+32(FP), SI; \
+	SHLQ    $2, SI; \
+	MOVQ    corr+40(FP), R9; \
+	MOVBLZX accumulate+48(FP), R10; \
+	MOVQ    CX, DX; \
+	SHRQ    $1, DX
 
 // func i8KernelQuadsVNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
 //
@@ -30,15 +66,7 @@
 // quad) and B (64 bytes per quad), minus corr[r] in row r, stored at c
 // (row stride ldc elements) or added there.
 TEXT ·i8KernelQuadsVNNI(SB), NOSPLIT, $0-49
-	MOVQ    kq+0(FP), CX
-	MOVQ    a+8(FP), AX
-	MOVQ    b+16(FP), BX
-	MOVQ    c+24(FP), DI
-	MOVQ    ldc+32(FP), SI
-	SHLQ    $2, SI
-	MOVQ    corr+40(FP), R9
-	MOVBLZX accumulate+48(FP), R10
-
+	ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -51,125 +79,55 @@ TEXT ·i8KernelQuadsVNNI(SB), NOSPLIT, $0-49
 	VPXORD Z9, Z9, Z9
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
+	TESTQ DX, DX
+	JZ    odd12
 
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   odd
-
-loop2:
+loop12:
 	QUAD(0, 0)
 	QUAD(48, 64)
 	ADDQ $96, AX
 	ADDQ $128, BX
 	DECQ DX
-	JNZ  loop2
+	JNZ  loop12
 
-odd:
+odd12:
 	TESTQ $1, CX
-	JZ    fix
+	JZ    fix12
 	QUAD(0, 0)
 
-fix:
-	VPBROADCASTD 0(R9), Z13
-	VPSUBD       Z13, Z0, Z0
-	VPBROADCASTD 4(R9), Z13
-	VPSUBD       Z13, Z1, Z1
-	VPBROADCASTD 8(R9), Z13
-	VPSUBD       Z13, Z2, Z2
-	VPBROADCASTD 12(R9), Z13
-	VPSUBD       Z13, Z3, Z3
-	VPBROADCASTD 16(R9), Z13
-	VPSUBD       Z13, Z4, Z4
-	VPBROADCASTD 20(R9), Z13
-	VPSUBD       Z13, Z5, Z5
-	VPBROADCASTD 24(R9), Z13
-	VPSUBD       Z13, Z6, Z6
-	VPBROADCASTD 28(R9), Z13
-	VPSUBD       Z13, Z7, Z7
-	VPBROADCASTD 32(R9), Z13
-	VPSUBD       Z13, Z8, Z8
-	VPBROADCASTD 36(R9), Z13
-	VPSUBD       Z13, Z9, Z9
-	VPBROADCASTD 40(R9), Z13
-	VPSUBD       Z13, Z10, Z10
-	VPBROADCASTD 44(R9), Z13
-	VPSUBD       Z13, Z11, Z11
+fix12:
 	TESTQ R10, R10
-	JNZ   add
-	VMOVDQU32 Z0, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z1, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z2, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z3, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z4, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z5, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z6, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z7, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z8, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z9, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z10, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z11, (DI)
+	JNZ   add12
+	STOREROW(0, Z0)
+	STOREROW(4, Z1)
+	STOREROW(8, Z2)
+	STOREROW(12, Z3)
+	STOREROW(16, Z4)
+	STOREROW(20, Z5)
+	STOREROW(24, Z6)
+	STOREROW(28, Z7)
+	STOREROW(32, Z8)
+	STOREROW(36, Z9)
+	STOREROW(40, Z10)
+	STOREROW(44, Z11)
 	VZEROUPPER
 	RET
 
-add:
-	VPADDD    (DI), Z0, Z0
-	VMOVDQU32 Z0, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z1, Z1
-	VMOVDQU32 Z1, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z2, Z2
-	VMOVDQU32 Z2, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z3, Z3
-	VMOVDQU32 Z3, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z4, Z4
-	VMOVDQU32 Z4, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z5, Z5
-	VMOVDQU32 Z5, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z6, Z6
-	VMOVDQU32 Z6, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z7, Z7
-	VMOVDQU32 Z7, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z8, Z8
-	VMOVDQU32 Z8, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z9, Z9
-	VMOVDQU32 Z9, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z10, Z10
-	VMOVDQU32 Z10, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z11, Z11
-	VMOVDQU32 Z11, (DI)
+add12:
+	ADDROW(0, Z0)
+	ADDROW(4, Z1)
+	ADDROW(8, Z2)
+	ADDROW(12, Z3)
+	ADDROW(16, Z4)
+	ADDROW(20, Z5)
+	ADDROW(24, Z6)
+	ADDROW(28, Z7)
+	ADDROW(32, Z8)
+	ADDROW(36, Z9)
+	ADDROW(40, Z10)
+	ADDROW(44, Z11)
 	VZEROUPPER
 	RET
-
-// QUAD6 is QUAD for the first six rows of the group only.
-#define QUAD6(ao, bo) \
-	VMOVDQU32 bo(BX), Z12; \
-	VPDPBUSD.BCST ao+0(AX), Z12, Z0; \
-	VPDPBUSD.BCST ao+4(AX), Z12, Z1; \
-	VPDPBUSD.BCST ao+8(AX), Z12, Z2; \
-	VPDPBUSD.BCST ao+12(AX), Z12, Z3; \
-	VPDPBUSD.BCST ao+16(AX), Z12, Z4; \
-	VPDPBUSD.BCST ao+20(AX), Z12, Z5
 
 // func i8KernelQuads6VNNI(kq int, a, b *byte, c *int32, ldc int, corr *int32, accumulate bool)
 //
@@ -177,25 +135,15 @@ add:
 // layout is unchanged, 48 bytes per quad): the edge of a matrix whose rows
 // leave at most six in the last group.
 TEXT ·i8KernelQuads6VNNI(SB), NOSPLIT, $0-49
-	MOVQ    kq+0(FP), CX
-	MOVQ    a+8(FP), AX
-	MOVQ    b+16(FP), BX
-	MOVQ    c+24(FP), DI
-	MOVQ    ldc+32(FP), SI
-	SHLQ    $2, SI
-	MOVQ    corr+40(FP), R9
-	MOVBLZX accumulate+48(FP), R10
-
+	ARGS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
-
-	MOVQ CX, DX
-	SHRQ $1, DX
-	JZ   odd6
+	TESTQ DX, DX
+	JZ    odd6
 
 loop6:
 	QUAD6(0, 0)
@@ -211,55 +159,26 @@ odd6:
 	QUAD6(0, 0)
 
 fix6:
-	VPBROADCASTD 0(R9), Z13
-	VPSUBD       Z13, Z0, Z0
-	VPBROADCASTD 4(R9), Z13
-	VPSUBD       Z13, Z1, Z1
-	VPBROADCASTD 8(R9), Z13
-	VPSUBD       Z13, Z2, Z2
-	VPBROADCASTD 12(R9), Z13
-	VPSUBD       Z13, Z3, Z3
-	VPBROADCASTD 16(R9), Z13
-	VPSUBD       Z13, Z4, Z4
-	VPBROADCASTD 20(R9), Z13
-	VPSUBD       Z13, Z5, Z5
 	TESTQ R10, R10
 	JNZ   add6
-	VMOVDQU32 Z0, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z1, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z2, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z3, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z4, (DI)
-	ADDQ      SI, DI
-	VMOVDQU32 Z5, (DI)
+	STOREROW(0, Z0)
+	STOREROW(4, Z1)
+	STOREROW(8, Z2)
+	STOREROW(12, Z3)
+	STOREROW(16, Z4)
+	STOREROW(20, Z5)
 	VZEROUPPER
 	RET
 
 add6:
-	VPADDD    (DI), Z0, Z0
-	VMOVDQU32 Z0, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z1, Z1
-	VMOVDQU32 Z1, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z2, Z2
-	VMOVDQU32 Z2, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z3, Z3
-	VMOVDQU32 Z3, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z4, Z4
-	VMOVDQU32 Z4, (DI)
-	ADDQ      SI, DI
-	VPADDD    (DI), Z5, Z5
-	VMOVDQU32 Z5, (DI)
+	ADDROW(0, Z0)
+	ADDROW(4, Z1)
+	ADDROW(8, Z2)
+	ADDROW(12, Z3)
+	ADDROW(16, Z4)
+	ADDROW(20, Z5)
 	VZEROUPPER
 	RET
-
 // func i8PackBQuads(dst *byte, r0, r1, r2, r3 *int8, groups, stride int)
 //
 // Interleaves rows r0..r3 of B (one k-quad) for groups panels of 16
