@@ -17,8 +17,8 @@
 #   BOCHS      a Bochs 3 binary built with EVEX (AVX-512) support. When
 #              unset, one is built from BOCHS_SRC (a checkout of
 #              https://github.com/bochs-emu/Bochs), cloned when unset.
-#              Debian 12's bochs 2.7 hangs booting Linux with AVX-512
-#              models (an exception loop after "Mountpoint-cache").
+#              Debian 12's bochs 2.7 did not boot Linux 6.1 with AVX-512
+#              models here (a page-fault loop after "Mountpoint-cache").
 #   KERNEL     an x86-64 Linux bzImage with a serial console and initramfs
 #              support (default: Debian's newest linux-image-6.12*-cloud,
 #              fetched with apt-get download; 6.1 hung under Bochs here).
@@ -90,8 +90,8 @@ CGO_ENABLED=0 go build -o "$root/init" ./scripts/avx512emu/init.go
 printf '%s\n' -test.v -test.count=1 -test.run "$tests" >"$root/args"
 (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1 >"$iso/boot/initrd.gz")
 cp "$kernel" "$iso/boot/vmlinuz"
-# clearcpuid: Bochs reports XSAVES/XSAVEC sizes that Linux rejects
-# (it then turns XSAVE, and with it AVX, off); PKU likewise.
+# clearcpuid: Bochs 2.7 reported XSAVES/XSAVEC (and PKU) state sizes that
+# Linux rejects, turning XSAVE and with it AVX off; kept for Bochs 3.
 cat >"$iso/boot/grub/grub.cfg" <<'EOF'
 set timeout=0
 serial --unit=0 --speed=115200
