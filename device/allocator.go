@@ -118,6 +118,9 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("device %s: Alloc(%d) for %s: %w", d.name, n, l.Creator(), ErrClosed)
+	}
 	size := RoundSize(n)
 	c := d.poolFor(size).bestFit(size)
 	if c == nil {
@@ -264,6 +267,9 @@ func (d *Device) free(b *Block) {
 		c = pr
 	}
 	p.insert(c)
+	if d.closed && c.whole() {
+		d.releaseCache(false) // a closed device gives each segment back as it empties
+	}
 }
 
 // segPool returns the pool that serves a segment's chunks.

@@ -54,6 +54,7 @@ type Device struct {
 	seq      uint64
 	tl       *recorder
 	probes   []*Probe
+	closed   bool // Close was called: no new blocks, segments go back as they empty
 }
 
 // New makes a device named name (for example "cpu:0") over a backend.

@@ -58,6 +58,16 @@
 // EmptyCache returns every wholly free segment to the backend; segments
 // that still hold a live block stay.
 //
+// # Closing
+//
+// A device's segments live outside Go's heap (mmap on cpu), so the garbage
+// collector never returns them: a dropped device keeps its memory. Close
+// gives it back — the cache at once, each segment still holding a live
+// block when its last block is released — refuses new allocations
+// (ErrClosed) and returns a *LeakError naming what was still live. Stats
+// stay readable after Close. Every program and planner run closes the
+// devices it makes.
+//
 // Addresses (Block.Addr) are virtual and deterministic: segments are laid
 // out at 2 MiB-aligned addresses in the order they are reserved, and never
 // reused, so the same program gets the same addresses on every device kind.

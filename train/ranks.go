@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
@@ -81,7 +82,23 @@ func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error
 		}
 	}
 	err := parallel.Run(comms, func(cm parallel.Communicator) error { return f(ranks[cm.Rank()]) })
+	if cerr := closeRanks(ranks); err == nil {
+		err = cerr
+	}
 	return ranks, err
+}
+
+// closeRanks closes the ranks' devices (their statistics stay readable) and
+// returns what they still held as *device.LeakError values.
+func closeRanks(ranks []*Rank) error {
+	var errs []error
+	for _, r := range ranks {
+		errs = append(errs, r.Dev.Close())
+		if r.Host != nil {
+			errs = append(errs, r.Host.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // DDP wraps m for the rank with --zero and --offload. Moving the
@@ -148,13 +165,28 @@ func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) 
 	if c.Offload {
 		r.Host = cpu.New(100+rank, device.Options{})
 	}
+	ranks := []*Rank{r}
 	if err := f(r); err != nil {
 		comm.Abort(err)
-		return []*Rank{r}, &parallel.RankError{Rank: rank, Err: err}
+		closeRanks(ranks)
+		return ranks, &parallel.RankError{Rank: rank, Err: err}
 	}
-	return []*Rank{r}, nil
+	return ranks, closeRanks(ranks)
 }
 
 // Follower reports whether ranks is a non-zero rank of an mpirun launch:
 // such a process trains but leaves the printing and the report to rank 0.
 func Follower(ranks []*Rank) bool { return len(ranks) == 1 && ranks[0].Comm.Rank() != 0 }
+
+// Close closes dev when a function ends, for a deferred call: what the
+// device still held (a *device.LeakError) becomes the function's error
+// when it had none.
+//
+//	func run() (err error) {
+//		dev := cpu.New(0, device.Options{})
+//		defer train.Close(dev, &err)
+func Close(dev *device.Device, err *error) {
+	if cerr := dev.Close(); *err == nil {
+		*err = cerr
+	}
+}

@@ -36,7 +36,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // Train runs the configured training and evaluation, prints progress, the
 // memory summary and the result to out, writes the report and snapshot
 // the flags ask for, and returns the report.
-func Train(c *Config, out io.Writer) (*train.Report, error) {
+func Train(c *Config, out io.Writer) (_ *train.Report, err error) {
 	capacity, err := c.Capacity()
 	if err != nil {
 		return nil, err
@@ -63,6 +63,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		return nil, err
 	}
 	dev := cpu.New(0, device.Options{Capacity: capacity})
+	defer train.Close(dev, &err)
 
 	// Parameters are F32, or the --amp dtype with F32 master weights.
 	pdt, forwardDT := dtype.F32, acDT

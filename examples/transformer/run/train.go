@@ -45,7 +45,7 @@ type extra struct {
 // memory summary, the validation loss and a generated sample to out,
 // writes the report and snapshot the flags ask for, and returns the
 // report.
-func Train(c *Config, out io.Writer) (*train.Report, error) {
+func Train(c *Config, out io.Writer) (_ *train.Report, err error) {
 	capacity, err := c.Capacity()
 	if err != nil {
 		return nil, err
@@ -75,6 +75,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 		return trainRanks(c, out, capacity, acDT, steps, corpus, trainText, valText)
 	}
 	dev := cpu.New(0, device.Options{Capacity: capacity})
+	defer train.Close(dev, &err)
 	pdt, forwardDT := dtype.F32, acDT
 	if c.AMPParams {
 		pdt, forwardDT = acDT, dtype.Invalid
