@@ -26,9 +26,12 @@ func fail(op, format string, args ...any) {
 
 // Try runs f and returns the project's typed panics as errors: *Error for
 // misuse and *device.OOMError for memory. Any other panic is not the
-// project's and propagates unchanged. Use it around a training step:
+// project's and propagates unchanged. A step is better written with
+// Scope.Run, which also returns f's error and releases the scope; Try is
+// for work outside a step, such as building a model from layers whose
+// constructors panic when memory runs out:
 //
-//	if err := autograd.Try(func() { loss = model.Forward(s, x) }); err != nil { … }
+//	if err := autograd.Try(func() { model = nn.NewSequential(…) }); err != nil { … }
 func Try(f func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -40,6 +43,32 @@ func Try(f func()) (err error) {
 	}()
 	f()
 	return nil
+}
+
+// Run runs f as one unit of work in the scope — a training or evaluation
+// step — and returns its error: f's own (return loss.Backward(), say) or
+// one of the project's typed panics raised by an op inside f (*Error for
+// misuse, *device.OOMError for memory). Whatever happens, everything the
+// scope owns is released when f returns, so the device holds after Run
+// what it held before it, plus what f kept (Scope.Keep) and the leaves'
+// gradients. It is the one way to write a step without panic(err):
+//
+//	err := s.Run(func() error {
+//		loss := autograd.CrossEntropy(model.Forward(s.FromFloat32s(dev, shape, x)), y, autograd.CEOptions{})
+//		lossValue = loss.Item() // copy out what outlives the step
+//		return loss.Backward()
+//	})
+//	if err != nil { … }         // errors.As(err, &oom) for *device.OOMError
+//	err = opt.Step()
+//
+// Any other panic is a bug, not the project's: it propagates (after the
+// release).
+func (s *Scope) Run(f func() error) (err error) {
+	defer s.Release()
+	if terr := Try(func() { err = f() }); terr != nil {
+		return terr
+	}
+	return err
 }
 
 // asError returns the project's typed panic value r as an error, or nil.
