@@ -1,9 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 
@@ -12,118 +13,90 @@ import (
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/train"
 )
 
 func main() {
-	steps := flag.Int("steps", 300, "training steps")
-	batchSize := flag.Int("batch", 64, "batch size")
-	lr := flag.Float64("lr", 0.1, "learning rate")
-	seed := flag.Uint64("seed", 1, "random seed")
-	limit := flag.String("mem-limit", "", "device capacity, e.g. 64MiB (default: unlimited)")
+	steps := flag.Int("steps", 300, "optimizer steps, ≥ 1")
+	batch := flag.Int("batch", 64, "batch size, ≥ 1")
+	lr := flag.Float64("lr", 0.02, "learning rate, > 0")
 	flag.Parse()
-	if err := run(*steps, *batchSize, *lr, *seed, *limit); err != nil {
-		var oom *device.OOMError
-		if errors.As(err, &oom) {
-			fmt.Fprintln(os.Stderr, "mlp:", oom)
-		} else {
-			fmt.Fprintln(os.Stderr, "mlp:", err)
-		}
-		os.Exit(1)
-	}
+	os.Exit(train.ExitCode(os.Stderr, "mlp", run(os.Stdout, *steps, *batch, *lr)))
 }
 
 const features, hidden, classes = 32, 128, 8
 
-func run(steps, bs int, lr float64, seed uint64, limit string) error {
-	var capacity int64
-	if limit != "" {
-		var err error
-		if capacity, err = device.ParseBytes(limit); err != nil {
-			return err
-		}
+func run(out io.Writer, steps, batch int, lr float64) (err error) {
+	if steps < 1 || batch < 1 || !(lr > 0) || math.IsInf(lr, 0) || flag.NArg() > 0 {
+		return fmt.Errorf("--steps %d, --batch %d, --lr %g, arguments %q: want steps ≥ 1, batch ≥ 1, 0 < lr < ∞, no arguments", steps, batch, lr, flag.Args())
 	}
-	dev := cpu.New(0, device.Options{Capacity: capacity})
+	dev := cpu.New(0, device.Options{Capacity: 64 << 20}) // a 64 MiB "device"
+	defer train.Close(dev, &err)                          // gives its memory back; reports leaks
 	var model *nn.Sequential
-	if err := autograd.Try(func() {
-		b := nn.NewBuilder(dev, dtype.F32, seed)
-		model = nn.NewSequential(
-			nn.NewLinear(b, "fc1", features, hidden, true),
-			nn.ReLU("relu"),
-			nn.NewLinear(b, "fc2", hidden, classes, true),
-		)
+	if err := autograd.Try(func() { // layer constructors panic only when memory runs out
+		b := nn.NewBuilder(dev, dtype.F32, 1)
+		model = nn.NewSequential(nn.NewLinear(b, "fc1", features, hidden, true), nn.ReLU("relu"), nn.NewLinear(b, "fc2", hidden, classes, true))
 	}); err != nil {
 		return err
 	}
 	defer nn.Release(model)
-	fmt.Printf("model: %d parameters, %s on %s\n", nn.Count(model), device.FormatBytes(nn.ParamBytes(model)), dev)
+	opt, err := optim.NewSGD(model.Params(), optim.SGDConfig{LR: lr, Momentum: 0.9})
+	if err != nil {
+		return err
+	}
+	defer opt.Release()
 
-	rng := rand.New(rand.NewPCG(seed, 2))
-	s := autograd.NewScope()
-	for i := range steps {
-		x, y := sample(rng, bs)
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := autograd.NewScope() // owns what a step makes; Run releases it
+	for step := range steps {
+		x, y := sample(rng, batch)
 		var loss float64
-		err := autograd.Try(func() {
-			s.SetPhase("forward")
-			xs := s.FromFloat32s(dev, []int{bs, features}, x)
-			ys := s.FromInt64s(dev, []int{bs}, y)
-			l := autograd.CrossEntropy(model.Forward(xs), ys, autograd.CEOptions{})
-			if err := l.Backward(); err != nil {
-				panic(err)
-			}
+		err := s.Run(func() error { // an OOM or a misuse comes back as an error
+			logits := model.Forward(s.FromFloat32s(dev, []int{batch, features}, x))
+			l := autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{batch}, y), autograd.CEOptions{})
 			loss = l.Item()
+			return l.Backward()
 		})
-		s.Release()
+		if err == nil {
+			err = opt.Step()
+		}
 		if err != nil {
-			return fmt.Errorf("step %d: %w", i, err)
+			return fmt.Errorf("step %d: %w", step, err)
 		}
-		for _, p := range nn.Trainable(model) {
-			p.T.AddInPlace(p.T.Grad(), -lr)
-			p.T.ZeroGrad()
-		}
-		if i%50 == 0 || i == steps-1 {
-			fmt.Printf("step %4d  loss %.4f  live %s  peak %s\n", i, loss, device.FormatBytes(dev.CurrentBytes()), device.FormatBytes(dev.PeakBytes()))
+		opt.ZeroGrad()
+		if step%100 == 0 || step == steps-1 {
+			fmt.Fprintf(out, "step %3d  loss %.4f  peak %s\n", step, loss, device.FormatBytes(dev.PeakBytes()))
 		}
 	}
-	acc := evaluate(dev, model, rand.New(rand.NewPCG(seed+1, 3)))
-	fmt.Printf("held-out accuracy: %.1f%%\n", 100*acc)
-	fmt.Print(dev.Summary())
-	if leaks := dev.Leaks(device.Parameter); len(leaks) > 0 {
-		return fmt.Errorf("memory still held after training: %v", leaks)
-	}
-	return nil
+	x, y := sample(rng, 1024)
+	correct := 0
+	err = s.Run(func() error {
+		s.NoGrad(func() {
+			pred := model.Forward(s.FromFloat32s(dev, []int{1024, features}, x)).ArgMax(1, false).Int64s()
+			for i := range pred {
+				if pred[i] == y[i] {
+					correct++
+				}
+			}
+		})
+		return nil
+	})
+	fmt.Fprintf(out, "held-out accuracy %.1f%%\n%s", 100*float64(correct)/1024, dev.Summary())
+	return err
 }
 
-// sample returns a batch whose label is the index of the largest of the
-// first `classes` features.
-func sample(rng *rand.Rand, bs int) ([]float32, []int64) {
-	x := make([]float32, bs*features)
-	y := make([]int64, bs)
-	for i := range bs {
-		best := 0
+// sample returns a batch of n random inputs whose label is the index of
+// the largest of their first `classes` features.
+func sample(rng *rand.Rand, n int) ([]float32, []int64) {
+	x, y := make([]float32, n*features), make([]int64, n)
+	for i := range n {
 		for j := range features {
 			x[i*features+j] = float32(rng.NormFloat64())
-			if j < classes && x[i*features+j] > x[i*features+best] {
-				best = j
+			if j < classes && x[i*features+j] > x[i*features+int(y[i])] {
+				y[i] = int64(j)
 			}
 		}
-		y[i] = int64(best)
 	}
 	return x, y
-}
-
-func evaluate(dev *device.Device, model *nn.Sequential, rng *rand.Rand) float64 {
-	const n = 1024
-	x, y := sample(rng, n)
-	s := autograd.NewScope()
-	defer s.Release()
-	correct := 0
-	s.NoGrad(func() {
-		pred := model.Forward(s.FromFloat32s(dev, []int{n, features}, x)).ArgMax(1, false).Int64s()
-		for i := range pred {
-			if pred[i] == y[i] {
-				correct++
-			}
-		}
-	})
-	return float64(correct) / n
 }

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/device"
+)
+
+// TestREADMEHoldsTheProgram: README.md's "A complete program" shows this
+// program's main.go, whole and unchanged.
+func TestREADMEHoldsTheProgram(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```go\n"+string(prog)+"```\n") {
+		t.Error("README.md does not hold examples/mlp/main.go verbatim in a ```go block: copy the file into it")
+	}
+}
+
+// TestRun: the program trains, and its failures come back as errors: bad
+// flags before any work, an out-of-memory as a *device.OOMError.
+func TestRun(t *testing.T) {
+	var out strings.Builder
+	if err := run(&out, 3, 16, 0.02); err != nil || !strings.Contains(out.String(), "held-out accuracy") {
+		t.Errorf("run(3, 16, 0.02) = %v, printing\n%s", err, out.String())
+	}
+	if err := run(io.Discard, 0, 16, 0.02); err == nil || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("run(0, 16, 0.02) = %v, want an error naming --steps 0", err)
+	}
+	var oom *device.OOMError
+	if err := run(io.Discard, 1, 100000, 0.02); !errors.As(err, &oom) {
+		t.Errorf("run(1, 100000, 0.02) = %v, want a *device.OOMError", err)
+	}
+}
