@@ -73,12 +73,16 @@ type Eval struct {
 // Run is one replica in training: its device, optimizer and Stepper, and
 // where the run stands.
 type Run[R Replica] struct {
-	R       R
-	C       *Common
-	Dev     *device.Device
+	// R is the replica, C the run's flags, Dev its device.
+	R   R
+	C   *Common
+	Dev *device.Device
+	// Opt is the optimizer and Stepper steps it (an Evaluate that replaces
+	// the optimizer sets both).
 	Opt     optim.Optimizer
 	Stepper *Stepper
-	Out     io.Writer
+	// Out receives the run's output (io.Discard on ranks other than 0).
+	Out io.Writer
 	// Start is the first step to train (after --resume), End the step
 	// after the last one (--steps, or --stop-after).
 	Start, End int
