@@ -60,7 +60,7 @@ type Defaults struct {
 func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	c.fs = fs
 	fs.IntVar(&c.Steps, "steps", d.Steps, "optimizer steps, ≥ 0 (0: run --epochs)")
-	fs.IntVar(&c.Epochs, "epochs", d.Epochs, "passes over the training data, ≥ 0, when --steps is 0")
+	fs.IntVar(&c.Epochs, "epochs", d.Epochs, "passes over the training data, ≥ 0: the run's length when --steps is 0 or not given")
 	fs.IntVar(&c.Batch, "batch", d.Batch, "samples per optimizer step, ≥ 1 and a multiple of --ranks × --accum")
 	fs.Float64Var(&c.LR, "lr", d.LR, "peak learning rate, > 0 and finite")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (initialisation, data order, dropout), 0 to 2⁶⁴−1")

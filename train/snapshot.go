@@ -80,6 +80,9 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
 		return fail(fmt.Errorf("snapshot metadata: %w", err))
 	}
+	if snap.Step < 0 {
+		return fail(fmt.Errorf("snapshot metadata: step %d: want ≥ 0", snap.Step))
+	}
 	model, err := nn.StateTensors(m, "")
 	if err != nil {
 		return fail(err)
@@ -100,12 +103,14 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 			t.Release()
 		}
 	}()
-	err = autograd.Try(func() {
+	for name, ft := range f.Tensors {
+		if strings.HasPrefix(name, "optim.") && !ft.DType.Valid() {
+			return fail(fmt.Errorf("optimizer tensor %q has dtype %s", name, ft.Kind))
+		}
+	}
+	err = autograd.Try(func() { // New panics with a *device.OOMError when memory runs out
 		for name, ft := range f.Tensors {
 			if n, ok := strings.CutPrefix(name, "optim."); ok {
-				if !ft.DType.Valid() {
-					panic(&autograd.Error{Op: "resume", Msg: fmt.Sprintf("optimizer tensor %q has dtype %s", name, ft.Kind)})
-				}
 				temps[n] = autograd.New(dev, ft.DType, device.Workspace, ft.Shape...)
 			}
 		}
@@ -162,6 +167,9 @@ func ReadSnapshotInfo(path string) (Snapshot, error) {
 	}
 	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
 		return snap, fmt.Errorf("%s: snapshot metadata: %w", path, err)
+	}
+	if snap.Step < 0 {
+		return snap, fmt.Errorf("%s: snapshot metadata: step %d: want ≥ 0", path, snap.Step)
 	}
 	return snap, nil
 }

@@ -53,7 +53,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: resnet [flags]\n\nTrains a ResNet and reports its memory by tag. Flags:",
 		Supported:  Supported,
-		AfterFlags: []string{"eval-samples"},
+		AfterFlags: []string{"eval-samples", "finetune"},
 		Check:      c.check,
 	})
 	if err != nil {

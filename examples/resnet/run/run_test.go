@@ -3,6 +3,7 @@ package run_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -228,6 +229,11 @@ func TestResumeAloneContinuesTheRunAndRefusesChanges(t *testing.T) {
 	code, out, errb = exec("--resume", p("whole"), "--steps", "2", "--override")
 	if code != train.ExitUsage || !strings.Contains(errb, "the snapshot is at step 4, past this run's last step 2") || out != "" {
 		t.Errorf("a snapshot past the end: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+	// What follows training may change: quantize the finished run after a
+	// QAT fine-tuning of another length, evaluate on other images.
+	if _, err := run.Parse([]string{"--resume", p("whole"), "--quantize", "int8", "--qat", "--finetune", "3", "--eval-samples", "8"}, io.Discard); err != nil {
+		t.Errorf("after-training flags on resume: %v", err)
 	}
 	code, out, errb = exec("--resume", p("whole"), "--report", p("again.json"))
 	if code != 0 || !strings.Contains(out, "no step left to train") || !strings.Contains(out, "no step trained") || regexp.MustCompile(`-[0-9.]+ (steps|samples/s)`).MatchString(out) {
