@@ -22,5 +22,5 @@ func (c *Common) StopOnAlert(alert error, prog string, save func(path string) er
 	if err := save(path); err != nil {
 		return fmt.Errorf("%w; saving a snapshot failed too: %v", alert, err)
 	}
-	return fmt.Errorf("%w\nstopped; saved a resumable snapshot to %s: resume with --resume %s (with more memory, a smaller batch or a technique)", alert, path, path)
+	return fmt.Errorf("%w\nstopped; saved a resumable snapshot to %s: resume with --resume %s and more memory (--mem-limit) or checkpointing (--checkpoint); --accum, --amp or another --batch change the run and need --override", alert, path, path)
 }

@@ -9,10 +9,13 @@ import (
 )
 
 // Describe lists, for a run's header line, the memory techniques the flags
-// turned on that its header does not already say: mixed precision
-// (ac is the --amp dtype), the checkpoint description from RunBlocks, the
-// capacity and offload. Empty parts are left out.
-func (c *Common) Describe(ac dtype.DType, checkpoint string, capacity int64) string {
+// turned on that its header does not already say: mixed precision, the
+// checkpointing, the capacity. Empty parts are left out. Check has checked
+// the flags.
+func (c *Common) Describe() string {
+	ac, _ := c.AMPDType()
+	_, checkpoint, _ := c.RunBlocks()
+	capacity, _ := c.Capacity()
 	var parts []string
 	switch {
 	case c.AMPParams:

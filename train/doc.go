@@ -1,6 +1,46 @@
 // Package train holds what the example programs share and what a Go
 // program that trains a model with headroom usually needs around its loop:
-// the common command-line flags, the JSON run report, a progress display,
-// resumable snapshots, and the exit path that turns an out-of-memory error
-// into its explanation instead of a panic trace.
+// the common command-line flags and their checks, the Stepper, the
+// training run itself (Program, Replica, Train: one device or data-parallel
+// ranks), a progress display, resumable snapshots, the JSON run report,
+// and the exit path that turns an out-of-memory error into its explanation
+// instead of a panic trace.
+//
+// # Flags
+//
+// Common.Register adds the flags every example shares; Common.Parse reads a
+// command line and checks every flag — its range, its combinations with
+// the others, that --data and --resume exist and that --save, --report and
+// --mem-log go into existing writable folders (tried with a temporary file,
+// removed at once) — before any data is read or any model built. A bad
+// flag is a *UsageError naming the flag, its value and what it takes.
+//
+// # Exit codes
+//
+// ExitCode (and Main, which calls it) gives every program the same exit
+// statuses: ExitOK 0; ExitError 1; ExitOOM 3, with the whole
+// *device.OOMError explanation on stderr; ExitAlert 4, a --mem-alert that
+// stopped the run after saving a resumable snapshot; ExitUsage 64 (BSD's
+// EX_USAGE), a bad flag or argument. Go's runtime exits with 2 on a panic,
+// so 2 means a bug.
+//
+// # Snapshots and resuming
+//
+// --save writes a snapshot (SaveSnapshot): the model's and optimizer's
+// tensors, the step, the last loss, the loss scaler's and the program's own
+// state (its data order, its generators: Replica.SaveState) and the run's
+// configuration, the value of every flag but the invocation flags
+// (--report, --save, --resume, --override, --stop-after, --mem-log,
+// --mem-limit, --mem-alert, --device, --mpi, --checkpoint and
+// --checkpoint-budget: checkpointing changes memory, not one bit of the
+// result). With --resume, the flags not given take the snapshot's values,
+// so --resume FILE alone continues the same run, bit for bit as if it had
+// not stopped. A flag given with another value than the snapshot's is
+// refused, each change listed with both values, unless --override is given:
+// then the changes are printed as a warning and the run continues with
+// them (another --steps is another learning rate schedule). The flags that
+// change only what follows training — evaluation, samples, --quantize —
+// may change freely. A snapshot past the run's last step is refused; one
+// at the last step resumes a finished run to evaluate or quantize it,
+// with no step trained. The run prints "resumed from step N of M".
 package train

@@ -2,15 +2,14 @@ package train
 
 import (
 	"flag"
-	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
 )
 
 // Common holds the flags every example shares. Register adds them to a
-// FlagSet; after parsing, Set reports which were given on the command line.
+// FlagSet; Parse reads and checks a command line; after parsing, Set
+// reports which were given.
 type Common struct {
 	Steps    int
 	Epochs   int
@@ -26,6 +25,8 @@ type Common struct {
 	// StopAfter ends the run after this step (0: at the end), as if it
 	// were interrupted there: with --save, the snapshot resumes the run.
 	StopAfter int
+	// Override lets --resume change flags that change the run.
+	Override bool
 
 	// Technique flags. Each example says which it supports; the others
 	// are refused by Check with "not available yet".
@@ -45,7 +46,8 @@ type Common struct {
 	MemAlert         float64
 	MemLog           string
 
-	fs *flag.FlagSet
+	fs      *flag.FlagSet
+	resumed *Snapshot // the --resume snapshot's metadata, read by Parse
 }
 
 // Defaults are an example's default values for the common flags.
@@ -57,34 +59,35 @@ type Defaults struct {
 // Register adds the common flags to fs with the given defaults.
 func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	c.fs = fs
-	fs.IntVar(&c.Steps, "steps", d.Steps, "training steps (0: run --epochs)")
-	fs.IntVar(&c.Epochs, "epochs", d.Epochs, "training epochs, when --steps is 0")
-	fs.IntVar(&c.Batch, "batch", d.Batch, "batch size")
-	fs.Float64Var(&c.LR, "lr", d.LR, "peak learning rate")
-	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (initialisation, data order, dropout)")
-	fs.StringVar(&c.Data, "data", "", "data directory or file (default: the example's built-in source)")
-	fs.StringVar(&c.Device, "device", "cpu", "device: cpu")
-	fs.StringVar(&c.MemLimit, "mem-limit", "", "capacity of the device, e.g. 2GiB (default: unlimited)")
-	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end")
-	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot file")
-	fs.StringVar(&c.Report, "report", "", "write a JSON report of the run to this file")
-	fs.IntVar(&c.StopAfter, "stop-after", 0, "stop after this step, as if interrupted (with --save: a resumable snapshot)")
+	fs.IntVar(&c.Steps, "steps", d.Steps, "optimizer steps, ≥ 0 (0: run --epochs)")
+	fs.IntVar(&c.Epochs, "epochs", d.Epochs, "passes over the training data, ≥ 0: the run's length when --steps is 0 or not given")
+	fs.IntVar(&c.Batch, "batch", d.Batch, "samples per optimizer step, ≥ 1 and a multiple of --ranks × --accum")
+	fs.Float64Var(&c.LR, "lr", d.LR, "peak learning rate, > 0 and finite")
+	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (initialisation, data order, dropout), 0 to 2⁶⁴−1")
+	fs.StringVar(&c.Data, "data", "", "data folder or file, which must exist (default: the example's built-in source)")
+	fs.StringVar(&c.Device, "device", "cpu", "device: cpu (the only one yet)")
+	fs.StringVar(&c.MemLimit, "mem-limit", "", "capacity of the device, a positive size such as 2GiB or 512MiB (default: unlimited)")
+	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end (its folder must exist and be writable)")
+	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot written by --save: the flags not given take the snapshot's values, and one that changes the run needs --override")
+	fs.BoolVar(&c.Override, "override", false, "with --resume: accept flags that change the run from the snapshot's (--steps, --batch, --lr, --amp, …); each change is printed as a warning")
+	fs.StringVar(&c.Report, "report", "", "write a JSON report of the run to this file (its folder must exist and be writable)")
+	fs.IntVar(&c.StopAfter, "stop-after", 0, "stop after this step, ≥ 0, as if interrupted (0: at the end; with --save: a resumable snapshot)")
 
-	fs.StringVar(&c.AMP, "amp", "", "mixed precision: bf16 or fp16 (--amp alone: bf16)")
-	fs.BoolVar(&c.AMPParams, "amp-params", false, "keep parameters and gradients in the --amp dtype with fp32 master weights in the optimizer")
-	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
-	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 256MiB")
-	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")
-	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
+	fs.StringVar(&c.AMP, "amp", "", "autocast: the forward in bf16 or fp16, parameters in f32 (--amp alone: bf16)")
+	fs.BoolVar(&c.AMPParams, "amp-params", false, "with --amp: parameters and gradients in the --amp dtype too, with f32 master weights in the optimizer")
+	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N ≥ 1 segments (--checkpoint alone: ⌈√n⌉)")
+	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, a positive size such as 256MiB (not with --checkpoint)")
+	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation, ≥ 1: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")
+	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, ≥ 1, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
 	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too, 3 parameters too (gathered by layer when used)")
 	fs.BoolVar(&c.MPI, "mpi", false, "run as one rank of an mpirun launch (mpirun -np N prog --mpi --ranks N …; needs a build with -tags mpi, see docs/MPI.md)")
 	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1, 2 or 3: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")
-	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference: int8")
-	fs.IntVar(&c.Calibrate, "calibrate", 0, "calibration batches for static int8 quantization")
-	fs.BoolVar(&c.QAT, "qat", false, "quantization-aware fine-tuning before converting")
-	fs.Float64Var(&c.Prune, "prune", 0, "prune this fraction of channels (0.3 = 30%)")
-	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "save a resumable snapshot and stop when a step's peak passes this fraction of --mem-limit (e.g. 0.9)")
-	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file")
+	fs.StringVar(&c.Quantize, "quantize", "", "quantize for inference after training: int8")
+	fs.IntVar(&c.Calibrate, "calibrate", 0, "with --quantize: static int8 quantization calibrated on this many batches, ≥ 0 (0: dynamic)")
+	fs.BoolVar(&c.QAT, "qat", false, "with --quantize: quantization-aware fine-tuning before converting")
+	fs.Float64Var(&c.Prune, "prune", 0, "prune this fraction of the channels after training, in [0, 1) (0.3 = 30%; 0: none)")
+	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "with --mem-limit: save a resumable snapshot and stop when a step's peak passes this fraction of it, in (0, 1] (e.g. 0.9; 0: off)")
+	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file (its folder must exist and be writable)")
 }
 
 // OptionalValue lists the flags that may be given without a value, with
@@ -94,7 +97,8 @@ var OptionalValue = map[string]string{"amp": "bf16", "checkpoint": "sqrt"}
 
 // NormalizeArgs rewrites command-line arguments so that the flags of
 // OptionalValue work with a space-separated value ("--amp fp16"), with an
-// equals sign, or alone ("--amp").
+// equals sign, or alone ("--amp"). The word after such a flag is its value
+// when accept says so (accept sees every following word, "-1" included).
 func NormalizeArgs(args []string, accept map[string]func(string) bool) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
@@ -105,7 +109,7 @@ func NormalizeArgs(args []string, accept map[string]func(string) bool) []string 
 			out = append(out, a)
 			continue
 		}
-		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && accept[name] != nil && accept[name](args[i+1]) {
+		if i+1 < len(args) && accept[name] != nil && accept[name](args[i+1]) {
 			out = append(out, "--"+name+"="+args[i+1])
 			i++
 			continue
@@ -128,48 +132,10 @@ func (c *Common) Capacity() (int64, error) {
 		return 0, nil
 	}
 	n, err := device.ParseBytes(c.MemLimit)
-	if err != nil {
-		return 0, fmt.Errorf("--mem-limit: %w", err)
+	if err != nil || n <= 0 {
+		return 0, Usagef("--mem-limit %s: want a positive size such as 2GiB, 512MiB or 80GB", c.MemLimit)
 	}
 	return n, nil
-}
-
-// techniqueFlags are the flags that turn on a technique.
-var techniqueFlags = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert"}
-
-// Check refuses technique flags that the example does not support yet,
-// and devices other than cpu.
-func (c *Common) Check(supported ...string) error {
-	if c.Device != "cpu" {
-		return fmt.Errorf("--device %s: not available yet (only cpu)", c.Device)
-	}
-	ok := map[string]bool{}
-	for _, s := range supported {
-		ok[s] = true
-	}
-	var refused []string
-	for _, f := range techniqueFlags {
-		if c.Set(f) && !ok[f] {
-			refused = append(refused, "--"+f)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		return fmt.Errorf("%s: not available yet in this version", strings.Join(refused, ", "))
-	}
-	if c.Batch <= 0 {
-		return fmt.Errorf("--batch %d: want a positive batch size", c.Batch)
-	}
-	if c.Steps < 0 || c.Epochs < 0 || (c.Steps == 0 && c.Epochs == 0) {
-		return fmt.Errorf("--steps %d, --epochs %d: want a positive number of steps or epochs", c.Steps, c.Epochs)
-	}
-	if c.Accum < 1 || c.Batch%c.Accum != 0 {
-		return fmt.Errorf("--accum %d with --batch %d: want a positive number of micro-batches that divides the batch", c.Accum, c.Batch)
-	}
-	if !(c.LR > 0) {
-		return fmt.Errorf("--lr %g: want a positive learning rate", c.LR)
-	}
-	return c.CheckParallel()
 }
 
 // Values returns every flag of the set with its value, for reports.
@@ -193,7 +159,7 @@ func (c *Common) TotalSteps(perEpoch int) (int, error) {
 	if n := c.Epochs * perEpoch; n > 0 {
 		return n, nil
 	}
-	return 0, fmt.Errorf("--epochs %d: the training data holds no full step of --batch %d", c.Epochs, c.Batch)
+	return 0, Usagef("--epochs %d: the training data holds no full step of --batch %d: want more epochs, a smaller --batch or --steps", c.Epochs, c.Batch)
 }
 
 // End returns the step the run stops after: steps, or --stop-after when

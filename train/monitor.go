@@ -81,16 +81,22 @@ func (a *Alert) Error() string {
 	return b.String()
 }
 
-// Begin starts watching a step on dev.
+// Begin starts watching a step on dev (a nil *Monitor watches nothing).
 func (m *Monitor) Begin(dev *device.Device) {
+	if m == nil {
+		return
+	}
 	m.dev = dev
 	m.probe = dev.Probe()
 }
 
 // End ends the step begun by Begin: it writes the step's log line and
 // returns an *Alert when the step's peak passed the threshold. On a device
-// without a capacity it never alerts.
+// without a capacity it never alerts; a nil *Monitor returns nil.
 func (m *Monitor) End(step int) error {
+	if m == nil {
+		return nil
+	}
 	if m.probe == nil {
 		return fmt.Errorf("train: Monitor.End without Begin")
 	}
@@ -145,16 +151,11 @@ func (m *Monitor) End(step int) error {
 }
 
 // Watch returns the Monitor the flags ask for — nil without --mem-alert
-// and --mem-log — and the function that closes its log.
+// and --mem-log — and the function that closes its log. Check has checked
+// the flags.
 func (c *Common) Watch() (*Monitor, func(), error) {
 	if c.MemAlert == 0 && c.MemLog == "" {
 		return nil, func() {}, nil
-	}
-	if c.MemAlert < 0 || c.MemAlert > 1 {
-		return nil, nil, fmt.Errorf("--mem-alert %g: want a fraction in (0, 1]", c.MemAlert)
-	}
-	if c.MemAlert > 0 && c.MemLimit == "" {
-		return nil, nil, fmt.Errorf("--mem-alert needs --mem-limit (a fraction of what?)")
 	}
 	m := &Monitor{Threshold: c.MemAlert}
 	if c.MemAlert == 0 {

@@ -5,38 +5,78 @@ import (
 	"io"
 	"time"
 
-	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/nn"
 )
 
-// Steps runs n optimizer steps of the rank's part of the batch through st
-// (f as Stepper.Step takes it) and returns the last step's loss. With a
-// progress display (rank 0's; nil on the others) it shows each step, the
-// throughput counted in global batches of batch samples since began.
-func (r *Rank) Steps(st *Stepper, n, batch int, began time.Time, prog *Progress, f func(*autograd.Scope, int) *autograd.Tensor) (float64, error) {
-	var loss float64
-	for i := range n {
-		var err error
-		if loss, _, err = st.Step(f); err != nil {
-			if prog != nil {
-				prog.Done()
-			}
-			return loss, fmt.Errorf("step %d: %w", i, err)
-		}
-		if prog != nil {
-			prog.Step(i, loss, float64((i+1)*batch)/time.Since(began).Seconds(), r.Dev)
-		}
+// trainRanks is Train with data parallelism (--ranks, --zero, --offload):
+// each rank is a goroutine with its own device cpu:r (of --mem-limit's
+// capacity), its own replica and Stepper, its model wrapped in a DDP
+// engine; each replica yields the same global batches and trains on its
+// rank's part of them. Rank 0 prints the header and the progress and
+// evaluates (under --zero 3 every rank first gathers the whole model,
+// DDP.Unshard); the report's peak_bytes are rank 0's training peaks, and
+// extra.ranks lists every rank's (extra.host_ranks the hosts' with
+// --offload).
+func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, error) {
+	capacity, err := c.Capacity()
+	if err != nil {
+		return nil, err
 	}
-	return loss, nil
+	rep := &Report{Example: p.Name, Model: p.Model, Steps: c.End(p.Steps), EvalMetric: p.Metric, CapacityBytes: capacity, Flags: c.Values()}
+	final := make([]float64, c.Ranks) // each rank's last loss, over its part of the batch
+	var ev Eval
+	var trained device.Stats
+	var skipped int
+	began := time.Now()
+	ranks, err := c.RunRanks(capacity, func(rk *Rank) error {
+		r, err := newRun(c, out, p, rk.Dev, rk)
+		if err != nil {
+			return err
+		}
+		defer r.release()
+		if rk.Comm.Rank() == 0 {
+			rep.Params = nn.Count(r.R.Module())
+			r.header(p, fmt.Sprintf("%d ranks cpu:0…cpu:%d, ZeRO stage %d%s", c.Ranks, c.Ranks-1, c.Zero, c.OffloadDesc()),
+				fmt.Sprintf("global batch %d (%d per rank)×%d", c.Batch, c.Micro(), c.Accum))
+		} else {
+			r.Out = io.Discard
+		}
+		if err := r.train(p.Name, nil); err != nil {
+			return err
+		}
+		final[rk.Comm.Rank()] = r.Loss
+		rk.Trained()
+		if err := r.ddp.Unshard(); err != nil { // stage 3: every rank gathers the model for rank 0's evaluation
+			return err
+		}
+		if rk.Comm.Rank() != 0 {
+			return nil
+		}
+		rep.Seconds, r.Trained = time.Since(began).Seconds(), rk.Dev.Stats()
+		ev, err = p.Evaluate(r)
+		trained, skipped = r.Trained, r.skipped
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if Follower(ranks) {
+		return rep, nil // an mpirun rank other than 0: rank 0 reports
+	}
+	rep.Eval, rep.Extra = ev.Value, ev.Extra
+	FinishRanks(out, rep, ranks, final, trained, rep.Steps, c.Batch, skipped)
+	result(out, rep, ev, rep.Steps)
+	return rep, c.writeReport(rep)
 }
 
 // FinishRanks completes the report of a data-parallel run of steps steps
 // of batch samples, as rank 0 sees it: the final loss is the mean of the
 // last losses (final, by rank) of this process's ranks (each over its part
-// of the batch, so in process the mean is the global batch's), peak_bytes are rank 0's training peaks (trained), and
-// extra holds skipped_steps, ranks (every rank's peaks) and host_ranks
-// (with offload). It prints trained's memory summary and the table of the
-// ranks' peaks to out.
+// of the batch, so in process the mean is the global batch's), peak_bytes
+// are rank 0's training peaks (trained), and extra holds skipped_steps,
+// ranks (every rank's peaks) and host_ranks (with offload). It prints
+// trained's memory summary and the table of the ranks' peaks to out.
 func FinishRanks(out io.Writer, rep *Report, ranks []*Rank, final []float64, trained device.Stats, steps, batch, skipped int) {
 	rep.FinalLoss = 0
 	for _, l := range final {

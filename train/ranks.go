@@ -18,24 +18,30 @@ func (c *Common) Parallel() bool { return c.Ranks > 1 || c.Zero != 0 || c.Offloa
 // (mpi.go). Nil in the default build.
 var mpiComm func() (parallel.Communicator, func() error, error)
 
-// CheckParallel checks --ranks, --zero and --offload: the global batch
-// (--batch) must split evenly over the ranks, ZeRO stages are 0 to 3,
-// offload needs stage 1, 2 or 3, and snapshots of sharded runs are not
-// available yet.
+// CheckParallel checks --ranks, --zero, --offload and --accum: the
+// global batch (--batch) must split evenly over the ranks and each rank's
+// part over the micro-batches, ZeRO stages are 0 to 3, offload needs
+// stage 1, 2 or 3, and snapshots and memory alerts of data-parallel runs
+// are not available yet. Its errors are *UsageError values.
 func (c *Common) CheckParallel() error {
 	switch {
 	case c.Ranks < 1:
-		return fmt.Errorf("--ranks %d: want ≥ 1", c.Ranks)
+		return Usagef("--ranks %d: want ≥ 1", c.Ranks)
 	case c.MPI && mpiComm == nil:
-		return fmt.Errorf("--mpi: this program was built without MPI: build it with -tags mpi (cgo and OpenMPI; see docs/MPI.md)")
+		return Usagef("--mpi: this program was built without MPI: build it with -tags mpi (cgo and OpenMPI; see docs/MPI.md)")
 	case c.Zero < 0 || c.Zero > 3:
-		return fmt.Errorf("--zero %d: want 0, 1, 2 or 3", c.Zero)
+		return Usagef("--zero %d: want 0, 1, 2 or 3", c.Zero)
 	case c.Offload && c.Zero == 0:
-		return fmt.Errorf("--offload needs --zero 1, 2 or 3 (the optimizer's shard moves to the host)")
-	case c.Batch%c.Ranks != 0:
-		return fmt.Errorf("--batch %d does not split over --ranks %d: want a multiple", c.Batch, c.Ranks)
+		return Usagef("--offload needs --zero 1, 2 or 3 (the optimizer's shard moves to the host)")
+	case c.Accum >= 1 && c.Batch%(c.Ranks*c.Accum) != 0:
+		if c.Ranks == 1 {
+			return Usagef("--batch %d does not split into --accum %d micro-batches: want a multiple of %d", c.Batch, c.Accum, c.Accum)
+		}
+		return Usagef("--batch %d does not split over --ranks %d × --accum %d: want a multiple of %d", c.Batch, c.Ranks, c.Accum, c.Ranks*c.Accum)
 	case c.Parallel() && (c.Save != "" || c.Resume != ""):
-		return fmt.Errorf("--save and --resume with --ranks, --zero or --offload: not available yet")
+		return Usagef("--save and --resume with --ranks, --zero or --offload: not available yet")
+	case c.Parallel() && (c.MemAlert != 0 || c.MemLog != ""):
+		return Usagef("--mem-alert and --mem-log with --ranks, --zero or --offload: not available yet")
 	}
 	return nil
 }

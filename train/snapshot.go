@@ -1,8 +1,11 @@
 package train
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/headroom-ml/headroom/amp"
@@ -17,7 +20,13 @@ import (
 // Resuming from it reproduces the uninterrupted run's following steps
 // bit for bit.
 type Snapshot struct {
-	Step int `json:"step"`
+	// Program is the program that wrote it ("resnet"); Config its run's
+	// configuration: the value of every flag but those of one invocation
+	// (Common.Config). A resumed run refuses a snapshot of another
+	// program, and flags that change the run unless --override.
+	Program string            `json:"program,omitempty"`
+	Config  map[string]string `json:"config,omitempty"`
+	Step    int               `json:"step"`
 	// Loss is the last step's training loss: what a resumed run with no
 	// step left to run reports as its final loss.
 	Loss       float64                            `json:"loss,omitempty"`
@@ -71,6 +80,9 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
 		return fail(fmt.Errorf("snapshot metadata: %w", err))
 	}
+	if snap.Step < 0 {
+		return fail(fmt.Errorf("snapshot metadata: step %d: want ≥ 0", snap.Step))
+	}
 	model, err := nn.StateTensors(m, "")
 	if err != nil {
 		return fail(err)
@@ -91,12 +103,14 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 			t.Release()
 		}
 	}()
-	err = autograd.Try(func() {
+	for name, ft := range f.Tensors {
+		if strings.HasPrefix(name, "optim.") && !ft.DType.Valid() {
+			return fail(fmt.Errorf("optimizer tensor %q has dtype %s", name, ft.Kind))
+		}
+	}
+	err = autograd.Try(func() { // New panics with a *device.OOMError when memory runs out
 		for name, ft := range f.Tensors {
 			if n, ok := strings.CutPrefix(name, "optim."); ok {
-				if !ft.DType.Valid() {
-					panic(&autograd.Error{Op: "resume", Msg: fmt.Sprintf("optimizer tensor %q has dtype %s", name, ft.Kind)})
-				}
 				temps[n] = autograd.New(dev, ft.DType, device.Workspace, ft.Shape...)
 			}
 		}
@@ -112,6 +126,50 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 	}
 	if err := nn.AssignTensors(model, f, "model."); err != nil {
 		return fail(err) // unreachable: checked above
+	}
+	return snap, nil
+}
+
+// ReadSnapshotInfo reads a snapshot's Snapshot record from the
+// safetensors header alone, without reading or checking the tensors (as
+// LoadSnapshot does): what Parse needs to compare --resume's flags.
+func ReadSnapshotInfo(path string) (Snapshot, error) {
+	var snap Snapshot
+	f, err := os.Open(path)
+	if err != nil {
+		return snap, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return snap, err
+	}
+	var n uint64
+	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
+		return snap, fmt.Errorf("%s: not a safetensors file (%d bytes)", path, fi.Size())
+	}
+	if n > uint64(fi.Size()-8) || n > 100<<20 {
+		return snap, fmt.Errorf("%s: not a safetensors file (header of %d bytes in a file of %d)", path, n, fi.Size())
+	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return snap, fmt.Errorf("%s: %w", path, err)
+	}
+	var h struct {
+		Meta map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(header, &h); err != nil {
+		return snap, fmt.Errorf("%s: not a safetensors file: header: %w", path, err)
+	}
+	raw, ok := h.Meta[snapshotKey]
+	if !ok {
+		return snap, fmt.Errorf("%s: no %q metadata: not a snapshot written by --save", path, snapshotKey)
+	}
+	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
+		return snap, fmt.Errorf("%s: snapshot metadata: %w", path, err)
+	}
+	if snap.Step < 0 {
+		return snap, fmt.Errorf("%s: snapshot metadata: step %d: want ≥ 0", path, snap.Step)
 	}
 	return snap, nil
 }

@@ -4,6 +4,13 @@
 //	go run ./examples/resnet                         # small ResNet, MNIST, 2 epochs
 //	go run ./examples/resnet --amp --checkpoint      # bf16 autocast, √n checkpointing
 //	go run ./examples/resnet --model resnet18 --steps 2 --batch 32 --report r.json
+//	go run ./examples/resnet --steps 100 --stop-after 40 --save s.safetensors
+//	go run ./examples/resnet --resume s.safetensors  # the same run, steps 41 to 100
 //
-// See run.Main for every flag.
+// Every flag is checked before any work starts (-help lists them with
+// their ranges). --resume takes the snapshot's flags; one that changes the
+// run (--steps, --batch, --lr, --amp, …) needs --override. Exit status: 0
+// success, 1 error, 3 out of memory (its explanation on stderr), 4 a
+// --mem-alert stopped the run (with a resumable snapshot), 64 a bad flag;
+// see package train. See run.Main for every flag.
 package main

@@ -20,7 +20,7 @@ var Order = [][]string{
 	{"amp"},
 	{"quant", "prune", "parallel"},
 	{"train"},
-	{"examples/resnet/run", "examples/transformer/run"},
+	{"examples/resnet/run", "examples/transformer/run", "train/traintest"},
 	{"plan"},
 	{"bench"},
 	{"examples/...", "cmd/..."},

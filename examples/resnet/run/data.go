@@ -79,8 +79,7 @@ func evaluate(c *Config, dev *device.Device, m nn.Layer, set *data.Images, ds da
 	defer m.Train(true)
 	correct := 0
 	s := autograd.NewScope()
-	defer s.Release()
-	err = autograd.Try(func() {
+	err = s.Run(func() error {
 		s.NoGrad(func() {
 			for {
 				x, y, ok := l.Next()
@@ -100,6 +99,7 @@ func evaluate(c *Config, dev *device.Device, m nn.Layer, set *data.Images, ds da
 				s.Release()
 			}
 		})
+		return nil
 	})
 	return float64(correct) / float64(n), err
 }

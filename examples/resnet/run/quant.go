@@ -33,12 +33,12 @@ type quantized struct {
 // --qat fine-tuning — releases the float model and its optimizer, resets
 // the device's peaks, and evaluates the INT8 model: the report's peaks are
 // then the quantized model's.
-func quantizeAndEvaluate(c *Config, out io.Writer, dev *device.Device, model *nn.ResNet, opt optim.Optimizer,
-	loader *data.Loader, testSet *data.Images, ds dataset, pdt dtype.DType) (quantized, error) {
+func quantizeAndEvaluate(c *Config, out io.Writer, r *train.Run[*replica], testSet *data.Images, ds dataset) (quantized, error) {
+	dev, model, loader := r.Dev, r.R.model, r.R.loader
 	q := quantized{Mode: "dynamic", ParamBytesFloat: nn.ParamBytes(model)}
 	var err error
 	began := time.Now()
-	if q.AccuracyFloat, err = evaluate(c, dev, model, testSet, ds, pdt); err != nil {
+	if q.AccuracyFloat, err = evaluate(c, dev, model, testSet, ds, r.R.pdt); err != nil {
 		return q, err
 	}
 	q.FloatPerSec = float64(evalCount(c, testSet)) / time.Since(began).Seconds()
@@ -75,7 +75,7 @@ func quantizeAndEvaluate(c *Config, out io.Writer, dev *device.Device, model *nn
 		return q, err
 	}
 	defer nn.Release(qm)
-	opt.Release()
+	r.Opt.Release()
 	nn.Release(model) // the float model is gone: what is left is the INT8 model
 	dev.ResetPeak()
 	q.ParamBytes = nn.ParamBytes(qm)
@@ -111,19 +111,12 @@ func qat(c *Config, out io.Writer, dev *device.Device, model *nn.ResNet, loader 
 	// training run's: a constant one leaves the weights wherever the last
 	// batches pushed them.
 	st := &train.Stepper{Opt: o, Schedule: optim.CosineWarmup{Base: c.LR / 50, Total: n}}
-	prog := train.NewProgress(out, n, "qat")
-	for i := range n {
-		loss, _, err := st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
-			x, y := next(loader)
-			return autograd.CrossEntropy(p.Forward(s.FromFloat32s(dev, shape, x)), s.FromInt64s(dev, []int{len(y)}, y), autograd.CEOptions{})
-		})
-		if err != nil {
-			prog.Done()
-			return nil, 0, fmt.Errorf("qat step %d: %w", i, err)
-		}
-		prog.Step(i, loss, 0, dev)
+	if _, err := train.RunSteps(out, "qat", st, n, c.Batch, dev, func(s *autograd.Scope, _ int) *autograd.Tensor {
+		x, y := next(loader)
+		return autograd.CrossEntropy(p.Forward(s.FromFloat32s(dev, shape, x)), s.FromInt64s(dev, []int{len(y)}, y), autograd.CEOptions{})
+	}); err != nil {
+		return nil, 0, err
 	}
-	prog.Done()
 	qm, err := p.Convert()
 	return qm, n, err
 }

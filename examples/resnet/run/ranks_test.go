@@ -1,15 +1,11 @@
 package run_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/headroom-ml/headroom/examples/resnet/run"
+	"github.com/headroom-ml/headroom/train/traintest"
 )
 
 // report runs the example with args and returns its JSON report.
@@ -17,15 +13,7 @@ func report(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.json")
 	mainOK(t, append(args, "--report", path)...)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r map[string]any
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return traintest.ReadReport(t, path)
 }
 
 func peak(r map[string]any, tag string) float64 {
@@ -71,22 +59,4 @@ func TestRanksZeroAndOffload(t *testing.T) {
 		}
 	}
 	t.Logf("optimizer peak: one rank %v, zero 1 %v; offload host %v", peak(one, "optimizer"), peak(zero1, "optimizer"), hosts)
-}
-
-func TestRanksBadFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--ranks", "3", "--batch", "16"}, "does not split"},
-		{[]string{"--offload"}, "--offload needs --zero 1, 2 or 3"},
-		{[]string{"--zero", "4"}, "want 0, 1, 2 or 3"},
-		{[]string{"--ranks", "2", "--save", "x"}, "not available yet"},
-		{[]string{"--ranks", "0"}, "want ≥ 1"},
-	} {
-		var out, errb bytes.Buffer
-		if code := run.Main(append([]string{"--dataset", "synthetic", "--steps", "1"}, tc.args...), &out, &errb); code != 1 || !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, code, errb.String(), tc.want)
-		}
-	}
 }

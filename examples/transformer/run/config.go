@@ -32,47 +32,53 @@ type Config struct {
 // Supported lists the technique flags this example implements.
 var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert", "quantize"}
 
-// Parse reads the command line into a Config.
+// Parse reads the command line into a Config and checks every flag (see
+// train.Common.Parse): its errors are *train.UsageError values, but -help's
+// flag.ErrHelp.
 func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs := flag.NewFlagSet("transformer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	c := &Config{}
 	c.Register(fs, train.Defaults{Steps: 2000, Batch: 32, LR: 3e-3})
-	fs.IntVar(&c.Layers, "layers", 4, "transformer blocks")
-	fs.IntVar(&c.Width, "width", 128, "model width (embedding size)")
-	fs.IntVar(&c.Heads, "heads", 4, "attention heads")
-	fs.IntVar(&c.Context, "context", 64, "context length in bytes")
-	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability")
+	fs.IntVar(&c.Layers, "layers", 4, "transformer blocks, ≥ 1")
+	fs.IntVar(&c.Width, "width", 128, "model width (embedding size), ≥ 1 and a multiple of --heads")
+	fs.IntVar(&c.Heads, "heads", 4, "attention heads, ≥ 1, dividing --width")
+	fs.IntVar(&c.Context, "context", 64, "context length in bytes, ≥ 1 and shorter than the training and validation texts")
+	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability, in [0, 1)")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
-	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in 16 KiB pieces spread over it")
-	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss")
-	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end")
-	fs.StringVar(&c.Prompt, "prompt", "func main() {\n", "start of the generated sample")
-	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay")
-	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip (0: none)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(train.NormalizeArgs(args, train.Accept)); err != nil {
+	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in (0, 1), in 16 KiB pieces spread over it")
+	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss, ≥ 1")
+	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end, ≥ 0")
+	fs.StringVar(&c.Prompt, "prompt", "func main() {\n", "start of the generated sample, at least one byte with --sample")
+	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay, ≥ 0 and finite")
+	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip, ≥ 0 and finite (0: none)")
+	err := c.Parse(fs, args, stderr, train.ParseOptions{
+		Usage:      "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:",
+		Supported:  Supported,
+		AfterFlags: []string{"eval-batches", "sample", "prompt"},
+		Check:      c.check,
+	})
+	if err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := c.Check(Supported...); err != nil {
-		return nil, err
-	}
-	if c.Accum < 1 {
-		return nil, fmt.Errorf("--accum %d: want ≥ 1", c.Accum)
-	}
-	if c.Quantize != "" && (c.Quantize != "int8" || c.Parallel() || c.AMPParams || c.Save != "") {
-		return nil, fmt.Errorf("--quantize %q: want int8, without data parallelism, --amp-params or --save", c.Quantize)
-	}
-	if !(c.ValFraction > 0 && c.ValFraction < 1) {
-		return nil, fmt.Errorf("--val-fraction %g: want a value in (0, 1)", c.ValFraction)
 	}
 	return c, nil
+}
+
+// check checks the example's own flags.
+func (c *Config) check() error {
+	return train.First(
+		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),
+		train.Want(c.Width >= 1, "width", c.Width, "a model width ≥ 1"),
+		train.Want(c.Heads >= 1, "heads", c.Heads, "≥ 1 attention heads"),
+		train.Want(c.Width%max(c.Heads, 1) == 0, "heads", c.Heads, fmt.Sprintf("a number of heads that divides --width %d", c.Width)),
+		train.Want(c.Context >= 1, "context", c.Context, "a context of ≥ 1 bytes"),
+		train.Want(c.Dropout >= 0 && c.Dropout < 1, "dropout", c.Dropout, "a probability in [0, 1)"),
+		train.Want(c.ValFraction > 0 && c.ValFraction < 1, "val-fraction", c.ValFraction, "a fraction in (0, 1)"),
+		train.Want(c.EvalBatches >= 1, "eval-batches", c.EvalBatches, "≥ 1 validation batches"),
+		train.Want(c.Sample >= 0, "sample", c.Sample, "≥ 0 bytes to generate"),
+		train.Want(c.Sample == 0 || c.Prompt != "", "prompt", `""`, "at least one byte to start --sample's text"),
+		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
+		train.Want(c.Clip >= 0 && train.Finite(c.Clip), "clip", c.Clip, "a finite gradient-norm limit ≥ 0 (0: no clipping)"),
+	)
 }
 
 // GPT returns the model configuration.

@@ -1,11 +1,11 @@
 package run_test
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/headroom-ml/headroom/train/traintest"
 )
 
 // report runs the example with args and returns its JSON report.
@@ -13,15 +13,7 @@ func report(t *testing.T, args ...string) map[string]any {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "r.json")
 	mainOK(t, append(args, "--report", path)...)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r map[string]any
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return traintest.ReadReport(t, path)
 }
 
 func peak(r map[string]any, tag string) float64 {

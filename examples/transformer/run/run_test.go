@@ -2,7 +2,6 @@ package run_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/headroom-ml/headroom/examples/transformer/run"
 	"github.com/headroom-ml/headroom/safetensors"
+	htrain "github.com/headroom-ml/headroom/train"
+	"github.com/headroom-ml/headroom/train/traintest"
 )
 
 // corpus is a small folder of real text: Go's fmt package sources.
@@ -37,16 +38,9 @@ func mainOK(t *testing.T, args ...string) string {
 func TestSmokeReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.json")
 	out := mainOK(t, "--steps", "5", "--report", path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r map[string]any
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := traintest.ReadReport(t, path)
 	if r["steps"].(float64) != 5 || !(r["final_loss"].(float64) > 0) || !(r["eval"].(float64) > 0) {
-		t.Errorf("report values: %s", b)
+		t.Errorf("report values: %v", r)
 	}
 	peaks := r["peak_bytes"].(map[string]any)
 	// AdamW: m and v, 8 bytes per f32 parameter.
@@ -62,24 +56,37 @@ func TestOutOfMemoryExitsCleanly(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run.Main([]string{"--data", corpus(t), "--steps", "2", "--mem-limit", "1MiB"}, &out, &errb)
 	msg := errb.String()
-	if code == 0 || !strings.Contains(msg, "out of memory") || strings.Contains(msg, "goroutine") {
+	if code != htrain.ExitOOM || !strings.Contains(msg, "out of memory") || strings.Contains(msg, "goroutine") {
 		t.Fatalf("exit %d, stderr:\n%s", code, msg)
 	}
 }
 
+// TestResumeIsExactWithDropout interrupts a run with dropout after 3 of 6
+// steps and resumes it with --resume alone: the snapshots equal the
+// uninterrupted run's bit for bit.
 func TestResumeIsExactWithDropout(t *testing.T) {
 	dir := t.TempDir()
 	whole, half, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "half"), filepath.Join(dir, "resumed")
 	for _, tc := range [][]string{
 		{"--steps", "6", "--save", whole},
 		{"--steps", "6", "--stop-after", "3", "--save", half},
-		{"--steps", "6", "--resume", half, "--save", resumed},
 	} {
 		mainOK(t, append(tc, "--dropout", "0.1")...)
 	}
-	a, _ := safetensors.ReadFile(whole)
-	b, _ := safetensors.ReadFile(resumed)
-	if a == nil || b == nil || len(a.Names) == 0 || len(a.Names) != len(b.Names) {
+	// --resume alone: every flag, the corpus's --data too, is the snapshot's.
+	var out, errb bytes.Buffer
+	if code := run.Main([]string{"--resume", half, "--save", resumed}, &out, &errb); code != 0 || !strings.Contains(out.String(), "resumed from step 3 of 6") {
+		t.Fatalf("--resume alone: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	a, err := safetensors.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := safetensors.ReadFile(resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Names) == 0 || len(a.Names) != len(b.Names) {
 		t.Fatal("snapshots missing or of different sizes")
 	}
 	for _, n := range a.Names {
@@ -91,11 +98,7 @@ func TestResumeIsExactWithDropout(t *testing.T) {
 	r1, r2 := filepath.Join(dir, "r1.json"), filepath.Join(dir, "r2.json")
 	mainOK(t, "--steps", "6", "--resume", resumed, "--report", r1, "--dropout", "0.1")
 	mainOK(t, "--steps", "6", "--resume", whole, "--report", r2, "--dropout", "0.1")
-	var j1, j2 map[string]any
-	for p, j := range map[string]*map[string]any{r1: &j1, r2: &j2} {
-		data, _ := os.ReadFile(p)
-		json.Unmarshal(data, j)
-	}
+	j1, j2 := traintest.ReadReport(t, r1), traintest.ReadReport(t, r2)
 	if j1["final_loss"] != j2["final_loss"] || j1["final_loss"] == nil || j1["final_loss"] == 0.0 {
 		t.Errorf("final loss %v and %v from the resumed and the uninterrupted snapshots, want the same, non-zero", j1["final_loss"], j2["final_loss"])
 	}
@@ -115,14 +118,8 @@ func TestQuantizeInt8(t *testing.T) {
 	plain, q := filepath.Join(dir, "p.json"), filepath.Join(dir, "q.json")
 	mainOK(t, "--steps", "3", "--report", plain)
 	out := mainOK(t, "--steps", "3", "--quantize", "int8", "--report", q)
-	read := func(p string) map[string]any {
-		b, _ := os.ReadFile(p)
-		var r map[string]any
-		json.Unmarshal(b, &r)
-		return r
-	}
-	pp := read(plain)["peak_bytes"].(map[string]any)["parameter"].(float64)
-	rq := read(q)
+	pp := traintest.ReadReport(t, plain)["peak_bytes"].(map[string]any)["parameter"].(float64)
+	rq := traintest.ReadReport(t, q)
 	qp := rq["peak_bytes"].(map[string]any)["parameter"].(float64)
 	if !(qp < pp) || rq["extra"].(map[string]any)["quantize"] == nil || !strings.Contains(out, "int8:") {
 		t.Errorf("int8 parameter peak %v vs float %v; report %v", qp, pp, rq["extra"])
@@ -145,11 +142,7 @@ func TestEpochs(t *testing.T) {
 	}
 	rp := filepath.Join(dir, "r.json")
 	mainOK(t, "--data", text, "--val-fraction", "0.1", "--steps", "0", "--epochs", "2", "--report", rp)
-	data, _ := os.ReadFile(rp)
-	var r map[string]any
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := traintest.ReadReport(t, rp)
 	train := 6000 - 600 // SplitSpread(0.1) holds out 600 bytes
 	if want := 2 * (train / (4 * 32)); r["steps"] != float64(want) {
 		t.Errorf("--epochs 2: %v steps, want %d", r["steps"], want)
@@ -157,7 +150,36 @@ func TestEpochs(t *testing.T) {
 	var out, errb bytes.Buffer
 	args := []string{"--data", text, "--val-fraction", "0.1", "--steps", "0", "--epochs", "1", "--batch", "64", "--context", "100",
 		"--layers", "1", "--width", "16", "--heads", "2"}
-	if code := run.Main(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "--epochs 1") {
-		t.Errorf("an epoch without a full batch: exit %d, stderr %q; want 1 and an error naming --epochs", code, errb.String())
+	if code := run.Main(args, &out, &errb); code != htrain.ExitUsage || !strings.Contains(errb.String(), "--epochs 1") {
+		t.Errorf("an epoch without a full batch: exit %d, stderr %q; want %d and an error naming --epochs", code, errb.String(), htrain.ExitUsage)
 	}
+}
+
+// TestBadFlagsAreRefusedFirst: every bad flag is a usage error (exit 64)
+// naming the flag, its value and what it takes, before the corpus is read,
+// with nothing trained and no file written.
+func TestBadFlagsAreRefusedFirst(t *testing.T) {
+	own := []traintest.Refusal{
+		traintest.Refuse("--context 0", "--context 0: want a context of ≥ 1 bytes"),
+		traintest.Refuse("--context -3", "--context -3: want a context"),
+		traintest.Refuse("--layers 0", "--layers 0: want ≥ 1 transformer blocks"),
+		traintest.Refuse("--width 0", "--width 0: want a model width ≥ 1"),
+		traintest.Refuse("--heads 0", "--heads 0: want ≥ 1 attention heads"),
+		traintest.Refuse("--heads 3", "--heads 3: want a number of heads that divides --width 32"),
+		traintest.Refuse("--dropout 1", "--dropout 1: want a probability in [0, 1)"),
+		traintest.Refuse("--dropout -0.1", "--dropout -0.1: want a probability in [0, 1)"),
+		traintest.Refuse("--val-fraction 0", "--val-fraction 0: want a fraction in (0, 1)"),
+		traintest.Refuse("--val-fraction 1", "--val-fraction 1: want a fraction in (0, 1)"),
+		traintest.Refuse("--eval-batches 0", "--eval-batches 0: want ≥ 1 validation batches"),
+		traintest.Refuse("--sample -1", "--sample -1: want ≥ 0 bytes"),
+		traintest.Refuse("--sample 5 --prompt=", `--prompt "": want at least one byte`),
+		traintest.Refuse("--clip NaN", "--clip NaN: want a finite gradient-norm limit ≥ 0"),
+		traintest.Refuse("--clip -1", "--clip -1: want a finite gradient-norm limit ≥ 0"),
+		traintest.Refuse("--clip Inf", "--clip +Inf: want a finite gradient-norm limit ≥ 0"),
+		traintest.Refuse("--weight-decay -1", "--weight-decay -1: want a finite weight decay ≥ 0"),
+		traintest.Refuse("--prune 0.3", "--prune: not available yet"),
+		traintest.Refuse("--quantize int8 --qat", "--qat: not available yet"),
+	}
+	base := []string{"--steps", "2", "--batch", "8", "--context", "16", "--layers", "1", "--width", "32", "--heads", "2"}
+	traintest.Refused(t, run.Main, base, append(own, traintest.Common...))
 }
