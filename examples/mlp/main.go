@@ -29,7 +29,7 @@ const features, hidden, classes = 32, 128, 8
 
 func run(out io.Writer, steps, batch int, lr float64) (err error) {
 	if steps < 1 || batch < 1 || !(lr > 0) || math.IsInf(lr, 0) || flag.NArg() > 0 {
-		return fmt.Errorf("--steps %d, --batch %d, --lr %g, arguments %q: want steps ≥ 1, batch ≥ 1, 0 < lr < ∞, no arguments", steps, batch, lr, flag.Args())
+		return train.Usagef("--steps %d, --batch %d, --lr %g, arguments %q: want steps ≥ 1, batch ≥ 1, 0 < lr < ∞, no arguments", steps, batch, lr, flag.Args())
 	}
 	dev := cpu.New(0, device.Options{Capacity: 64 << 20}) // a 64 MiB "device"
 	defer train.Close(dev, &err)                          // gives its memory back; reports leaks

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/train"
 )
 
 // TestREADMEHoldsTheProgram: README.md's "A complete program" shows this
@@ -33,8 +34,9 @@ func TestRun(t *testing.T) {
 	if err := run(&out, 3, 16, 0.02); err != nil || !strings.Contains(out.String(), "held-out accuracy") {
 		t.Errorf("run(3, 16, 0.02) = %v, printing\n%s", err, out.String())
 	}
-	if err := run(io.Discard, 0, 16, 0.02); err == nil || !strings.Contains(err.Error(), "--steps 0") {
-		t.Errorf("run(0, 16, 0.02) = %v, want an error naming --steps 0", err)
+	var ue *train.UsageError
+	if err := run(io.Discard, 0, 16, 0.02); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--steps 0") {
+		t.Errorf("run(0, 16, 0.02) = %v, want a usage error naming --steps 0", err)
 	}
 	var oom *device.OOMError
 	if err := run(io.Discard, 1, 100000, 0.02); !errors.As(err, &oom) {
