@@ -3,6 +3,7 @@ package train_test
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -81,4 +82,49 @@ func TestAccumulationEqualsOneBigBatch(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNonFiniteLossStopsTheStep: a learning rate of 1e30 sends the
+// parameters to ±1e30 in one step, and the next step's loss (the GPT's) or
+// gradients (the ResNet's: batch-norm keeps its loss finite) are not.
+// Without a loss scaler that is an error naming the step (and the
+// micro-batch of a loss), and the failed step changes nothing; with an enabled scaler
+// (f16 parameters) a non-finite loss is the scaler's business: its
+// gradients overflow and it skips the step, as PyTorch's GradScaler does.
+func TestNonFiniteLossStopsTheStep(t *testing.T) {
+	for _, x := range []struct {
+		c    setup
+		want string
+	}{
+		{setup{model: "resnet", accum: 2, onCPU: true}, "step 1: gradient norm is NaN"},
+		{setup{model: "gpt", accum: 1, onCPU: true}, "micro-batch 0 of step 1: loss is NaN"},
+	} {
+		c, want := x.c, x.want
+		r := newRig(t, c)
+		r.st.Schedule, r.st.Clip = nil, 0 // no clipping: the norm is checked all the same
+		r.opt.SetLR(1e30)
+		r.step(t)
+		before := r.state()
+		loss, _, err := r.st.Step(r.fwd)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v: a step at loss %v returned %v, want %q", c, loss, err, want)
+		}
+		t.Logf("%v: %v", c, err)
+		if d := stateDiff(before, r.state()); len(d) > 0 {
+			t.Errorf("%v: the failed step changed %v", c, d)
+		}
+		r.release()
+	}
+	r := newRig(t, setup{model: "gpt", accum: 1, scaler: true, onCPU: true})
+	w := r.model.Params()[0].T
+	w.SetFloat64s(append([]float64{math.Inf(1)}, w.Float64s()[1:]...))
+	scale := r.st.Scaler.Scale()
+	loss, stepped, err := r.st.Step(r.fwd)
+	if err != nil || stepped || !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+		t.Fatalf("f16 with a scaler, an infinite weight: loss %v, stepped %v, error %v; want a skipped step", loss, stepped, err)
+	}
+	if r.st.Scaler.Scale() != scale/2 || r.st.Steps() != 1 {
+		t.Errorf("after the skipped step: scale %v (was %v), steps %d; want the scale halved and the step counted", r.st.Scaler.Scale(), scale, r.st.Steps())
+	}
+	r.release()
 }
