@@ -173,6 +173,9 @@ func (st *Stepper) micro(s *autograd.Scope, forward func(*autograd.Scope, int) *
 		var l *autograd.Tensor
 		s.SetPhase("forward")
 		s.Autocast(st.Autocast, func() { l = forward(s, i) })
+		if l == nil {
+			return fmt.Errorf("forward returned no loss")
+		}
 		if loss = l.Item(); math.IsNaN(loss) || math.IsInf(loss, 0) {
 			if st.Scaler == nil || !st.Scaler.Enabled() {
 				return fmt.Errorf("loss is %v (no loss scaler is enabled to skip the step)", loss)

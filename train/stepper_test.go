@@ -128,3 +128,24 @@ func TestNonFiniteLossStopsTheStep(t *testing.T) {
 	}
 	r.release()
 }
+
+// TestStepWithoutLoss: a forward that returns no loss is an error naming
+// the micro-batch, not a Go panic, and the step changes nothing.
+func TestStepWithoutLoss(t *testing.T) {
+	r := newRig(t, setup{model: "gpt", accum: 2, onCPU: true})
+	defer r.release()
+	before := r.state()
+	calls := 0
+	_, _, err := r.st.Step(func(s *autograd.Scope, i int) *autograd.Tensor {
+		if calls++; i == 1 {
+			return nil
+		}
+		return r.fwd(s, i)
+	})
+	if err == nil || !strings.Contains(err.Error(), "micro-batch 1 of step 0: forward returned no loss") {
+		t.Fatalf("a forward without a loss: %v", err)
+	}
+	if d := stateDiff(before, r.state()); len(d) > 0 || calls != 2 {
+		t.Errorf("the failed step changed %v (forward called %d times)", d, calls)
+	}
+}
