@@ -21,17 +21,24 @@
 // and adapt the scale. Its defaults are PyTorch's: InitScale 2^16,
 // GrowthFactor 2, BackoffFactor 0.5, GrowthInterval 2000. BF16 has F32's
 // exponent range and needs no scaling: a Scaler made for BF16 is disabled
-// and says so. A disabled Scaler is a no-op, so one loop serves all modes:
+// and says so. A disabled Scaler is a no-op, so one loop serves all modes
+// (ExampleScaler_trainingLoop runs it; train.Stepper is this loop with
+// gradient accumulation, and leaves everything as it was when a step
+// fails, the Scaler included: Mark):
 //
 //	sc := amp.NewScaler(dtype.F16, amp.ScalerConfig{})
 //	for step := … {
-//		s.Autocast(dtype.F16, func() { loss = model(s, x) })
-//		if err := sc.Scale(loss).Backward(); err != nil { … }
+//		s := autograd.NewScope()
+//		err := s.Run(func() error {
+//			var loss *autograd.Tensor
+//			s.Autocast(dtype.F16, func() { loss = model(s, x) })
+//			return sc.ScaleLoss(loss).Backward()
+//		})
+//		if err != nil { … }
 //		if err := sc.Unscale(opt); err != nil { … }   // before clipping
 //		optim.ClipGradNorm(opt.Params(), 1)
 //		if _, err := sc.Step(opt); err != nil { … }     // skipped on inf/NaN
-//		sc.Update()
+//		if err := sc.Update(); err != nil { … }
 //		opt.ZeroGrad()
-//		s.Release()
 //	}
 package amp

@@ -87,3 +87,59 @@ func ExampleNewScaler_bf16() {
 	// bf16 has fp32's exponent range: gradients do not underflow, so loss scaling is not needed and the scaler is a no-op
 	// ScaleLoss returns the loss itself: true
 }
+
+// ExampleScaler_trainingLoop is the package documentation's loop: the
+// forward under F16 autocast (parameters stay F32), the scaled loss's
+// backward, unscaling before clipping, the step the scaler may skip, and
+// the scale's update. train.Stepper runs exactly this.
+func ExampleScaler_trainingLoop() {
+	dev := cpu.New(0, device.Options{})
+	b := nn.NewBuilder(dev, dtype.F32, 1)
+	model := nn.NewLinear(b, "fc", 4, 3, true)
+	opt, err := optim.NewAdamW(model.Params(), optim.AdamConfig{LR: 0.05})
+	if err != nil {
+		panic(err)
+	}
+	x := []float32{1, 0, -1, 2, 0.5, -0.5, 1, 1}
+	y := []int64{0, 2}
+	sc := amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+	for step := range 3 {
+		var lossValue float64
+		s := autograd.NewScope()
+		err := s.Run(func() error {
+			var loss *autograd.Tensor
+			s.Autocast(dtype.F16, func() {
+				logits := model.Forward(s.FromFloat32s(dev, []int{2, 4}, x))
+				loss = autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{2}, y), autograd.CEOptions{})
+			})
+			lossValue = loss.Item()
+			return sc.ScaleLoss(loss).Backward()
+		})
+		if err != nil {
+			panic(err) // a program returns it: errors.As(err, &oom) for *device.OOMError
+		}
+		if err := sc.Unscale(opt); err != nil { // before clipping
+			panic(err)
+		}
+		if _, err := optim.ClipGradNorm(opt.Params(), 1); err != nil {
+			panic(err)
+		}
+		stepped, err := sc.Step(opt) // skipped on inf/NaN
+		if err != nil {
+			panic(err)
+		}
+		if err := sc.Update(); err != nil {
+			panic(err)
+		}
+		opt.ZeroGrad()
+		fmt.Printf("step %d: loss %.3f, stepped %v, scale %g\n", step, lossValue, stepped, sc.Scale())
+	}
+	opt.Release()
+	nn.Release(model)
+	fmt.Println("bytes still allocated:", dev.Stats().Requested.Current)
+	// Output:
+	// step 0: loss 1.411, stepped true, scale 65536
+	// step 1: loss 1.189, stepped true, scale 65536
+	// step 2: loss 0.993, stepped true, scale 65536
+	// bytes still allocated: 0
+}

@@ -241,6 +241,20 @@ func (s *Scaler) Update() error {
 	return nil
 }
 
+// Mark returns the function that puts the Scaler back as it is now: its
+// scale, growth tracker, skipped count and last overflow, with no Unscale
+// or Step recorded since. A caller that abandons an iteration half way —
+// train.Stepper when a step fails — restores it, so that the retried
+// iteration scales exactly as the first try did. Call it between Update
+// and the next Unscale or Step.
+func (s *Scaler) Mark() (restore func()) {
+	scale, tracker, skipped, overflow := s.scale, s.tracker, s.skipped, s.overflow
+	return func() {
+		s.scale, s.tracker, s.skipped, s.overflow = scale, tracker, skipped, overflow
+		clear(s.opts)
+	}
+}
+
 // ScalerState is what a resumed run needs to continue scaling exactly.
 type ScalerState struct {
 	Scale         float64 `json:"scale"`

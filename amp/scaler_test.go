@@ -214,3 +214,53 @@ func TestDisabledAndBF16AreNoOps(t *testing.T) {
 		t.Errorf("bf16 note %q should say scaling is not needed", n)
 	}
 }
+
+// TestMarkAbandonsAnIteration: an iteration abandoned after Unscale, or
+// after a skipped Step, is undone by Mark's function — the scale, the
+// growth tracker, the skipped count and the last overflow as they were,
+// no optimizer recorded — so the iteration can run again from the start
+// and ends as it would have.
+func TestMarkAbandonsAnIteration(t *testing.T) {
+	_, ps, o := setup(t)
+	sc := amp.NewScaler(dtype.F16, amp.ScalerConfig{GrowthInterval: 2})
+	backward(t, sc, ps, 0.25, 0.25) // one clean iteration: the tracker is at 1
+	if _, err := sc.Step(o); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Update(); err != nil {
+		t.Fatal(err)
+	}
+	o.ZeroGrad()
+	want := sc.State()
+	for _, abandon := range []string{"after Unscale", "after a skipped Step"} {
+		restore := sc.Mark()
+		backward(t, sc, ps, 1e6, 1) // overflows f16 once scaled
+		if err := sc.Unscale(o); err != nil {
+			t.Fatal(err)
+		}
+		if abandon == "after a skipped Step" {
+			if stepped, err := sc.Step(o); err != nil || stepped {
+				t.Fatalf("Step on an overflow: stepped %v, %v", stepped, err)
+			}
+		}
+		restore()
+		o.ZeroGrad()
+		if got := sc.State(); got != want || sc.LastOverflow() != "" {
+			t.Errorf("%s, restored: state %+v, last overflow %q; want %+v and none", abandon, got, sc.LastOverflow(), want)
+		}
+		backward(t, sc, ps, 0.25, 0.25) // the iteration again, clean: it must be allowed and grow the scale
+		if _, err := sc.Step(o); err != nil {
+			t.Fatalf("%s: the iteration again: %v", abandon, err)
+		}
+		if err := sc.Update(); err != nil {
+			t.Fatal(err)
+		}
+		o.ZeroGrad()
+		if sc.Scale() != want.Scale*2 {
+			t.Errorf("%s: after the clean iteration again the scale is %v, want %v (the second clean one in a row)", abandon, sc.Scale(), want.Scale*2)
+		}
+		if err := sc.Load(want); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

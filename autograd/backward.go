@@ -70,14 +70,74 @@ func (t *Tensor) backward(grad *Tensor, opts []BackwardOption) {
 	runBackward([]*Tensor{t}, []*Tensor{grad}, opts)
 }
 
+// pass is one backward pass: the scope its ops run in, and what it holds
+// so that a failure can give it back.
+type pass struct {
+	// s is the innermost scope of the roots: backward's ops run in it, and
+	// the saved tensors they read belong to it while a node runs.
+	s      *Scope
+	r      *Scope // s's root: node sequence, epochs and leaf readiness
+	retain bool
+	nested bool // run from inside another pass's node (a checkpoint's)
+	epoch  uint64
+	// mark is len(s.owned) when the pass began: what s owns beyond it was
+	// made by the pass.
+	mark int
+	// nodes are those the pass reaches.
+	nodes []*node
+	// flight holds the gradients the pass made and has not yet handed to
+	// a node or a leaf: the seeds, then each node's input gradients.
+	flight []*Tensor
+}
+
 // runBackward is the engine: it seeds the roots, counts for every node
 // reachable from them the edges into it, and runs the nodes whose consumers
-// have all run, newest first.
+// have all run, newest first. When anything fails (out of memory, misuse)
+// it gives back every gradient it made before the panic goes on, so that
+// the device holds what it held before the pass plus the leaves'
+// gradients (and, until the scope is released, the graph).
 func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 	var bo backwardOpts
 	for _, f := range opts {
 		f(&bo)
 	}
+	p := &pass{retain: bo.retain, s: passScope(roots)}
+	if s := p.s; s != nil {
+		// Backward steps compute in the dtypes the forward chose: no
+		// autocast (checkpoint recomputation restores the forward's own).
+		oldTag, oldPhase, oldCast := s.tag, s.phase, s.autocast
+		s.tag, s.phase, s.autocast = device.Workspace, "backward", dtype.Invalid
+		s.noGrad++
+		p.r, p.mark = s.root(), len(s.owned)
+		defer func() {
+			s.tag, s.phase, s.autocast = oldTag, oldPhase, oldCast
+			s.noGrad--
+		}()
+	}
+	defer p.recoverFailure()
+	p.flight = p.seeds(roots, grads)
+	starts := p.leafRoots(roots)
+	if len(starts) == 0 {
+		return
+	}
+	r := p.r
+	p.nested = r.passes > 0
+	if !p.nested {
+		r.pending, r.held = map[*Tensor]int{}, map[*node]map[*Tensor]bool{}
+		defer func() { r.pending, r.held = nil, nil }()
+	}
+	r.passes++
+	depth := len(r.running)
+	defer func() { r.passes--; r.running = r.running[:depth] }()
+	r.epoch++
+	p.epoch = r.epoch
+	p.count(starts)
+	p.run(p.start(roots))
+}
+
+// passScope returns the innermost scope of the roots (nil when none has
+// one), failing for a root that does not require grad.
+func passScope(roots []*Tensor) *Scope {
 	var s *Scope
 	for _, t := range roots {
 		if !t.requiresGrad {
@@ -91,20 +151,16 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 			s = inner("backward", s, ts)
 		}
 	}
-	if s != nil {
-		// Backward steps compute in the dtypes the forward chose: no
-		// autocast (checkpoint recomputation restores the forward's own).
-		oldTag, oldPhase, oldCast := s.tag, s.phase, s.autocast
-		s.tag, s.phase, s.autocast = device.Workspace, "backward", dtype.Invalid
-		s.noGrad++
-		defer func() {
-			s.tag, s.phase, s.autocast = oldTag, oldPhase, oldCast
-			s.noGrad--
-		}()
-	}
+	return s
+}
+
+// seeds makes each root's first gradient: grads[i], copied, or ones.
+func (p *pass) seeds(roots, grads []*Tensor) []*Tensor {
 	seeds := make([]*Tensor, len(roots))
 	for i, t := range roots {
-		seed := alloc(s, t.dev, t.dt, t.shape, s.label("backward"))
+		seed := alloc(p.s, t.dev, t.dt, t.shape, p.s.label("backward"))
+		seeds[i] = seed
+		p.flight = seeds[:i+1] // what a failure of the next allocation releases
 		if k := t.dev.Kernels(); k != nil {
 			if grads[i] == nil {
 				k.Fill(seed.operand(), 1)
@@ -112,62 +168,51 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 				k.Copy(seed.operand(), grads[i].operand())
 			}
 		}
-		seeds[i] = seed
 	}
-	// Leaf readiness (OnGradReady) is counted across nested passes — a
-	// pass run from inside another's node, as a checkpoint recomputes its
-	// segment: the outermost pass holds one placeholder contribution per
-	// leaf a custom node declares (Custom.Leaves); the nested pass that
-	// node runs adds the contributions it will make and drops the
-	// placeholder; what the node did not touch is dropped when it returns.
-	// A leaf is ready when its count reaches zero, in whichever pass.
-	var r *Scope
-	if s != nil {
-		r = s.root()
-	}
-	nested := r != nil && r.passes > 0
+	return seeds
+}
+
+// leafRoots gives roots that are leaves their seed and returns the nodes
+// of the others.
+func (p *pass) leafRoots(roots []*Tensor) []*node {
 	var starts []*node
 	for i, t := range roots {
 		if t.node == nil {
-			accumulate(t, seeds[i])
-			if !nested {
+			p.give(i, func(g *Tensor) { accumulate(t, g) })
+			if p.r == nil || p.r.passes == 0 {
 				t.gradReady()
 			}
-			seeds[i] = nil
 			continue
 		}
 		starts = append(starts, t.node)
 	}
-	if len(starts) == 0 {
-		return
-	}
-	if !nested {
-		r.pending, r.held = map[*Tensor]int{}, map[*node]map[*Tensor]bool{}
-		defer func() { r.pending, r.held = nil, nil }()
-	}
-	r.passes++
-	defer func() { r.passes-- }()
-	r.epoch++
-	epoch := r.epoch
+	return starts
+}
 
-	// Count, for every node reachable from the roots, the edges into it,
-	// and for every leaf the contributions it will receive.
-	var stack []*node
-	counted := map[*Tensor]bool{}
-	countLeaf := func(l *Tensor) {
-		r.pending[l]++
-		counted[l] = true
+// give hands flight[i] (when not nil) to consume, which takes it over when
+// it returns; if consume panics the gradient stays in flight.
+func (p *pass) give(i int, consume func(*Tensor)) {
+	if g := p.flight[i]; g != nil {
+		consume(g)
+		p.flight[i] = nil
 	}
-	leafDone := func(l *Tensor) {
-		if r.pending[l]--; r.pending[l] == 0 {
-			l.gradReady()
+}
+
+// count finds, for every node reachable from starts, the edges into it,
+// and for every leaf the contributions it will receive.
+func (p *pass) count(starts []*node) {
+	r := p.r
+	counted := map[*Tensor]bool{} // the leaves the pass sends gradients to
+	var stack []*node
+	visit := func(n *node) {
+		if n.epoch != p.epoch {
+			n.epoch, n.deps = p.epoch, 0
+			stack = append(stack, n)
+			p.nodes = append(p.nodes, n)
 		}
 	}
 	for _, n := range starts {
-		if n.epoch != epoch {
-			n.epoch, n.deps = epoch, 0
-			stack = append(stack, n)
-		}
+		visit(n)
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
@@ -184,20 +229,16 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 		}
 		for _, e := range n.next {
 			if e.leaf != nil {
-				countLeaf(e.leaf)
+				r.pending[e.leaf]++
+				counted[e.leaf] = true
 			}
-			if e.n == nil {
-				continue
+			if e.n != nil {
+				visit(e.n)
+				e.n.deps++
 			}
-			if e.n.epoch != epoch {
-				e.n.epoch, e.n.deps = epoch, 0
-				stack = append(stack, e.n)
-			}
-			e.n.deps++
 		}
 	}
-
-	if nested && len(r.running) > 0 {
+	if p.nested && len(r.running) > 0 {
 		// This pass accounts for its leaves now: drop the placeholders the
 		// node running it held for them.
 		enclosing := r.running[len(r.running)-1]
@@ -208,122 +249,123 @@ func runBackward(roots, grads []*Tensor, opts []BackwardOption) {
 			}
 		}
 	}
+}
+
+// start adds the seeds to their roots' nodes and returns the nodes ready
+// to run.
+func (p *pass) start(roots []*Tensor) *nodeHeap {
 	ready := &nodeHeap{}
 	for i, t := range roots {
-		if seeds[i] == nil {
+		if p.flight[i] == nil {
 			continue
 		}
 		n := t.node
 		first := n.grads == nil || allNil(n.grads)
-		addGrad(n, t.out, seeds[i])
+		p.give(i, func(g *Tensor) { addGrad(n, t.out, g) })
 		if first && n.deps == 0 {
 			heap.Push(ready, n)
 		}
 	}
+	return ready
+}
+
+// run runs the ready nodes, newest first, passing each one's input
+// gradients on to the nodes and leaves they belong to.
+func (p *pass) run(ready *nodeHeap) {
+	r := p.r
 	for ready.Len() > 0 {
 		n := heap.Pop(ready).(*node)
 		r.running = append(r.running, n)
-		ins := n.run(bo.retain)
+		p.flight = n.run(p.s, p.retain)
 		r.running = r.running[:len(r.running)-1]
+		p.adopt()
 		for i, e := range n.next {
-			var g *Tensor
-			if i < len(ins) {
-				g = ins[i]
-				ins[i] = nil
-			}
 			switch {
+			case i >= len(p.flight):
+				if e.leaf != nil {
+					p.leafDone(e.leaf)
+				} else if e.n != nil {
+					p.ready(ready, e.n)
+				}
 			case e.leaf != nil:
-				if g != nil {
-					accumulate(e.leaf, g)
-				}
-				leafDone(e.leaf)
+				p.give(i, func(g *Tensor) { accumulate(e.leaf, g) })
+				p.leafDone(e.leaf)
 			case e.n != nil:
-				if g != nil {
-					addGrad(e.n, e.idx, g)
-				}
-				if e.n.deps--; e.n.deps == 0 {
-					heap.Push(ready, e.n)
-				}
-			case g != nil:
-				g.Release()
+				p.give(i, func(g *Tensor) { addGrad(e.n, e.idx, g) })
+				p.ready(ready, e.n)
 			}
 		}
-		for _, g := range ins {
-			if g != nil {
-				g.Release()
-			}
-		}
+		p.releaseFlight()
 		for l := range r.held[n] {
-			leafDone(l)
+			p.leafDone(l)
 		}
 		delete(r.held, n)
 	}
 }
 
-func allNil(ts []*Tensor) bool {
-	for _, t := range ts {
-		if t != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// run executes a node's backward step and returns its input gradients.
-func (n *node) run(retain bool) []*Tensor {
-	if n.freed {
-		n.clearGrads()
-		fail("backward", "trying to backward through %s a second time: its saved tensors were freed; pass RetainGraph to the first Backward", n.op)
-	}
-	any := false
-	for _, g := range n.grads {
-		any = any || g != nil
-	}
-	if !any {
-		if !retain {
-			n.free()
-		}
-		return nil
-	}
-	c := &bctx{g: n.grads, need: make([]bool, len(n.next))}
-	for i, e := range n.next {
-		c.need[i] = e.n != nil || e.leaf != nil
-	}
-	var temp []*Tensor
-	c.saved, temp = n.unpack()
-	ins := n.fn(c)
-	for _, t := range temp {
-		t.Release()
-	}
-	if !retain {
-		n.free()
-	}
-	n.clearGrads()
-	for i, g := range ins {
-		if g == nil {
-			continue
-		}
-		if i >= len(n.next) {
-			fail("backward", "internal: %s returned %d gradients for %d inputs", n.op, len(ins), len(n.next))
-		}
-	}
-	return ins
-}
-
-// addGrad adds g (consumed) to the gradient of output idx of n.
-func addGrad(n *node, idx int, g *Tensor) {
-	if n.grads == nil {
-		n.grads = make([]*Tensor, len(n.outs))
-	}
-	if !sameShape(g.shape, n.outs[idx].shape) {
-		fail("backward", "internal: gradient of shape %v for output %v of %s", g.shape, n.outs[idx].shape, n.op)
-	}
-	old := n.grads[idx]
-	if old == nil {
-		n.grads[idx] = g
+// adopt makes the pass's scope own the gradients in flight that belong to
+// no scope (a custom node's, taken from a leaf: TakeGrad), so that the ops
+// consuming them run in the pass's scope — tagged workspace, released with
+// it — like those consuming any other gradient.
+func (p *pass) adopt() {
+	if p.s == nil {
 		return
 	}
-	n.grads[idx] = sumInto(old, g)
+	for _, g := range p.flight {
+		if g != nil && g.Scope() == nil {
+			g.kept = false
+			p.s.own(g)
+		}
+	}
+}
+
+// ready counts one consumer of n as done and queues n after the last.
+func (p *pass) ready(h *nodeHeap, n *node) {
+	if n.deps--; n.deps == 0 {
+		heap.Push(h, n)
+	}
+}
+
+// leafDone counts one contribution to l as added; the last makes l ready.
+func (p *pass) leafDone(l *Tensor) {
+	if p.r.pending[l]--; p.r.pending[l] == 0 {
+		l.gradReady()
+	}
+}
+
+// releaseFlight releases the gradients still in flight: those of inputs
+// that needed none, or everything when the pass fails.
+func (p *pass) releaseFlight() {
+	for i, g := range p.flight {
+		if g != nil {
+			g.Release()
+			p.flight[i] = nil
+		}
+	}
+}
+
+// recoverFailure, deferred by runBackward, gives back what the pass holds
+// when it panics — gradients in flight, the gradients waiting at the nodes
+// it reached, and every tensor it made in its scope (the temporaries of
+// the node that failed among them) — and panics on. What it added to the
+// leaves' gradients stays: the caller zeroes them (ZeroGrad).
+func (p *pass) recoverFailure() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	p.releaseFlight()
+	for _, n := range p.nodes {
+		n.clearGrads()
+	}
+	if p.s != nil {
+		for _, t := range p.s.owned[p.mark:] {
+			if !t.kept {
+				t.Release()
+			}
+		}
+	}
+	panic(r)
 }
 
 // sumInto returns acc+g, consuming both: in place when acc is exclusive.

@@ -105,19 +105,24 @@ type RNGDraw struct {
 	seed, offset uint64
 }
 
-// rngLog records or replays draws; held by the scope that started it.
+// rngLog records or replays draws; held by the scope that started it. A
+// log started on a scope that already has one goes in front of it (outer):
+// both record.
 type rngLog struct {
 	draws  []RNGDraw
 	replay bool
 	at     int
+	outer  *rngLog
 }
 
 // LogRNG starts recording every generator draw made by ops in s (and
 // scopes nested in it) and returns the function that stops and returns
-// the draws in order.
+// the draws in order. Logs nest: one started while another records on s
+// (or on a scope s is nested in) records the same draws, and the other
+// goes on recording.
 func (s *Scope) LogRNG() func() []RNGDraw {
 	old := s.rng
-	s.rng = &rngLog{}
+	s.rng = &rngLog{outer: old}
 	return func() []RNGDraw {
 		l := s.rng
 		s.rng = old
@@ -129,14 +134,28 @@ func (s *Scope) LogRNG() func() []RNGDraw {
 // order, instead of advancing their generators, until the returned
 // function is called. A different sequence of draws (another generator or
 // size) fails: the recomputation is not the forward it claims to repeat.
+// Logs outside the replay record nothing of it: no generator advances.
 func (s *Scope) ReplayRNG(draws []RNGDraw) func() {
 	old := s.rng
-	s.rng = &rngLog{draws: draws, replay: true}
+	s.rng = &rngLog{draws: draws, replay: true, outer: old}
 	return func() {
 		l := s.rng
 		s.rng = old
 		if l.at != len(l.draws) {
 			fail("replay_rng", "recomputation made %d random draws, the original forward %d", l.at, len(l.draws))
+		}
+	}
+}
+
+// RewindRNG puts every generator drawn in draws (a log from LogRNG) back
+// where it stood before its first draw there: what a failed step does so
+// that retrying it draws the same numbers (dropout masks) again.
+func RewindRNG(draws []RNGDraw) {
+	done := map[*Generator]bool{}
+	for _, d := range draws {
+		if !done[d.gen] {
+			done[d.gen] = true
+			d.gen.SetState(GeneratorState{Seed: d.seed, Offset: d.offset})
 		}
 	}
 }
@@ -149,12 +168,12 @@ func (s *Scope) draw(gen *Generator, n int) (seed, offset uint64) {
 	var logs []*rngLog
 	var replay *rngLog
 	for p := s; p != nil && replay == nil; p = p.parent {
-		switch {
-		case p.rng == nil:
-		case p.rng.replay:
-			replay = p.rng
-		default:
-			logs = append(logs, p.rng)
+		for l := p.rng; l != nil && replay == nil; l = l.outer {
+			if l.replay {
+				replay = l
+			} else {
+				logs = append(logs, l)
+			}
 		}
 	}
 	if replay != nil {

@@ -80,6 +80,15 @@
 // of memory panics with *device.OOMError. Backward, BackwardWith and Try
 // return both as errors; any other panic is a bug and propagates.
 //
+// A failure gives back what the failed work made. A Backward that returns
+// an error has already released every gradient and temporary it made (the
+// leaves keep what reached them: ZeroGrad), and what an op allocates —
+// its outputs, its workspace, the views a backward step takes of saved
+// tensors — belongs to the scope, so Scope.Release (Scope.Run releases
+// whatever happens) leaves the device holding exactly what it held before
+// the step. Scope.LogRNG and RewindRNG put the generators a step drew from
+// back, so that a failed step retried draws the same masks.
+//
 // # Precision
 //
 // Ops compute F64 and F32. F16 and BF16 tensors are stored in 2 bytes and

@@ -113,10 +113,14 @@ func (s *Scope) newNode(opName string, outs, ins, save []*Tensor, fn backwardFn)
 	return n
 }
 
-// unpack returns the saved tensors for a backward step, and those handles
-// that the engine must release after the step (hook results).
-func (n *node) unpack() (ts, temp []*Tensor) {
-	ts = make([]*Tensor, len(n.saved))
+// unpack returns the saved tensors for a backward step run in scope s,
+// adding to temp, as it goes, the handles that the engine must release
+// after the step (hook results; those made before a failure too). The
+// node's own handles are lent to s until lend(nil); hook results that
+// belong to no scope are given to s.
+func (n *node) unpack(s *Scope, temp *[]*Tensor) []*Tensor {
+	n.lend(s)
+	ts := make([]*Tensor, len(n.saved))
 	for i, sv := range n.saved {
 		if sv.blk == nil {
 			continue
@@ -127,16 +131,33 @@ func (n *node) unpack() (ts, temp []*Tensor) {
 		}
 		if sv.hooks != nil {
 			t := sv.hooks.Unpack(sv.packed)
-			if t == nil || !sameShape(t.shape, sv.shape) {
-				fail("backward", "saved-tensor hook Unpack for %s returned a tensor of another shape (want %v)", n.op, sv.shape)
+			if t == nil {
+				fail("backward", "saved-tensor hook Unpack for %s returned nil (want a tensor of shape %v)", n.op, sv.shape)
+			}
+			*temp = append(*temp, t)
+			if !sameShape(t.shape, sv.shape) {
+				fail("backward", "saved-tensor hook Unpack for %s returned a tensor of shape %v (want %v)", n.op, t.shape, sv.shape)
+			}
+			if t.scope == nil {
+				t.scope = s
 			}
 			ts[i] = t
-			temp = append(temp, t)
 			continue
 		}
 		ts[i] = sv.t
 	}
-	return ts, temp
+	return ts
+}
+
+// lend makes the node's saved handles belong to s (nil: to no scope), so
+// that what a backward step makes from them alone belongs to s. s does not
+// own them: the node releases them (free).
+func (n *node) lend(s *Scope) {
+	for _, sv := range n.saved {
+		if sv.t != nil {
+			sv.t.scope = s
+		}
+	}
 }
 
 // free releases the node's saved tensors; backward through it then fails.
@@ -167,4 +188,74 @@ func (n *node) clearGrads() {
 			n.grads[i] = nil
 		}
 	}
+}
+
+func allNil(ts []*Tensor) bool {
+	for _, t := range ts {
+		if t != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// run executes a node's backward step in scope s and returns its input
+// gradients. The saved tensors it reads belong to s meanwhile, so that
+// what the step makes from them alone belongs to s too and cannot outlive
+// a failure; the handles hooks unpacked are released whatever happens.
+func (n *node) run(s *Scope, retain bool) []*Tensor {
+	if n.freed {
+		n.clearGrads()
+		fail("backward", "trying to backward through %s a second time: its saved tensors were freed; pass RetainGraph to the first Backward", n.op)
+	}
+	if allNil(n.grads) {
+		if !retain {
+			n.free()
+		}
+		return nil
+	}
+	c := &bctx{g: n.grads, need: make([]bool, len(n.next))}
+	for i, e := range n.next {
+		c.need[i] = e.n != nil || e.leaf != nil
+	}
+	var temp []*Tensor
+	defer func() {
+		for _, t := range temp {
+			t.Release()
+		}
+	}()
+	defer n.lend(nil)
+	c.saved = n.unpack(s, &temp)
+	ins := n.fn(c)
+	if !retain {
+		n.free()
+	}
+	n.clearGrads()
+	for i := len(n.next); i < len(ins); i++ {
+		if ins[i] != nil {
+			for _, g := range ins {
+				if g != nil {
+					g.Release()
+				}
+			}
+			fail("backward", "internal: %s returned %d gradients for %d inputs", n.op, len(ins), len(n.next))
+		}
+	}
+	return ins
+}
+
+// addGrad adds g (consumed) to the gradient of output idx of n.
+func addGrad(n *node, idx int, g *Tensor) {
+	if n.grads == nil {
+		n.grads = make([]*Tensor, len(n.outs))
+	}
+	if !sameShape(g.shape, n.outs[idx].shape) {
+		fail("backward", "internal: gradient of shape %v for output %v of %s", g.shape, n.outs[idx].shape, n.op)
+	}
+	old := n.grads[idx]
+	if old == nil {
+		n.grads[idx] = g
+		return
+	}
+	n.grads[idx] = sumInto(old, g)
 }

@@ -99,11 +99,13 @@ func (o *op) zeros(dt dtype.DType, shape []int) *Tensor {
 	return t
 }
 
-// scratch allocates workspace that the op frees before it returns.
+// scratch allocates workspace that the op frees before it returns. The
+// op's scope owns it too, so that it goes with the scope when the op
+// panics before freeing it (out of memory in a later allocation).
 func (o *op) scratch(dt dtype.DType, shape []int) *Tensor {
 	l := o.s.label(o.name)
 	l.Tag = device.Workspace
-	return alloc(nil, o.dev, dt, shape, l)
+	return alloc(o.s, o.dev, dt, shape, l)
 }
 
 // alloc makes a contiguous tensor with a new block, owned by s (or

@@ -66,6 +66,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 	// exactly what its ops would save (shapes and dtypes only: the hook
 	// drops each tensor at once), and the random draws it makes.
 	child := s.Child()
+	defer child.Release() // also when fn or Record panics (out of memory)
 	var want []savedMeta
 	child.PushSavedHooks(autograd.SavedHooks{
 		Pack: func(t *autograd.Tensor) any {
@@ -99,7 +100,6 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 			st.SavedBytes += m.blk.Len()
 		}
 	}
-	child.Release()
 
 	shapes := make([][]int, len(adopted))
 	for i, a := range adopted {
@@ -134,8 +134,10 @@ func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RN
 	old := child.SetAutocast(cast)
 	stop := child.ReplayRNG(draws)
 	probe := saved[0].Device().Probe()
-	child.Recompute(func() { outs = fn(leaves) })
-	probe.Stop()
+	func() {
+		defer probe.Stop() // a recomputation out of memory must not leave the probe watching
+		child.Recompute(func() { outs = fn(leaves) })
+	}()
 	st.RecomputePeak = probe.Rise(device.Activation)
 	stop()
 	child.SetAutocast(old)

@@ -122,6 +122,9 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 		return nil, fmt.Errorf("device %s: Alloc(%d) for %s: %w", d.name, n, l.Creator(), ErrClosed)
 	}
 	size := RoundSize(n)
+	if d.injected() {
+		return nil, d.oom(n, size, l, ErrInjected)
+	}
 	c := d.poolFor(size).bestFit(size)
 	if c == nil {
 		var err error

@@ -55,6 +55,7 @@ type Device struct {
 	tl       *recorder
 	probes   []*Probe
 	closed   bool // Close was called: no new blocks, segments go back as they empty
+	inject   int  // InjectOOM: allocations until the one that fails (0: none)
 }
 
 // New makes a device named name (for example "cpu:0") over a backend.

@@ -88,6 +88,11 @@
 // usable. MustAlloc panics with the *OOMError instead, for op code inside
 // units of work that recover it.
 //
+// InjectOOM makes the n-th allocation from now fail with an *OOMError
+// (Cause ErrInjected), changing nothing else: the test hook that fails a
+// training step at each of its allocations in turn, which capacities alone
+// cannot (they bite only where a new segment is needed).
+//
 // # Timeline
 //
 // StartTimeline records every alloc, free, retag, segment reservation and

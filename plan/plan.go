@@ -181,11 +181,9 @@ func Predict(c Config) (pred *Prediction, err error) {
 	devs := make([]*device.Device, c.Ranks)
 	hosts := make([]*device.Device, c.Ranks)
 	defer func() { // the devices' statistics stay readable after Close
-		cerr := closeAll(devs, hosts)
-		// TODO(trust): a step that ran out of memory in backward can still
-		// leak a block (issue 13); until that is fixed, a leak after an OOM
-		// is not reported.
-		if err == nil && cerr != nil && (pred == nil || pred.OOM == nil) {
+		// A failed step gives back all it allocated, so what a device
+		// still holds here is a leak, after an out-of-memory step too.
+		if cerr := closeAll(devs, hosts); err == nil && cerr != nil {
 			pred, err = nil, fmt.Errorf("plan: %w", cerr)
 		}
 	}()
