@@ -348,7 +348,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 			}
 		}
 		if err != nil {
-			return res, fmt.Errorf("step %d: %w", i, err)
+			return res, err // the Stepper's error names the step
 		}
 	}
 	res.params = nn.Count(model)

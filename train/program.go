@@ -124,11 +124,26 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 	}
 	r.Opt = opt
 	r.Stepper = &Stepper{Opt: opt, Scaler: amp.NewScaler(grad, amp.ScalerConfig{}), Autocast: forward, Accum: c.Accum,
-		Clip: p.Clip, Schedule: p.Schedule}
+		Clip: p.Clip, Schedule: p.Schedule, Model: rep.Module(), SaveState: undo(rep)}
 	if r.ddp != nil {
 		r.Stepper.Sync = r.ddp
 	}
 	return r, nil
+}
+
+// undo returns a Stepper.SaveState that puts the replica's own state (its
+// data order, its samplers) back when a step fails, so that the step can be
+// retried and reads the same batch. Replica.SaveState only marshals
+// generator states, so its error cannot happen in practice; were it to,
+// the step would run without the undo.
+func undo(rep Replica) func() (restore func()) {
+	return func() func() {
+		var snap Snapshot
+		if err := rep.SaveState(&snap); err != nil {
+			return func() {}
+		}
+		return func() { _ = rep.LoadState(&snap) } // the state it saved itself
+	}
 }
 
 // release releases the optimizer, the DDP engine and the model.

@@ -80,7 +80,7 @@ func (r *Run[R]) train(name string, mon *Monitor) error {
 		return r.C.StopOnAlert(err, name, func(path string) error { return r.save(path, i+1) })
 	}
 	if err != nil {
-		return fmt.Errorf("step %d: %w", i, err)
+		return err // the Stepper's error names the step
 	}
 	if r.End > r.Start {
 		r.Loss = loss
@@ -117,9 +117,9 @@ func steps(st *Stepper, from, to, batch int, dev *device.Device, forward func(*a
 // fine-tuning after the run, say — with a progress display named desc on
 // out, and returns the last step's loss.
 func RunSteps(out io.Writer, desc string, st *Stepper, n, batch int, dev *device.Device, forward func(*autograd.Scope, int) *autograd.Tensor) (float64, error) {
-	loss, i, err := steps(st, 0, n, batch, dev, forward, NewProgress(out, 0, n, desc), nil)
+	loss, _, err := steps(st, 0, n, batch, dev, forward, NewProgress(out, 0, n, desc), nil)
 	if err != nil {
-		return 0, fmt.Errorf("%s step %d: %w", desc, i, err)
+		return 0, fmt.Errorf("%s: %w", desc, err) // the Stepper's error names the step
 	}
 	return loss, nil
 }
