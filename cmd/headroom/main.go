@@ -7,11 +7,21 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/headroom-ml/headroom/device"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// usageError is bad input: exit status 2.
+// The exit statuses every program of the project uses (Go's runtime
+// exits with 2 on a panic: 2 means a bug).
+const (
+	exitError = 1  // same as train.ExitError (h3)
+	exitOOM   = 3  // same as train.ExitOOM (h3)
+	exitUsage = 64 // same as train.ExitUsage (h3)
+)
+
+// usageError is bad input: exit status exitUsage.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
@@ -44,11 +54,15 @@ func command(name string) func(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// run runs the command line args and returns the exit status.
+// run runs the command line args and returns the exit status: 0, or
+// exitUsage for bad usage, exitOOM when the work failed because a device
+// ran out of memory (the error, printed to stderr, is the whole
+// *device.OOMError explanation; plan predicting that a step does not fit
+// is an answer, not a failure), exitError for any other failure.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -58,21 +72,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := command(args[0])
 	if cmd == nil {
 		fmt.Fprintf(stderr, "headroom: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		return exitUsage
 	}
 	err := cmd(args[1:], stdout, stderr)
-	var ue usageError
-	switch {
-	case err == nil:
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "headroom %s: %v\n", args[0], err)
-		return 2
 	}
 	fmt.Fprintf(stderr, "headroom %s: %v\n", args[0], err)
-	return 1
+	return status(err)
+}
+
+// status is the exit status of a command's error (not nil).
+func status(err error) int {
+	var ue usageError
+	var oom *device.OOMError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &oom):
+		return exitOOM
+	}
+	return exitError
 }
 
 // newFlags returns a flag set whose errors are returned, not printed.
