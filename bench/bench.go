@@ -170,7 +170,7 @@ func Run(c Config) (*Result, error) {
 			}
 			r.Model, r.Technique = s.Name, t.Name
 			if c.Log != nil {
-				fmt.Fprintf(c.Log, "%-12s %-44s peak %10s  %7.3f s/step  loss %.4f  %s %.4f %s\n", s.Name, t.Name,
+				fmt.Fprintf(c.Log, "%-12s %-48s peak %10s  %7.3f s/step  loss %.4f  %s %.4f %s\n", s.Name, t.Name,
 					device.FormatBytes(r.Peak.Total), r.SecondsPerStep, r.FinalLoss, r.EvalMetric, r.Eval, r.Note)
 			}
 			res.Rows = append(res.Rows, *r)
