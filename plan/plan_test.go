@@ -24,6 +24,7 @@ func TestPredictionEqualsMeasurement(t *testing.T) {
 		"gpt_checkpoint_budg":    with(small, func(c *Config) { c.CheckpointBudget = 64 << 10 }),
 		"gpt_accum_2":            with(small, func(c *Config) { c.Accum = 2 }),
 		"gpt_prune":              with(small, func(c *Config) { c.Prune = 0.5 }),
+		"gpt_ranks2_zero2_prune": with(small, func(c *Config) { c.Ranks, c.Zero, c.Prune = 2, 2, 0.5 }),
 		"gpt_ranks2_zero1":       with(small, func(c *Config) { c.Ranks, c.Zero = 2, 1 }),
 		"gpt_ranks2_zero2_bf16":  with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 2, dtype.BF16, true }),
 		"gpt_ranks2_zero1_fp16":  with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 1, dtype.F16, true }),
@@ -86,6 +87,17 @@ func TestTechniquesTakeEffect(t *testing.T) {
 		pruned, err := Predict(c)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.Model == "transformer" {
+			// Half of the 4 heads (D = 32) and of the 512 hidden units stay:
+			// per block ln_1, c_attn (3·2·32 × 128 + bias), c_proj (128 × 64
+			// + bias), ln_2, c_fc (256 × 128 + bias), c_proj (128 × 256 +
+			// bias); the embeddings (256 + 64) × 128 and ln_f, unpruned.
+			const C, HD, F = 128, 2 * 32, 256
+			block := 2*C + (3*HD*C + 3*HD) + (C*HD + C) + 2*C + (F*C + F) + (C*F + C)
+			if want := int64(4*block + (256+64)*C + 2*C); pruned.Params != want {
+				t.Errorf("transformer pruned by half: %d parameters, want %d", pruned.Params, want)
+			}
 		}
 		if pruned.Params >= plain.Params || pruned.Ranks[0].Parameter >= plain.Ranks[0].Parameter {
 			t.Errorf("%s pruned by half: %d parameters (%d bytes), plain %d (%d bytes)", c.Model, pruned.Params,
