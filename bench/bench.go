@@ -8,7 +8,6 @@ import (
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
-	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/plan"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -171,7 +170,7 @@ func Run(c Config) (*Result, error) {
 			}
 			r.Model, r.Technique = s.Name, t.Name
 			if c.Log != nil {
-				fmt.Fprintf(c.Log, "%-12s %-44s peak %10s  %7.3f s/step  loss %.4f  %s %.4f %s\n", s.Name, t.Name,
+				fmt.Fprintf(c.Log, "%-12s %-48s peak %10s  %7.3f s/step  loss %.4f  %s %.4f %s\n", s.Name, t.Name,
 					device.FormatBytes(r.Peak.Total), r.SecondsPerStep, r.FinalLoss, r.EvalMetric, r.Eval, r.Note)
 			}
 			res.Rows = append(res.Rows, *r)
@@ -199,28 +198,9 @@ func measure(s Setup, t Technique, plain *Row) (*Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	// With f16 gradients the loss scaler skips steps while its scale
-	// overflows, and the optimizer makes its state at the first step it
-	// takes: run more steps until one is taken, then as many again so
-	// that the measured step is a steady one.
-	if pc.AMP == dtype.F16 && !pc.Autocast && !tookStep(p) {
-		for !tookStep(p) && pc.Steps < 64 {
-			pc.Steps = 2 * max(pc.Steps, 2)
-			if p, err = plan.Measure(pc); err != nil {
-				return nil, err
-			}
-		}
-		pc.Steps *= 2
-		if p, err = plan.Measure(pc); err != nil {
-			return nil, err
-		}
-	}
 	flags := Flags(pc)
 	r := &Row{Flags: flags[1:], Batch: p.Batch, Ranks: len(p.Ranks), SecondsPerStep: p.Seconds, MeasuredStepSeconds: p.Seconds,
 		Timeline: p.Timeline}
-	if pc.Steps > s.Plan.Steps && s.Plan.Steps > 0 {
-		r.Note = fmt.Sprintf("measured at the last of %d steps: on the planner's all-zero batch the loss scaler skips the first steps while its scale backs off", pc.Steps)
-	}
 	if p.OOM != nil {
 		r.Note = p.OOM.Error()
 	}
@@ -251,17 +231,6 @@ func measure(s Setup, t Technique, plain *Row) (*Row, error) {
 		}
 	}
 	return r, nil
-}
-
-// tookStep reports whether the optimizer made its state (on the device or,
-// offloaded, on the host).
-func tookStep(p *plan.Prediction) bool {
-	for _, r := range p.Ranks {
-		if r.Optimizer > 0 || (r.Host != nil && r.Host.Optimizer > 0) {
-			return true
-		}
-	}
-	return false
 }
 
 // compare fills every row's VsPlain from its model's plain row.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // TestTinyBench runs three techniques on both models in Tiny mode and
 // checks the rows, the JSON, the Markdown and the charts.
 func TestTinyBench(t *testing.T) {
-	techs, err := Select([]string{"accumulate 4", "ranks 2 ZeRO 1"})
+	techs, err := Select([]string{"accum 4", "ranks 2 + zero 1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestTinyBench(t *testing.T) {
 	t.Logf("%.1f s\n%s", res.Seconds, res.Markdown())
 
 	// A row for every model and technique asked, plain first.
-	want := []string{"plain", "accumulate 4", "ranks 2 ZeRO 1"}
+	want := []string{"plain", "accum 4", "ranks 2 + zero 1"}
 	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestTinyBench(t *testing.T) {
 		rows[r.Model+"/"+r.Technique] = r
 	}
 	for _, m := range []string{"resnet", "transformer"} {
-		plain, acc, z1 := rows[m+"/plain"], rows[m+"/accumulate 4"], rows[m+"/ranks 2 ZeRO 1"]
+		plain, acc, z1 := rows[m+"/plain"], rows[m+"/accum 4"], rows[m+"/ranks 2 + zero 1"]
 		for k, v := range plain.VsPlain {
 			if v != 1 {
 				t.Errorf("%s plain: vs_plain[%s] = %g, want 1", m, k, v)
@@ -161,7 +162,7 @@ func TestFlagsParse(t *testing.T) {
 		}
 		ac, _ := ec.AMPDType()
 		if ec.Batch != 8 || ec.Accum != max(c.Accum, 1) || ec.Ranks != max(c.Ranks, 1) || ec.Zero != c.Zero || ec.Offload != c.Offload ||
-			ac != c.AMP || ec.AMPParams != (c.AMP != 0 && !c.Autocast) || (ec.Checkpoint != "") != (c.Checkpoint != 0) ||
+			ac != c.AMP || ec.AMPParams != c.AMPParams || (ec.Checkpoint != "") != (c.Checkpoint != 0) ||
 			(ec.CheckpointBudget != "") != (c.CheckpointBudget != 0) {
 			t.Errorf("%s: flags %v parse as %+v, want the configuration %+v", tq.Name, args, ec.Common, c)
 		}
@@ -258,3 +259,22 @@ func TestSideBySide(t *testing.T) {
 }
 
 func trainPeak(total int64) train.PeakBytes { return train.PeakBytes{Total: total} }
+
+// TestRoundTicks: axes are labelled at 4 to 10 round values (1, 2 or 5
+// times a power of ten) covering the range, not at two.
+func TestRoundTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0, 25.7}, {0, 3.3}, {0, 163}, {0, 0.7}, {12, 19}, {0, 4344}} {
+		ts := roundTicks{10}.Ticks(r[0], r[1])
+		step := ts[1].Value - ts[0].Value
+		mant := step / math.Pow(10, math.Floor(math.Log10(step)+1e-9))
+		if len(ts) < 4 || len(ts) > 10 || ts[0].Value < r[0] || ts[len(ts)-1].Value > r[1] || ts[0].Value-r[0] >= step || r[1]-ts[len(ts)-1].Value >= step ||
+			(math.Abs(mant-1) > 1e-9 && math.Abs(mant-2) > 1e-9 && math.Abs(mant-5) > 1e-9) {
+			t.Errorf("ticks of [%g, %g]: %v", r[0], r[1], ts)
+		}
+		for _, tk := range ts {
+			if tk.Label == "" {
+				t.Errorf("ticks of [%g, %g]: %v has an unlabelled tick", r[0], r[1], ts)
+			}
+		}
+	}
+}

@@ -3,8 +3,10 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -42,15 +44,16 @@ func tagColor(t device.Tag) color.Color {
 }
 
 // Charts draws two PNG charts per model into dir and returns their paths:
-// memory_MODEL.png, the bytes allocated during the measured step against
-// time, one line per technique; and peak_MODEL.png, what each tag held when
-// memory peaked, one stacked bar per technique.
+// memory_MODEL.png, small multiples of the bytes allocated during the
+// measured step against time, one panel per technique with plain's line
+// in grey behind it, on the same axes; and peak_MODEL.png, what each tag
+// held when memory peaked, one stacked bar per technique with its total.
 func (r *Result) Charts(dir string) ([]string, error) {
 	var paths []string
 	for _, m := range r.Models() {
 		rows := r.rows(m)
 		mem := filepath.Join(dir, "memory_"+m+".png")
-		if err := savePNG(memoryPlot(m, rows), mem); err != nil {
+		if err := memoryPanels(m, rows).save(mem); err != nil {
 			return paths, err
 		}
 		peak := filepath.Join(dir, "peak_"+m+".png")
@@ -71,38 +74,153 @@ type legended struct {
 }
 
 func newLegended(title, x, y string, width vg.Length) *legended {
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
-	p.Add(plotter.NewGrid())
+	p := newPlot(title, x, y)
 	l := plot.NewLegend()
 	l.Top, l.Left = true, true
 	l.TextStyle.Font.Size = vg.Points(10)
 	return &legended{p: p, l: l, width: width}
 }
 
-// memoryPlot draws the allocated bytes of each row's timeline.
-func memoryPlot(model string, rows []Row) *legended {
-	c := newLegended(fmt.Sprintf("%s: memory during one training step (cpu, rank 0, batch %d)", model, rows[0].Batch),
-		"time in the step (ms)", "allocated (MiB)", 3.4*vg.Inch)
-	c.p.Y.Min = 0
-	for i, row := range rows {
+// newPlot returns a plot with a grid and axes labelled at round values.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.Padding = vg.Points(6)
+	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{10}, roundTicks{10}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// roundTicks labels an axis at round values, at most most of them:
+// multiples of 1, 2 or 5 times a power of ten (gonum's default labels as
+// few as two).
+type roundTicks struct{ most int }
+
+// Ticks returns the labelled ticks between min and max.
+func (r roundTicks) Ticks(min, max float64) []plot.Tick {
+	if !(max > min) {
+		return []plot.Tick{{Value: min, Label: strconv.FormatFloat(min, 'g', 4, 64)}}
+	}
+	// The step is m·10^e; ticks are the multiples k·m of 10^e in range,
+	// scaled by dividing or multiplying by an exact power of ten.
+	e := int(math.Floor(math.Log10(max - min)))
+	m := 1.0
+	for _, f := range []float64{0.1, 0.2, 0.5, 1, 2} {
+		if (max-min)/(f*math.Pow10(e)) <= float64(r.most) {
+			m = f
+			break
+		}
+	}
+	if m < 1 {
+		e, m = e-1, m*10
+	}
+	at := func(k float64) float64 {
+		if e < 0 {
+			return k * m / math.Pow10(-e)
+		}
+		return k * m * math.Pow10(e)
+	}
+	var ts []plot.Tick
+	for k := math.Ceil(min / at(1)); at(k) <= max; k++ {
+		ts = append(ts, plot.Tick{Value: at(k), Label: strconv.FormatFloat(at(k), 'f', -1, 64)})
+	}
+	return ts
+}
+
+// panels are small multiples: one plot per technique on shared axes,
+// under one title.
+type panels struct {
+	title string
+	plots []*plot.Plot
+}
+
+// memoryPanels draws, for each row with a timeline, the bytes allocated
+// during its step, plain's in grey behind every other technique's.
+func memoryPanels(model string, rows []Row) *panels {
+	pn := &panels{title: fmt.Sprintf("%s: bytes allocated during one training step (cpu, rank 0, batch %d); grey: plain", model, rows[0].Batch)}
+	var plain plotter.XYs
+	var maxX, maxY float64
+	for _, row := range rows {
 		if row.Timeline == nil || len(row.Timeline.Events) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(timelineXY(row.Timeline, func(e device.Event) int64 { return e.Allocated }))
-		if err != nil {
-			continue
+		xy := timelineXY(row.Timeline, func(e device.Event) int64 { return e.Allocated })
+		for _, p := range xy {
+			maxX, maxY = max(maxX, p.X), max(maxY, p.Y)
 		}
-		l.StepStyle = plotter.PostStep
-		l.Width = vg.Points(1.2)
-		l.Color = palette(max(i-1, 0))
-		if i == 0 {
-			l.Color, l.Width = color.Black, vg.Points(2)
+		title := fmt.Sprintf("%s\npeak %s", short(row.Technique), device.FormatBytes(row.Peak.Total))
+		if v, ok := row.VsPlain["peak_total"]; ok && plain != nil {
+			title += fmt.Sprintf(" (%.2f× plain)", v)
 		}
-		c.p.Add(l)
-		c.l.Add(fmt.Sprintf("%s (%s)", short(row.Technique), device.FormatBytes(row.Peak.Total)), l)
+		p := newPlot(title, "", "")
+		p.Title.TextStyle.Font.Size = vg.Points(10)
+		p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{5}, roundTicks{5}
+		if plain != nil {
+			addLine(p, plain, color.Gray{Y: 0xb4}, 1)
+			addLine(p, xy, palette(0), 1.5)
+		} else {
+			plain = xy
+			addLine(p, xy, color.Black, 1.5)
+		}
+		pn.plots = append(pn.plots, p)
 	}
-	return c
+	for i, p := range pn.plots {
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, maxX*1.02, 0, maxY*1.08
+		if i%panelCols == 0 {
+			p.Y.Label.Text = "MiB"
+		}
+		if i >= len(pn.plots)-panelCols {
+			p.X.Label.Text = "ms in the step"
+		}
+	}
+	return pn
+}
+
+// panelCols is the number of columns of small multiples.
+const panelCols = 4
+
+// addLine adds a step line through xy to p.
+func addLine(p *plot.Plot, xy plotter.XYs, c color.Color, width float64) {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return
+	}
+	l.StepStyle, l.Color, l.Width = plotter.PostStep, c, vg.Points(width)
+	p.Add(l)
+}
+
+// save draws the panels in a grid of up to four columns under the title.
+func (pn *panels) save(path string) error {
+	cols := min(max(len(pn.plots), 1), panelCols)
+	rows := (len(pn.plots) + cols - 1) / cols
+	w, h := chartW, vg.Length(max(rows, 1))*2.5*vg.Inch+0.4*vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
+	dc := draw.New(img)
+	sty := plot.New().Title.TextStyle
+	sty.Font.Size = vg.Points(13)
+	dc.FillText(sty, vg.Point{X: w / 2, Y: h - vg.Points(8)}, pn.title)
+	grid := make([][]*plot.Plot, rows)
+	for j := range grid {
+		grid[j] = make([]*plot.Plot, cols)
+		for i := range cols {
+			if k := j*cols + i; k < len(pn.plots) {
+				grid[j][i] = pn.plots[k]
+			}
+		}
+	}
+	t := draw.Tiles{Rows: rows, Cols: cols, PadTop: vg.Points(28), PadBottom: vg.Points(4), PadLeft: vg.Points(4),
+		PadRight: vg.Points(10), PadX: vg.Points(12), PadY: vg.Points(10)}
+	if rows > 0 {
+		cs := plot.Align(grid, t, dc)
+		for j := range grid {
+			for i, p := range grid[j] {
+				if p != nil {
+					p.Draw(cs[j][i])
+				}
+			}
+		}
+	}
+	return writePNG(img, path)
 }
 
 // timelineXY returns (milliseconds, MiB) points of a timeline.
@@ -157,12 +275,29 @@ func peakPlot(model string, rows []Row) *legended {
 	}
 	c.p.NominalY(names...)
 	c.p.Y.Tick.Label.Font.Size = vg.Points(9)
+	// Each bar's total at its end.
+	var ends plotter.XYLabels
+	var most float64
+	for i := len(rows) - 1; i >= 0; i-- {
+		v := float64(rows[i].AtPeak.Total) / (1 << 20)
+		most = max(most, v)
+		ends.XYs = append(ends.XYs, plotter.XY{X: v, Y: float64(len(rows) - 1 - i)})
+		ends.Labels = append(ends.Labels, device.FormatBytes(rows[i].AtPeak.Total))
+	}
+	if l, err := plotter.NewLabels(ends); err == nil {
+		l.Offset = vg.Point{X: vg.Points(4), Y: -vg.Points(4)}
+		for i := range l.TextStyle {
+			l.TextStyle[i].Font.Size = vg.Points(9)
+		}
+		c.p.Add(l)
+	}
+	c.p.X.Min, c.p.X.Max = 0, most*1.15
 	return c
 }
 
 // short abbreviates a technique's name for a chart.
 func short(name string) string {
-	return strings.NewReplacer("checkpoint", "ckpt", "accumulate", "accum", "master weights", "master").Replace(name)
+	return strings.NewReplacer("checkpoint", "ckpt", "amp-params", "params").Replace(name)
 }
 
 // tagOf returns one tag's bytes of p.
@@ -215,8 +350,13 @@ func TimelinePNG(t *device.Timeline, path string, byEvent bool) error {
 func savePNG(c *legended, path string) error {
 	img := vgimg.NewWith(vgimg.UseWH(chartW, chartH), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
-	c.p.Draw(draw.Crop(dc, vg.Points(4), -c.width, 0, 0))
+	c.p.Draw(draw.Crop(dc, vg.Points(8), -c.width, vg.Points(4), -vg.Points(8)))
 	c.l.Draw(draw.Crop(dc, chartW-c.width+vg.Points(8), 0, 0, -vg.Points(30)))
+	return writePNG(img, path)
+}
+
+// writePNG writes a drawn canvas as a PNG file.
+func writePNG(img *vgimg.Canvas, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

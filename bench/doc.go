@@ -1,8 +1,10 @@
 // Package bench measures what each memory technique really costs: it runs
-// every technique — bf16 autocast, bf16 master weights, fp16 with loss
-// scaling, checkpointing (⌈√n⌉ segments or a byte budget), gradient
-// accumulation, their combination, data parallelism over 2 ranks with ZeRO
-// stages 1 and 2 and offload — for real on cpu devices, for the ResNet
+// every technique — named with the example programs' flags: amp bf16
+// (autocast), amp bf16 + amp-params (bf16 parameters, f32 master
+// weights), amp fp16 + amp-params (with loss scaling), checkpointing
+// (⌈√n⌉ segments or a byte budget), accumulation, their combination, data
+// parallelism over 2 ranks with ZeRO stages 1 and 2 and offload — for real
+// on cpu devices, for the ResNet
 // (SmallResNet on MNIST) and the Transformer (the byte-level GPT of
 // examples/transformer on Go source), and compares each with the plain run.
 //
@@ -22,12 +24,15 @@
 // Models both; Techniques all (Techniques), plain always first; Steps the
 // mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt.
 //
-// Outputs: Result.WriteJSON (one row per model and technique: peaks by tag,
-// seconds per step, samples per second, loss and evaluation, and each as a
-// ratio to plain), Result.Markdown (a table per model) and Result.Charts:
-// memory_MODEL.png (allocated bytes over the measured step, one line per
-// technique) and peak_MODEL.png (what each tag held at the peak, stacked,
-// one bar per technique). Summarize and TimelinePNG explain a saved
+// Outputs: Result.WriteJSON (one row per model and technique: each tag's
+// own peak, what each tag held at the peak, seconds per step, samples per
+// second, loss and evaluation, and each as a ratio to plain),
+// Result.Markdown (a table per model: the peak and what each tag held at
+// that moment, which add up to it) and Result.Charts: memory_MODEL.png
+// (small multiples of the allocated bytes over the measured step, one
+// panel per technique with plain in grey behind it, on shared axes) and
+// peak_MODEL.png (what each tag held at the peak, stacked, one bar per
+// technique with its total). Summarize and TimelinePNG explain a saved
 // timeline. RunTorch runs scripts/bench_torch.py, the PyTorch twin of the
 // same models, and SideBySide compares the two.
 //

@@ -13,7 +13,7 @@ import (
 // The example programs' flags for a planned step: the bench trains the
 // same step on real data with them.
 func ExampleFlags() {
-	c := plan.Config{Model: "transformer", Batch: 32, AMP: dtype.BF16, Checkpoint: -1, Accum: 4}
+	c := plan.Config{Model: "transformer", Batch: 32, AMP: dtype.BF16, AMPParams: true, Checkpoint: -1, Accum: 4}
 	fmt.Println(bench.Flags(c))
 	// Output:
 	// [--batch=32 --amp=bf16 --amp-params --checkpoint --accum=4]

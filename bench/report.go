@@ -55,10 +55,12 @@ func (r *Result) rows(model string) []Row {
 	return out
 }
 
-// Markdown renders one table per model: peaks by tag (the largest rank's),
-// the step's time and throughput, and the training run's loss and
-// evaluation, each technique against plain; then, when PyTorch ran, the
-// two side by side.
+// Markdown renders one table per model: the peak and what each tag held
+// at that moment (the largest rank's; the tags add up to the peak), the
+// step's time and throughput, and the training run's loss and evaluation,
+// each technique against plain; then, when PyTorch ran, the two side by
+// side. Each tag's own peak, reached at other moments, is in the JSON
+// (Row.Peak), not here.
 func (r *Result) Markdown() string {
 	var b strings.Builder
 	for _, m := range r.Models() {
@@ -70,7 +72,7 @@ func (r *Result) Markdown() string {
 				break
 			}
 		}
-		fmt.Fprintf(&b, "**%s** (batch %d; peaks: the largest rank's, measured by plan.Measure", m, rows[0].Batch)
+		fmt.Fprintf(&b, "**%s** (batch %d; the peak of the largest rank, measured by plan.Measure, and what each tag held at that moment: they add up to it", m, rows[0].Batch)
 		if rows[0].TrainSteps > 0 {
 			fmt.Fprintf(&b, "; s/step, samples/s, loss and eval: the example trained %d steps on real data", rows[0].TrainSteps)
 		}
@@ -78,8 +80,8 @@ func (r *Result) Markdown() string {
 			fmt.Fprintf(&b, "; eval: %s", strings.ReplaceAll(metric, "_", " "))
 		}
 		b.WriteString(")\n\n")
-		b.WriteString("| technique | peak | × plain | parameter | gradient | optimizer | activation | workspace | comm. | s/step | × plain | samples/s | loss | eval |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| technique | peak | × plain | parameter | gradient | optimizer | activation | workspace | comm. | other | s/step | × plain | samples/s | loss | eval |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		var notes []string
 		same, runs := 0, 0
 		for _, row := range rows {
@@ -89,11 +91,9 @@ func (r *Result) Markdown() string {
 					same++
 				}
 			}
-			p := row.Peak
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s | %.1f | %s | %s |\n",
-				row.Technique, mib(p.Total), times(row.VsPlain, "peak_total"), mib(p.Parameter), mib(p.Gradient), mib(p.Optimizer),
-				mib(p.Activation), mib(p.Workspace), mib(p.Communication), row.SecondsPerStep, times(row.VsPlain, "seconds_per_step"),
-				row.SamplesPerSec, num(row.FinalLoss, row.TrainSteps), num(row.Eval, row.TrainSteps))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.3f | %s | %.1f | %s | %s |\n",
+				row.Technique, mib(row.Peak.Total), times(row.VsPlain, "peak_total"), atPeakCells(row), row.SecondsPerStep,
+				times(row.VsPlain, "seconds_per_step"), row.SamplesPerSec, num(row.FinalLoss, row.TrainSteps), num(row.Eval, row.TrainSteps))
 			if row.Host != nil {
 				notes = append(notes, fmt.Sprintf("%s: the host holds %s at its peak (optimizer %s).", row.Technique,
 					device.FormatBytes(row.Host.Total), device.FormatBytes(row.Host.Optimizer)))
@@ -121,6 +121,20 @@ func (r *Result) Markdown() string {
 		b.WriteString(SideBySide(r, r.Torch))
 	}
 	return b.String()
+}
+
+// atPeakCells renders what each tag held at the peak, in report order,
+// as table cells ("–" where the row has no such record, as a technique
+// with its own Run may not).
+func atPeakCells(row Row) string {
+	cells := make([]string, device.NumTags)
+	for _, t := range device.Tags() {
+		cells[t] = "–"
+		if row.AtPeak.Total > 0 {
+			cells[t] = mib(tagOf(row.AtPeak, t))
+		}
+	}
+	return strings.Join(cells, " | ")
 }
 
 // mib renders bytes in MiB with two decimals ("0" for none, bytes or KiB

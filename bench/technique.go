@@ -28,9 +28,9 @@ func Techniques() []Technique {
 	set := func(f func(c *plan.Config)) func(*plan.Config, *Row) { return func(c *plan.Config, _ *Row) { f(c) } }
 	return []Technique{
 		{Name: "plain", Apply: set(func(*plan.Config) {})},
-		{Name: "bf16 autocast", Apply: set(func(c *plan.Config) { c.AMP, c.Autocast = dtype.BF16, true })},
-		{Name: "bf16 master weights", Apply: set(func(c *plan.Config) { c.AMP = dtype.BF16 })},
-		{Name: "fp16 + scaler", Apply: set(func(c *plan.Config) { c.AMP = dtype.F16 })},
+		{Name: "amp bf16", Apply: set(func(c *plan.Config) { c.AMP = dtype.BF16 })},
+		{Name: "amp bf16 + amp-params", Apply: set(func(c *plan.Config) { c.AMP, c.AMPParams = dtype.BF16, true })},
+		{Name: "amp fp16 + amp-params", Apply: set(func(c *plan.Config) { c.AMP, c.AMPParams = dtype.F16, true })},
 		{Name: "checkpoint √n", Apply: set(func(c *plan.Config) { c.Checkpoint = -1 })},
 		{Name: "checkpoint budget", Apply: func(c *plan.Config, plain *Row) {
 			// Half of the plain step's activation peak.
@@ -39,12 +39,14 @@ func Techniques() []Technique {
 				c.CheckpointBudget = plain.Peak.Activation / 2
 			}
 		}},
-		{Name: "accumulate 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
-		{Name: "bf16 master + checkpoint √n + accumulate 4", Apply: set(func(c *plan.Config) { c.AMP, c.Checkpoint, c.Accum = dtype.BF16, -1, 4 })},
+		{Name: "accum 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
+		{Name: "amp bf16 + amp-params + checkpoint √n + accum 4", Apply: set(func(c *plan.Config) {
+			c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4
+		})},
 		{Name: "ranks 2", Apply: set(func(c *plan.Config) { c.Ranks = 2 })},
-		{Name: "ranks 2 ZeRO 1", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 1 })},
-		{Name: "ranks 2 ZeRO 2", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 2 })},
-		{Name: "ranks 2 ZeRO 2 + offload", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.Offload = 2, 2, true })},
+		{Name: "ranks 2 + zero 1", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 1 })},
+		{Name: "ranks 2 + zero 2", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 2 })},
+		{Name: "ranks 2 + zero 2 + offload", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.Offload = 2, 2, true })},
 	}
 }
 
@@ -86,11 +88,11 @@ func techniqueNames(ts []Technique) []string {
 func Flags(c plan.Config) []string {
 	batch := max(c.Batch, 1)
 	var f []string
-	switch {
-	case c.AMP != dtype.Invalid && c.Autocast:
+	if c.AMP != dtype.Invalid {
 		f = append(f, "--amp="+ampName(c.AMP))
-	case c.AMP != dtype.Invalid:
-		f = append(f, "--amp="+ampName(c.AMP), "--amp-params")
+	}
+	if c.AMPParams {
+		f = append(f, "--amp-params")
 	}
 	switch {
 	case c.Checkpoint < 0:

@@ -49,7 +49,7 @@ func FindPython() string {
 }
 
 // RunTorch runs the PyTorch script with python for c's models in c's
-// mode, with the techniques both sides have: plain, bf16 autocast and
+// mode, with the techniques both sides have: plain, amp bf16 and
 // checkpoint √n.
 func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	setups, err := c.setups()
@@ -57,7 +57,7 @@ func RunTorch(python, script string, c Config) (*TorchResult, error) {
 		return nil, err
 	}
 	z := sizeOf(c.Mode)
-	args := []string{script, "--techniques=plain,bf16 autocast,checkpoint √n",
+	args := []string{script, "--techniques=plain,amp bf16,checkpoint √n",
 		"--resnet-batch=" + strconv.Itoa(z.resnetBatch), "--gpt-batch=" + strconv.Itoa(z.gptBatch)}
 	var models []string
 	args = append(args, "--steps="+strconv.Itoa(max(setups[0].Steps, 2)))

@@ -49,36 +49,9 @@ func newAttention(b *Builder, name string, c, heads int, dropout float64, gen *a
 
 // Forward returns the attention of x (B, T, C) over itself, causally.
 func (a *CausalSelfAttention) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer x.Scope().Within(a.Name)()
-	if x.Rank() != 3 || x.Dim(2) != a.C {
-		fail("nn.causal_self_attention", "%s: input %v: want (B, T, %d)", a.Name, x.Shape(), a.C)
-	}
-	B, T, H := x.Dim(0), x.Dim(1), a.Heads
 	// D is C/H as built; after head pruning (package prune) H·D < C, and
 	// c_attn has 3·H·D outputs.
-	D := a.Attn.Out / (3 * H)
-	// c_attn's output (B, T, 3·H·D) is viewed as (B, T, 3, H, D) and copied
-	// once into head-major (3, B, H, T, D); then it goes.
-	qkv := a.Attn.Forward(x)
-	v5 := qkv.View(B, T, 3, H, D)
-	perm := v5.Permute(2, 0, 3, 1, 4)
-	heads := perm.Contiguous()
-	release(x, qkv, v5, perm)
-	// q, k and v are contiguous (B, H, T, D) views of the copy, which
-	// attention saves with its output y and lse.
-	parts := autograd.Split(heads, 0, 1, 1, 1)
-	q, k, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
-	y := autograd.ScaledDotProductAttention(q, k, v, true)
-	release(x, heads, parts[0], parts[1], parts[2], q, k, v)
-	// Back to (B, T, H·D): one more copy, saved by c_proj.
-	yt := y.Transpose(1, 2)
-	yc := yt.Reshape(B, T, H*D)
-	release(x, y, yt)
-	p := a.Proj.Forward(yc) // saves yc
-	yc.Release()
-	out := a.Drop.Forward(p)
-	p.Release()
-	return out
+	return SelfAttention(a.Name, x, a.C, a.Heads, a.Attn.Out/(3*a.Heads), a.Attn, a.Proj, a.Drop)
 }
 
 // Params returns c_attn's then c_proj's parameters.
@@ -140,15 +113,7 @@ func newMLP(b *Builder, name string, c, hidden int, dropout float64, gen *autogr
 
 // Forward returns the block applied to x (…, C).
 func (m *MLP) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer x.Scope().Within(m.Name)()
-	h := m.FC.Forward(x) // saved by GELU
-	g := h.GELUTanh()    // saved by c_proj
-	h.Release()
-	p := m.Proj.Forward(g)
-	g.Release()
-	out := m.Drop.Forward(p)
-	p.Release()
-	return out
+	return FeedForward(m.Name, x, m.FC, m.Proj, m.Drop)
 }
 
 // Params returns c_fc's then c_proj's parameters.

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/dtype"
 )
 
 // GPTConfig describes a GPT-2-style decoder. Vocab, Context, Layers, Heads
@@ -103,19 +102,7 @@ func NewGPTBlock(b *Builder, name string, cfg GPTConfig, gen *autograd.Generator
 
 // Forward returns the block applied to x (B, T, C).
 func (k *GPTBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	defer x.Scope().Within(k.Name)()
-	h := k.LN1.Forward(x) // saved by c_attn
-	a := k.Attn.Forward(h)
-	h.Release()
-	r := x.Add(a) // saved by ln_2
-	a.Release()
-	h = k.LN2.Forward(r) // saved by c_fc
-	m := k.MLP.Forward(h)
-	h.Release()
-	out := r.Add(m)
-	r.Release()
-	m.Release()
-	return out
+	return BlockForward(k.Name, x, k.LN1.Forward, k.Attn.Forward, k.LN2.Forward, k.MLP.Forward)
 }
 
 // Params returns ln_1's, attn's, ln_2's and mlp's parameters.
@@ -226,53 +213,15 @@ func (g *GPT) build(b *Builder, gen *autograd.Generator) {
 // position table is attached to it with Scope.Use). T above Context
 // panics with an *autograd.Error (autograd.Try returns it).
 func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
-	const op = "nn.gpt"
-	s := idx.Scope()
-	switch {
-	case idx.Rank() != 2 || (idx.DType() != dtype.I64 && idx.DType() != dtype.I32):
-		fail(op, "%s: indices %v %s: want (B, T) of i64 or i32", g.Name, idx.Shape(), idx.DType())
-	case idx.Dim(1) > g.Config.Context || idx.Dim(1) == 0:
-		fail(op, "%s: sequence length T = %d (indices %v): want 1 ≤ T ≤ context %d", g.Name, idx.Dim(1), idx.Shape(), g.Config.Context)
-	case s == nil:
-		fail(op, "%s: indices %v are free-standing: make them in the step's Scope (Scope.FromInt64s)", g.Name, idx.Shape())
+	ls := make([]Layer, len(g.Blocks))
+	for i, k := range g.Blocks {
+		ls[i] = k
 	}
-	defer s.Within(join(g.Name, "transformer"))()
-	T := idx.Dim(1)
-	tok := g.Wte.Forward(idx) // (B, T, C)
-	wpe := s.Use(g.Wpe.Weight)
-	pos := wpe.Slice(0, 0, T) // (T, C), a view
-	x := tok.Add(pos)
-	release(idx, tok, wpe, pos)
-	h := g.Drop.Forward(x)
-	x.Release()
-	if g.RunBlocks != nil {
-		ls := make([]Layer, len(g.Blocks))
-		for i, k := range g.Blocks {
-			ls[i] = k
-		}
-		n := g.RunBlocks(ls, h)
-		h.Release()
-		h = n
-	} else {
-		for _, k := range g.Blocks {
-			n := k.Forward(h)
-			h.Release()
-			h = n
-		}
-	}
-	y := g.LNF.Forward(h) // saves h
-	h.Release()
-	var logits *autograd.Tensor
+	l := GPTLayers{Name: g.Name, Context: g.Config.Context, Wte: g.Wte, Wpe: g.Wpe, Drop: g.Drop, Blocks: ls, RunBlocks: g.RunBlocks, LNF: g.LNF}
 	if g.Head != nil {
-		logits = g.Head.Forward(y)
-	} else {
-		func() {
-			defer s.Within(join(g.Name, "lm_head"))()
-			logits = autograd.Linear(y, g.Wte.Weight, nil)
-		}()
+		l.Head = g.Head
 	}
-	y.Release()
-	return logits
+	return l.Forward("nn.gpt", idx)
 }
 
 // Params returns the embeddings, the blocks (a shared block once), ln_f

@@ -2,11 +2,32 @@
 // the real step — the same model code, optimizer, techniques and
 // data-parallel engine as a training program — on meta devices, which
 // allocate exactly what cpu devices do and compute nothing. The result is
-// every rank's exact peak bytes by tag for models far larger than the
-// machine (GPT-3 175B over 64 ranks plans in seconds); for a model small
-// enough to run, the prediction equals the cpu device's measurement byte
-// for byte.
+// every rank's exact peak bytes by tag, and what each tag held at the
+// moment of the peak, for models far larger than the machine (GPT-3 175B
+// over 64 ranks plans in seconds); for a model small enough to run, the
+// prediction equals the cpu device's measurement byte for byte (Measure).
+//
+// Knobs (Config) use the example programs' vocabulary: AMP is --amp
+// (autocast: F32 parameters, the forward in 16 bits), AMPParams
+// --amp-params (16-bit parameters and gradients, F32 master weights in the
+// optimizer, a loss scaler for F16), Checkpoint and CheckpointBudget,
+// Accum, Ranks, Zero, Offload, Prune (--prune: the step of the pruned
+// model), Optimizer. Defaults: the model's batch per rank and
+// micro-batch, its context or image size, its optimizer, 2 steps (the
+// first makes the optimizer's state, the second is the steady state).
+//
+// The batch is synthetic, zeros made on the device: on meta it has no
+// host memory, so a batch of terabytes plans in bounded memory. The loss
+// scaler starts at scale 1 so that the F16 step steps on cpu as the meta
+// step always does (a meta device sees no overflow); a step that still
+// skips is an error. A configuration whose tensors or totals would pass
+// MaxBytes (2^62 bytes) on a device is refused (SizeError) rather than
+// counted wrong.
 //
 // Fit searches batch sizes and technique combinations for the largest
-// batch that fits a capacity, cheapest first.
+// batch that fits a capacity, cheapest first. It bisects, and trusts only
+// the steps it ran: each answer fits and the batch after it does not, and
+// the recommendation's target batch is run itself, so a memory that is
+// not monotone in the batch cannot make it recommend a batch that does
+// not fit.
 package plan

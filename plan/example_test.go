@@ -56,7 +56,7 @@ func ExamplePredict_zero() {
 }
 
 // Fit finds the largest batch each technique allows in a capacity and
-// recommends the cheapest that reaches the target batch.
+// recommends the cheapest whose target batch fits.
 func ExampleFit() {
 	r, err := plan.Fit(plan.Config{Model: "transformer", Seq: 8}, 16<<20, 64)
 	if err != nil {
@@ -64,20 +64,20 @@ func ExampleFit() {
 		return
 	}
 	for _, o := range r.Options {
-		fmt.Printf("%-42s max batch %d\n", o.Technique, o.MaxBatch)
+		fmt.Printf("%-48s max batch %d\n", o.Technique, o.MaxBatch)
 	}
-	if r.Best != nil {
-		fmt.Printf("best: %s, max batch %d, peak %d bytes\n", r.Best.Technique, r.Best.MaxBatch, r.Best.Peak)
+	if b := r.Best; b != nil {
+		fmt.Printf("best: %s, batch %d fits with a peak of %d bytes\n", b.Technique, b.TargetBatch, b.TargetPeak)
 	}
 	// Output:
-	// plain                                      max batch 18
-	// bf16 autocast                              max batch 16
-	// bf16 master weights                        max batch 28
-	// accumulate 2                               max batch 18
-	// accumulate 4                               max batch 36
-	// checkpoint √n                              max batch 24
-	// bf16 autocast + checkpoint √n              max batch 17
-	// bf16 master + checkpoint √n                max batch 40
-	// bf16 master + checkpoint √n + accumulate 4 max batch 128
-	// best: bf16 master + checkpoint √n + accumulate 4, max batch 128, peak 16318728 bytes
+	// plain                                            max batch 18
+	// amp bf16                                         max batch 16
+	// amp bf16 + amp-params                            max batch 28
+	// accum 2                                          max batch 18
+	// accum 4                                          max batch 36
+	// checkpoint √n                                    max batch 24
+	// amp bf16 + checkpoint √n                         max batch 17
+	// amp bf16 + amp-params + checkpoint √n            max batch 40
+	// amp bf16 + amp-params + checkpoint √n + accum 4  max batch 128
+	// best: amp bf16 + amp-params + checkpoint √n + accum 4, batch 64 fits with a peak of 14899464 bytes
 }

@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
@@ -29,14 +31,14 @@ type Technique struct {
 // fixed per-step work at small batches.
 var Techniques = []Technique{
 	{"plain", func(*Config) {}, 0, "nothing extra"},
-	{"bf16 autocast", func(c *Config) { c.AMP, c.Autocast = dtype.BF16, true }, 0, "16-bit activations: no extra compute (faster on hardware with 16-bit units)"},
-	{"bf16 master weights", func(c *Config) { c.AMP = dtype.BF16 }, 0, "16-bit parameters, gradients and activations; the optimizer keeps f32 masters: no extra compute"},
-	{"accumulate 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes"},
-	{"accumulate 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step"},
+	{"amp bf16", func(c *Config) { c.AMP = dtype.BF16 }, 0, "autocast: the forward in bf16, f32 parameters: no extra compute (faster on hardware with 16-bit units)"},
+	{"amp bf16 + amp-params", func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }, 0, "bf16 parameters, gradients and activations; the optimizer keeps f32 masters: no extra compute"},
+	{"accum 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes"},
+	{"accum 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step"},
 	{"checkpoint √n", func(c *Config) { c.Checkpoint = -1 }, 0.33, "recomputes the checkpointed blocks' forward in backward (about a third of a step)"},
-	{"bf16 autocast + checkpoint √n", func(c *Config) { c.AMP, c.Autocast, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit activations and recomputation"},
-	{"bf16 master + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit model and recomputation"},
-	{"bf16 master + checkpoint √n + accumulate 4", func(c *Config) { c.AMP, c.Checkpoint, c.Accum = dtype.BF16, -1, 4 }, 0.48, "all three"},
+	{"amp bf16 + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit activations and recomputation"},
+	{"amp bf16 + amp-params + checkpoint √n", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit model and recomputation"},
+	{"amp bf16 + amp-params + checkpoint √n + accum 4", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4 }, 0.48, "all three"},
 }
 
 // Option is one technique's largest batch under the capacity.
@@ -44,10 +46,22 @@ type Option struct {
 	Technique string  `json:"technique"`
 	Cost      float64 `json:"extra_compute"`
 	Why       string  `json:"why"`
-	// MaxBatch is the largest global batch that fits (0: none).
+	// Unit is the step between the batches searched: ranks × micro-batches.
+	Unit int `json:"batch_unit"`
+	// MaxBatch is the largest global batch found to fit (0: none): its
+	// step ran within the capacity and the step of MaxBatch + Unit did not
+	// (both were run; see Fit).
 	MaxBatch int `json:"max_batch"`
 	// Peak is the peak bytes at MaxBatch.
 	Peak int64 `json:"peak_bytes"`
+	// TargetBatch is the target rounded up to a multiple of Unit; when it
+	// is at most MaxBatch its step is run too, and TargetFits and
+	// TargetPeak say how it went.
+	TargetBatch int   `json:"target_batch"`
+	TargetFits  bool  `json:"target_fits"`
+	TargetPeak  int64 `json:"target_peak_bytes"`
+	// Note explains a target batch that does not fit below one that does.
+	Note string `json:"note,omitempty"`
 }
 
 // FitResult answers "what do I turn on, and will it fit?".
@@ -56,71 +70,105 @@ type FitResult struct {
 	Capacity int64    `json:"capacity"`
 	Target   int      `json:"target_batch"`
 	Options  []Option `json:"options"`
-	// Best is the cheapest option that reaches the target batch (nil: none).
+	// Best is the cheapest option whose target batch ran within the
+	// capacity (nil: none).
 	Best *Option `json:"best"`
 }
 
 // Fit finds, for each technique, the largest batch that fits capacity
 // (bisecting on out-of-memory, on meta devices), and the cheapest that
-// reaches target (the model's default batch when 0). c gives the model
-// and any fixed settings (ranks, sequence length…).
+// reaches target (the default batch of c when 0: the model's batch per
+// rank, times the ranks). c gives the model and any fixed settings (ranks,
+// sequence length…).
+//
+// The bisection assumes that a batch fits when a larger one does. The
+// allocator need not make that true (a different batch changes which
+// cached blocks serve which requests), so Fit relies only on steps it
+// ran: each MaxBatch ran within the capacity and MaxBatch + Unit did not,
+// and the recommendation is the cheapest technique whose target batch
+// itself ran within it. A target that does not fit below a MaxBatch that
+// does is reported in the option's Note, not recommended.
 func Fit(c Config, capacity int64, target int) (*FitResult, error) {
-	return fit(c, capacity, target, Techniques, false)
+	return fit(c, capacity, target, Techniques, nil, nil)
 }
 
 // FitMeasured is Fit over the given techniques (nil: all) run for real on
 // cpu devices of the given capacity: the check that the prediction's
-// answer holds.
-func FitMeasured(c Config, capacity int64, target int, techs []Technique) (*FitResult, error) {
+// answer holds. It first runs Fit, then, for each technique, the
+// predicted largest batch and the batch after it on cpu: when the first
+// fits and the second does not, that is the measured answer (what a
+// bisection on cpu establishes too), else it bisects on cpu. It writes a
+// line per technique to log (nil: none) as each ends, with its time: each
+// probe trains real steps.
+func FitMeasured(c Config, capacity int64, target int, techs []Technique, log io.Writer) (*FitResult, error) {
 	if techs == nil {
 		techs = Techniques
 	}
-	return fit(c, capacity, target, techs, true)
+	pred, err := fit(c, capacity, target, techs, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	hints := make([]int, len(techs))
+	for i, o := range pred.Options {
+		hints[i] = o.MaxBatch
+	}
+	return fit(c, capacity, target, techs, hints, log)
 }
 
-func fit(c Config, capacity int64, target int, techs []Technique, onCPU bool) (*FitResult, error) {
-	if capacity <= 0 {
-		return nil, fmt.Errorf("plan: fit needs a capacity > 0")
+// fit searches each technique on meta devices, or on cpu devices when
+// hints (each technique's predicted largest batch) are given.
+func fit(c Config, capacity int64, target int, techs []Technique, hints []int, log io.Writer) (*FitResult, error) {
+	if capacity <= 0 || capacity >= MaxBytes {
+		return nil, fmt.Errorf("plan: fit: capacity %d bytes: want 0 < capacity < %d (2^62)", capacity, int64(MaxBytes))
 	}
 	base, m, err := c.resolved()
 	if err != nil {
 		return nil, err
 	}
 	if target == 0 {
-		target = m.Batch
+		target = base.Batch
+	}
+	if target < 0 {
+		return nil, fmt.Errorf("plan: fit: target batch %d: want ≥ 0 (0: the default)", target)
 	}
 	r := &FitResult{Model: m.Name, Capacity: capacity, Target: target}
-	for _, tq := range techs {
+	for i, tq := range techs {
+		began := time.Now()
 		cc := c
 		tq.Apply(&cc)
-		cc.Capacity, cc.onCPU = capacity, onCPU
-		b, peak, err := maxBatch(cc, base.Ranks)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tq.Name, err)
+		hint := -1
+		if hints != nil {
+			cc.onCPU, hint = true, hints[i]
 		}
-		r.Options = append(r.Options, Option{Technique: tq.Name, Cost: tq.Cost, Why: tq.Why, MaxBatch: b, Peak: peak})
+		cc.Capacity = capacity
+		o, err := search(probeOf(cc), base.Ranks*max(cc.Accum, 1), target, hint)
+		if err != nil {
+			return nil, fmt.Errorf("plan: fit: %s: %w", tq.Name, err)
+		}
+		o.Technique, o.Cost, o.Why = tq.Name, tq.Cost, tq.Why
+		r.Options = append(r.Options, o)
+		if log != nil {
+			fmt.Fprintf(log, "  %-48s max batch %6d  (%.1f s)\n", tq.Name, o.MaxBatch, time.Since(began).Seconds())
+		}
 	}
 	for i := range r.Options {
 		o := &r.Options[i]
-		if o.MaxBatch >= target && (r.Best == nil || o.Cost < r.Best.Cost) {
+		if o.TargetFits && (r.Best == nil || o.Cost < r.Best.Cost) {
 			r.Best = o
 		}
 	}
 	return r, nil
 }
 
-// maxBatch returns the largest global batch (a multiple of the ranks and
-// micro-batches) whose step fits, and its peak.
-func maxBatch(c Config, ranks int) (int, int64, error) {
-	unit := ranks * max(c.Accum, 1)
-	fits := func(b int) (bool, int64, error) {
+// probe runs c at one batch: whether it fits and its largest rank's peak.
+type probe func(batch int) (bool, int64, error)
+
+func probeOf(c Config) probe {
+	return func(b int) (bool, int64, error) {
 		c.Batch = b
 		p, err := Predict(c)
-		if err != nil {
+		if err != nil || p.OOM != nil {
 			return false, 0, err
-		}
-		if p.OOM != nil {
-			return false, 0, nil
 		}
 		var peak int64
 		for _, r := range p.Ranks {
@@ -128,6 +176,54 @@ func maxBatch(c Config, ranks int) (int, int64, error) {
 		}
 		return true, peak, nil
 	}
+}
+
+// search finds the largest batch that fits (a multiple of unit: the
+// ranks times the micro-batches), trying hint first when it is ≥ 0, and
+// runs the target batch when it is not larger.
+func search(fits probe, unit, target, hint int) (Option, error) {
+	o := Option{Unit: unit}
+	o.TargetBatch = (target + o.Unit - 1) / o.Unit * o.Unit
+	found, err := false, error(nil)
+	if hint >= 0 {
+		o.MaxBatch, o.Peak, found, err = verify(fits, unit, hint)
+	}
+	if err == nil && !found {
+		o.MaxBatch, o.Peak, err = maxBatch(fits, o.Unit)
+	}
+	if err != nil || o.MaxBatch < o.TargetBatch {
+		return o, err
+	}
+	if o.TargetBatch == o.MaxBatch {
+		o.TargetFits, o.TargetPeak = true, o.Peak
+		return o, nil
+	}
+	if o.TargetFits, o.TargetPeak, err = fits(o.TargetBatch); err == nil && !o.TargetFits {
+		o.TargetPeak = 0
+		o.Note = fmt.Sprintf("batch %d does not fit although batch %d does: memory is not monotone in the batch here", o.TargetBatch, o.MaxBatch)
+	}
+	return o, err
+}
+
+// verify reports whether b is the answer maxBatch would give: b fits
+// (or is 0) and b + unit does not; it returns b's peak.
+func verify(fits probe, unit, b int) (int, int64, bool, error) {
+	var peak int64
+	if b > 0 {
+		ok, p, err := fits(b)
+		if err != nil || !ok {
+			return 0, 0, false, err
+		}
+		peak = p
+	}
+	next, _, err := fits(b + unit)
+	return b, peak, err == nil && !next, err
+}
+
+// maxBatch bisects for the largest multiple of unit that fits, and its
+// peak: lo always fits and hi (once found) does not, so the answer and
+// the batch after it were both run.
+func maxBatch(fits probe, unit int) (int, int64, error) {
 	ok, peak, err := fits(unit)
 	if err != nil || !ok {
 		return 0, 0, err
@@ -169,13 +265,18 @@ func (r *FitResult) String() string {
 	fmt.Fprintf(&b, "%s in %s, target batch %d\n", r.Model, device.FormatBytes(r.Capacity), r.Target)
 	opts := append([]Option(nil), r.Options...)
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].Cost < opts[j].Cost })
-	fmt.Fprintf(&b, "  %-44s %10s %14s  %s\n", "technique", "max batch", "extra compute", "")
+	fmt.Fprintf(&b, "  %-48s %10s %14s  %s\n", "technique", "max batch", "extra compute", "")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "  %-44s %10d %13.0f%%  %s\n", o.Technique, o.MaxBatch, 100*o.Cost, o.Why)
+		fmt.Fprintf(&b, "  %-48s %10d %13.0f%%  %s\n", o.Technique, o.MaxBatch, 100*o.Cost, o.Why)
 	}
-	if r.Best != nil {
-		fmt.Fprintf(&b, "use %s: batch %d fits (up to %d, peak %s at that batch), %s\n",
-			r.Best.Technique, r.Target, r.Best.MaxBatch, device.FormatBytes(r.Best.Peak), r.Best.Why)
+	for _, o := range opts {
+		if o.Note != "" {
+			fmt.Fprintf(&b, "%s: %s\n", o.Technique, o.Note)
+		}
+	}
+	if o := r.Best; o != nil {
+		fmt.Fprintf(&b, "use %s: batch %d fits (peak %s; up to batch %d), %s\n",
+			o.Technique, o.TargetBatch, device.FormatBytes(o.TargetPeak), o.MaxBatch, o.Why)
 	} else {
 		fmt.Fprintf(&b, "no technique here fits batch %d in %s: add ranks with ZeRO (--ranks, --zero), offload, or a smaller batch\n", r.Target, device.FormatBytes(r.Capacity))
 	}

@@ -8,45 +8,101 @@ import (
 
 // TestPredictionEqualsMeasurement runs each technique on meta (the
 // prediction) and on cpu (the measurement) and compares every rank's peak
-// bytes by tag.
+// bytes by tag, what each tag held at the peak, and the host's.
 func TestPredictionEqualsMeasurement(t *testing.T) {
 	small := Config{Model: "transformer", Batch: 4, Seq: 16}
 	img := Config{Model: "small", Batch: 4}
 	with := func(c Config, f func(*Config)) Config { f(&c); return c }
 	cases := map[string]Config{
-		"gpt_f32":               small,
-		"gpt_autocast_bf16":     with(small, func(c *Config) { c.AMP, c.Autocast = dtype.BF16, true }),
-		"gpt_master_bf16":       with(small, func(c *Config) { c.AMP = dtype.BF16 }), // f16 on real data skips its first steps while the loss scale backs off, so its optimizer state appears later than on meta
-		"gpt_checkpoint_sqrt":   with(small, func(c *Config) { c.Checkpoint = -1 }),
-		"gpt_checkpoint_2":      with(small, func(c *Config) { c.Checkpoint = 2 }),
-		"gpt_checkpoint_budg":   with(small, func(c *Config) { c.CheckpointBudget = 64 << 10 }),
-		"gpt_accum_2":           with(small, func(c *Config) { c.Accum = 2 }),
-		"gpt_ranks2_zero1":      with(small, func(c *Config) { c.Ranks, c.Zero = 2, 1 }),
-		"gpt_ranks2_zero2_bf16": with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP = 2, 2, dtype.BF16 }),
-		"gpt_offload":           with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload = 2, 1, true }),
-		"resnet_f32":            img,
-		"resnet_sgd_autocast":   with(img, func(c *Config) { c.AMP, c.Autocast = dtype.BF16, true }),
-		"resnet_checkpoint":     with(img, func(c *Config) { c.Checkpoint = -1 }),
-		"resnet_ranks2":         with(img, func(c *Config) { c.Ranks = 2 }),
+		"gpt_f32":                small,
+		"gpt_amp_bf16":           with(small, func(c *Config) { c.AMP = dtype.BF16 }),
+		"gpt_amp_fp16":           with(small, func(c *Config) { c.AMP = dtype.F16 }),
+		"gpt_amp_params_bf16":    with(small, func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }),
+		"gpt_amp_params_fp16":    with(small, func(c *Config) { c.AMP, c.AMPParams = dtype.F16, true }),
+		"gpt_checkpoint_sqrt":    with(small, func(c *Config) { c.Checkpoint = -1 }),
+		"gpt_checkpoint_2":       with(small, func(c *Config) { c.Checkpoint = 2 }),
+		"gpt_checkpoint_budg":    with(small, func(c *Config) { c.CheckpointBudget = 64 << 10 }),
+		"gpt_accum_2":            with(small, func(c *Config) { c.Accum = 2 }),
+		"gpt_prune":              with(small, func(c *Config) { c.Prune = 0.5 }),
+		"gpt_ranks2_zero2_prune": with(small, func(c *Config) { c.Ranks, c.Zero, c.Prune = 2, 2, 0.5 }),
+		"gpt_ranks2_zero1":       with(small, func(c *Config) { c.Ranks, c.Zero = 2, 1 }),
+		"gpt_ranks2_zero2_bf16":  with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 2, dtype.BF16, true }),
+		"gpt_ranks2_zero1_fp16":  with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 1, dtype.F16, true }),
+		"gpt_offload":            with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload = 2, 1, true }),
+		"resnet_f32":             img,
+		"resnet_amp_bf16":        with(img, func(c *Config) { c.AMP = dtype.BF16 }),
+		"resnet_amp_params_fp16": with(img, func(c *Config) { c.AMP, c.AMPParams = dtype.F16, true }),
+		"resnet_checkpoint":      with(img, func(c *Config) { c.Checkpoint = -1 }),
+		"resnet_prune":           with(img, func(c *Config) { c.Prune = 0.3 }),
+		"resnet_ranks2":          with(img, func(c *Config) { c.Ranks = 2 }),
 	}
 	for name, c := range cases {
 		pred, err := Predict(c)
 		if err != nil {
 			t.Fatalf("%s: predict: %v", name, err)
 		}
-		c.onCPU = true
-		meas, err := Predict(c)
+		meas, err := Measure(c)
 		if err != nil {
 			t.Fatalf("%s: measure: %v", name, err)
+		}
+		if pred.Params != meas.Params {
+			t.Errorf("%s: %d parameters predicted, %d measured", name, pred.Params, meas.Params)
 		}
 		for i := range pred.Ranks {
 			p, m := pred.Ranks[i], meas.Ranks[i]
 			p.Device, m.Device = "", ""
-			if p.PeakBytes != m.PeakBytes || p.ModelState != m.ModelState || (p.Host == nil) != (m.Host == nil) || (p.Host != nil && *p.Host != *m.Host) {
+			if p.PeakBytes != m.PeakBytes || p.AtPeak != m.AtPeak || p.ModelState != m.ModelState ||
+				(p.Host == nil) != (m.Host == nil) || (p.Host != nil && *p.Host != *m.Host) {
 				t.Errorf("%s rank %d: predicted %+v, measured %+v", name, i, p, m)
 			}
 		}
-		t.Logf("%-22s peak %8d B (parameter %d, gradient %d, optimizer %d, activation %d)", name,
+		t.Logf("%-23s %9d parameters, peak %8d B (parameter %d, gradient %d, optimizer %d, activation %d)", name, pred.Params,
 			pred.Ranks[0].Total, pred.Ranks[0].Parameter, pred.Ranks[0].Gradient, pred.Ranks[0].Optimizer, pred.Ranks[0].Activation)
+	}
+}
+
+// TestTechniquesTakeEffect: the cases above compare techniques that ran.
+// fp16 with 16-bit parameters stepped on cpu (Adam holds f32 masters, m
+// and v: 12 bytes per parameter; a skipped step would hold none), and a
+// pruned model is smaller than the plain one.
+func TestTechniquesTakeEffect(t *testing.T) {
+	for _, c := range []Config{
+		{Model: "transformer", Batch: 4, Seq: 16, AMP: dtype.F16, AMPParams: true},
+		{Model: "small", Batch: 4, AMP: dtype.F16, AMPParams: true, Optimizer: "adam"},
+	} {
+		m, err := Measure(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m.Ranks[0].Optimizer, 12*m.Params; got != want {
+			t.Errorf("%s fp16: optimizer %d bytes on cpu, want 12 × %d parameters = %d", c.Model, got, m.Params, want)
+		}
+	}
+	for _, c := range []Config{{Model: "transformer", Batch: 4, Seq: 16}, {Model: "small", Batch: 4}} {
+		plain, err := Predict(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Prune = 0.5
+		pruned, err := Predict(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Model == "transformer" {
+			// Half of the 4 heads (D = 32) and of the 512 hidden units stay:
+			// per block ln_1, c_attn (3·2·32 × 128 + bias), c_proj (128 × 64
+			// + bias), ln_2, c_fc (256 × 128 + bias), c_proj (128 × 256 +
+			// bias); the embeddings (256 + 64) × 128 and ln_f, unpruned.
+			const C, HD, F = 128, 2 * 32, 256
+			block := 2*C + (3*HD*C + 3*HD) + (C*HD + C) + 2*C + (F*C + F) + (C*F + C)
+			if want := int64(4*block + (256+64)*C + 2*C); pruned.Params != want {
+				t.Errorf("transformer pruned by half: %d parameters, want %d", pruned.Params, want)
+			}
+		}
+		if pruned.Params >= plain.Params || pruned.Ranks[0].Parameter >= plain.Ranks[0].Parameter {
+			t.Errorf("%s pruned by half: %d parameters (%d bytes), plain %d (%d bytes)", c.Model, pruned.Params,
+				pruned.Ranks[0].Parameter, plain.Params, plain.Ranks[0].Parameter)
+		}
+		t.Logf("%s: %d parameters, pruned by half %d", c.Model, plain.Params, pruned.Params)
 	}
 }

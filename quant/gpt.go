@@ -49,61 +49,18 @@ type GPTBlock struct {
 	attnName, mlpName string // the layer paths of attn and mlp
 }
 
-// Forward returns the block applied to x (B, T, C).
+// Forward returns the block applied to x (B, T, C): nn's block forward
+// over these parts.
 func (k *GPTBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
-	s := x.Scope()
-	defer s.Within(k.Name)()
-	h := k.LN1.Forward(x)
-	a := k.attention(h)
-	h.Release()
-	r := x.Add(a)
-	a.Release()
-	h = k.LN2.Forward(r)
-	m := k.mlp(h)
-	h.Release()
-	out := r.Add(m)
-	release(nil, r, m)
-	return out
+	return nn.BlockForward(k.Name, x, k.LN1.Forward, k.attention, k.LN2.Forward, k.mlp)
 }
 
 func (k *GPTBlock) attention(x *autograd.Tensor) *autograd.Tensor {
-	defer x.Scope().Within(k.attnName)()
-	B, T, H, D := x.Dim(0), x.Dim(1), k.Heads, k.D
-	qkv := k.Attn.Forward(x) // (B, T, 3·H·D)
-	v5 := qkv.View(B, T, 3, H, D)
-	perm := v5.Permute(2, 0, 3, 1, 4)
-	heads := perm.Contiguous()
-	release(nil, qkv, v5, perm)
-	parts := autograd.Split(heads, 0, 1, 1, 1)
-	q, kk, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
-	y := autograd.ScaledDotProductAttention(q, kk, v, true)
-	release(nil, heads, parts[0], parts[1], parts[2], q, kk, v)
-	yt := y.Transpose(1, 2)
-	yc := yt.Reshape(B, T, H*D)
-	release(nil, y, yt)
-	p := k.AttnProj.Forward(yc)
-	yc.Release()
-	return dropout(k.AttnDrop, p)
+	return nn.SelfAttention(k.attnName, x, k.C, k.Heads, k.D, k.Attn, k.AttnProj, k.AttnDrop)
 }
 
 func (k *GPTBlock) mlp(x *autograd.Tensor) *autograd.Tensor {
-	defer x.Scope().Within(k.mlpName)()
-	h := k.FC.Forward(x)
-	g := h.GELUTanh()
-	h.Release()
-	p := k.Proj.Forward(g)
-	g.Release()
-	return dropout(k.MLPDrop, p)
-}
-
-// dropout applies d to x, releasing x, or returns x without a dropout.
-func dropout(d *nn.Dropout, x *autograd.Tensor) *autograd.Tensor {
-	if d == nil {
-		return x
-	}
-	y := d.Forward(x)
-	x.Release()
-	return y
+	return nn.FeedForward(k.mlpName, x, k.FC, k.Proj, k.MLPDrop)
 }
 
 func (k *GPTBlock) linears() []nn.Layer { return []nn.Layer{k.Attn, k.AttnProj, k.FC, k.Proj} }
@@ -139,47 +96,19 @@ func (k *GPTBlock) Train(on bool) {
 }
 
 // Forward returns the logits (B, T, Vocab) for token indices idx (B, T),
-// I64 or I32, made in a Scope. A converted model must run where no graph
-// is recorded (Scope.NoGrad); it panics with *autograd.Error otherwise.
+// I64 or I32, made in a Scope: nn's GPT forward over these parts. A
+// converted model must run where no graph is recorded (Scope.NoGrad); it
+// panics with *autograd.Error otherwise.
 func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	const op = "quant.gpt"
-	s := idx.Scope()
-	switch {
-	case idx.Rank() != 2 || (idx.DType() != dtype.I64 && idx.DType() != dtype.I32):
-		fail(op, "%s: indices %v %s: want (B, T) of i64 or i32", g.Name, idx.Shape(), idx.DType())
-	case idx.Dim(1) > g.Config.Context || idx.Dim(1) == 0:
-		fail(op, "%s: sequence length T = %d (indices %v): want 1 ≤ T ≤ context %d", g.Name, idx.Dim(1), idx.Shape(), g.Config.Context)
-	case s == nil:
-		fail(op, "%s: indices %v are free-standing: make them in the step's Scope (Scope.FromInt64s)", g.Name, idx.Shape())
-	case g.converted && s.GradEnabled():
+	if s := idx.Scope(); s != nil && g.converted && s.GradEnabled() {
 		fail(op, "%s: %s", g.Name, inferenceOnly)
 	}
-	defer s.Within(join(g.Name, "transformer"))()
-	T := idx.Dim(1)
-	tok := g.Wte.Forward(idx)
-	wpe := s.Use(g.Wpe.Weight)
-	pos := wpe.Slice(0, 0, T)
-	x := tok.Add(pos)
-	release(nil, tok, wpe, pos)
-	h := dropout(g.Drop, x)
-	for _, k := range g.Blocks {
-		n := k.Forward(h)
-		h.Release()
-		h = n
+	ls := make([]nn.Layer, len(g.Blocks))
+	for i, k := range g.Blocks {
+		ls[i] = k
 	}
-	y := g.LNF.Forward(h)
-	h.Release()
-	var logits *autograd.Tensor
-	if g.Head != nil {
-		logits = g.Head.Forward(y)
-	} else {
-		func() {
-			defer s.Within(join(g.Name, "lm_head"))()
-			logits = autograd.Linear(y, g.Wte.Weight, nil)
-		}()
-	}
-	y.Release()
-	return logits
+	return nn.GPTLayers{Name: g.Name, Context: g.Config.Context, Wte: g.Wte, Wpe: g.Wpe, Drop: g.Drop, Blocks: ls, LNF: g.LNF, Head: g.Head}.Forward(op, idx)
 }
 
 // blocks returns the distinct blocks (a shared block once).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch twin of `headroom bench`: the same two models, the same
-optimizers and data, three techniques (plain, bf16 autocast, checkpoint √n),
+optimizers and data, three techniques (plain, amp bf16 = bf16 autocast, checkpoint √n),
 on the CPU.
 
 Models (as headroom's nn package builds them):
@@ -271,7 +271,7 @@ def bench(model_name, technique, args, data):
             return F.cross_entropy(logits.reshape(-1, 256).float(), yb.reshape(-1))
 
     model.run_blocks = "sqrt" if technique == "checkpoint √n" else None
-    autocast = technique == "bf16 autocast"
+    autocast = technique == "amp bf16"
     params = sum(p.numel() for p in model.parameters())
 
     def step():
@@ -303,7 +303,7 @@ def bench(model_name, technique, args, data):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="resnet,transformer")
-    ap.add_argument("--techniques", default="plain,bf16 autocast,checkpoint √n")
+    ap.add_argument("--techniques", default="plain,amp bf16,checkpoint √n")
     ap.add_argument("--steps", type=int, default=8, help="training steps per run (the last is profiled after them)")
     ap.add_argument("--resnet-batch", type=int, default=32)
     ap.add_argument("--gpt-batch", type=int, default=8)
@@ -318,8 +318,8 @@ def main():
         if m not in ("resnet", "transformer"):
             ap.error(f"unknown model {m!r} (want resnet or transformer)")
     for t in techniques:
-        if t not in ("plain", "bf16 autocast", "checkpoint √n"):
-            ap.error(f"unknown technique {t!r} (want plain, bf16 autocast or checkpoint √n)")
+        if t not in ("plain", "amp bf16", "checkpoint √n"):
+            ap.error(f"unknown technique {t!r} (want plain, amp bf16 or checkpoint √n)")
     data = {}
     if "resnet" in models:
         if not args.mnist:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/train"
 	"io"
 	"os"
 	"path/filepath"
@@ -39,12 +40,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("unexpected arguments %q", pos)
+		return train.Usagef("unexpected arguments %q", pos)
 	}
 	c := bench.Config{Models: list(*models), Steps: *steps, MNIST: *mnist, Corpus: *corpus, Log: stderr}
 	switch {
 	case *quick && *tiny:
-		return usagef("--quick and --tiny: choose one")
+		return train.Usagef("--quick and --tiny: choose one")
 	case *quick:
 		c.Mode = bench.Quick
 	case *tiny:
@@ -52,14 +53,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, m := range c.Models {
 		if m != "resnet" && m != "transformer" {
-			return usagef("--models: unknown model %q (want resnet or transformer)", m)
+			return train.Usagef("--models: unknown model %q (want resnet or transformer)", m)
 		}
 	}
 	if *steps < -1 {
-		return usagef("--steps %d: want ≥ 1, 0 (the mode's) or -1 (no loss run)", *steps)
+		return train.Usagef("--steps %d: want ≥ 1, 0 (the mode's) or -1 (no loss run)", *steps)
 	}
 	if c.Techniques, err = bench.Select(list(*techs)); err != nil {
-		return usagef("--techniques: %s", strings.TrimPrefix(err.Error(), "bench: "))
+		return train.Usagef("--techniques: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
 	python := ""
 	if *torch {
@@ -115,7 +116,7 @@ func findScript() (string, error) {
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return "", usagef("--torch: scripts/bench_torch.py not found above the working directory: give --torch-script")
+			return "", train.Usagef("--torch: scripts/bench_torch.py not found above the working directory: give --torch-script")
 		}
 		dir = up
 	}

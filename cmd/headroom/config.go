@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"strconv"
 	"strings"
@@ -15,14 +16,15 @@ import (
 type modelFlags struct {
 	model, amp, checkpoint, budget, optimizer, capacity string
 	batch, seq, image, accum, ranks, zero               int
-	autocast, offload, json                             bool
+	prune                                               float64
+	ampParams, offload, json                            bool
 }
 
 // register adds the flags to fs; techniques adds those of the memory
 // techniques (plan has them; fit chooses them itself).
 func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.model, "model", "", "model: "+strings.Join(plan.Names(), ", "))
-	fs.IntVar(&m.batch, "batch", 0, "global batch, split over --ranks, then into --accum micro-batches (default: the model's batch × ranks × accum)")
+	fs.IntVar(&m.batch, "batch", 0, "global batch, split over --ranks, then into --accum micro-batches (default: the model's batch × ranks × accum: each micro-batch is the model's)")
 	fs.IntVar(&m.seq, "seq", 0, "sequence length of a GPT (default: its context)")
 	fs.IntVar(&m.image, "image", 0, "image side of a ResNet (default: the model's, 224 for resnet18…152)")
 	fs.IntVar(&m.ranks, "ranks", 1, "data-parallel ranks")
@@ -30,11 +32,13 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.BoolVar(&m.offload, "offload", false, "with --zero ≥ 1: optimizer state and f32 master weights on a host device")
 	fs.StringVar(&m.optimizer, "optimizer", "", "adamw, adam or sgd (default: the model's: adamw for GPTs, sgd with momentum for ResNets)")
 	fs.BoolVar(&m.json, "json", false, "print JSON")
+	m.accum = 1
 	if !techniques {
 		return
 	}
-	fs.StringVar(&m.amp, "amp", "", "fp16 or bf16 (--amp alone: bf16): mixed precision as ZeRO counts it — 16-bit parameters and gradients, f32 master weights and optimizer state. With --autocast: f32 parameters, the forward under autocast instead")
-	fs.BoolVar(&m.autocast, "autocast", false, "with --amp: keep f32 parameters and run the forward under autocast in the --amp dtype")
+	fs.StringVar(&m.amp, "amp", "", "autocast, as in the examples: fp16 or bf16 (--amp alone: bf16): f32 parameters, the forward in 16 bits")
+	fs.BoolVar(&m.ampParams, "amp-params", false, "with --amp: parameters and gradients in the --amp dtype, f32 master weights and optimizer state (mixed precision as the ZeRO paper counts it; fp16 adds a loss scaler)")
+	fs.Float64Var(&m.prune, "prune", 0, "plan the step of the model with this fraction of each block's units pruned (0.3 = 30%: ResNet channels, GPT heads and MLP units), as examples/resnet --prune")
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")
@@ -45,77 +49,100 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 // errors naming the flag.
 func (m *modelFlags) config() (plan.Config, error) {
 	if m.model == "" {
-		return plan.Config{}, usagef("--model is required (one of %s)", strings.Join(plan.Names(), ", "))
+		return plan.Config{}, train.Usagef("--model is required (one of %s)", strings.Join(plan.Names(), ", "))
 	}
-	model, err := plan.Lookup(m.model)
-	if err != nil {
-		return plan.Config{}, usagef("--model %q: unknown model (want one of %s)", m.model, strings.Join(plan.Names(), ", "))
+	if _, err := plan.Lookup(m.model); err != nil {
+		return plan.Config{}, train.Usagef("--model %q: unknown model (want one of %s)", m.model, strings.Join(plan.Names(), ", "))
 	}
-	m.accum = max(m.accum, 1) // fit has no --accum
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
-		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, Autocast: m.autocast}
+		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune}
+	if err := m.checkRanges(); err != nil {
+		return c, err
+	}
+	var err error
+	if c.AMP, err = ampFlag(m.amp, m.ampParams); err != nil {
+		return c, err
+	}
+	if c.Checkpoint, c.CheckpointBudget, err = checkpointFlags(m.checkpoint, m.budget); err != nil {
+		return c, err
+	}
+	if m.capacity != "" {
+		n, err := device.ParseBytes(m.capacity)
+		if err != nil || n <= 0 {
+			return c, train.Usagef("--capacity %q: want a size such as 24GiB or 80GB", m.capacity)
+		}
+		c.Capacity = n
+	}
+	var se *plan.SizeError
+	if err := c.Validate(); errors.As(err, &se) {
+		return c, train.Usagef("--%v", se)
+	} else if err != nil {
+		return c, train.Usagef("%s", strings.TrimPrefix(err.Error(), "plan: "))
+	}
+	return c, nil
+}
+
+// checkRanges checks the numeric flags' ranges.
+func (m *modelFlags) checkRanges() error {
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"batch", m.batch}, {"seq", m.seq}, {"image", m.image}} {
 		if v.n < 0 {
-			return c, usagef("--%s %d: want a positive number (or 0 for the model's default)", v.name, v.n)
+			return train.Usagef("--%s %d: want a positive number (or 0 for the model's default)", v.name, v.n)
 		}
 	}
-	if m.accum < 1 {
-		return c, usagef("--accum %d: want ≥ 1", m.accum)
+	switch {
+	case m.accum < 1:
+		return train.Usagef("--accum %d: want ≥ 1", m.accum)
+	case m.ranks < 1:
+		return train.Usagef("--ranks %d: want ≥ 1", m.ranks)
+	case !(m.prune >= 0 && m.prune < 1):
+		return train.Usagef("--prune %g: want a fraction in [0, 1)", m.prune)
+	case m.zero < 0 || m.zero > 3:
+		return train.Usagef("--zero %d: want 0, 1, 2 or 3", m.zero)
 	}
-	if m.ranks < 1 {
-		return c, usagef("--ranks %d: want ≥ 1", m.ranks)
-	}
-	if c.Batch == 0 {
-		// Each rank's micro-batch is the model's default batch.
-		c.Batch = model.Batch * m.ranks * m.accum
-	}
-	if m.zero < 0 || m.zero > 3 {
-		return c, usagef("--zero %d: want 0, 1, 2 or 3", m.zero)
-	}
-	switch m.amp {
+	return nil
+}
+
+// ampFlag reads --amp and checks --amp-params against it.
+func ampFlag(amp string, params bool) (dtype.DType, error) {
+	switch amp {
 	case "":
-		if m.autocast {
-			return c, usagef("--autocast needs --amp fp16 or --amp bf16")
+		if params {
+			return dtype.Invalid, train.Usagef("--amp-params needs --amp fp16 or --amp bf16")
 		}
+		return dtype.Invalid, nil
 	case "bf16", "bfloat16":
-		c.AMP = dtype.BF16
+		return dtype.BF16, nil
 	case "fp16", "f16", "half":
-		c.AMP = dtype.F16
-	default:
-		return c, usagef("--amp %q: want fp16 or bf16", m.amp)
+		return dtype.F16, nil
 	}
-	switch m.checkpoint {
+	return dtype.Invalid, train.Usagef("--amp %q: want fp16 or bf16", amp)
+}
+
+// checkpointFlags reads --checkpoint (segments, -1 for ⌈√n⌉) and
+// --checkpoint-budget (bytes).
+func checkpointFlags(segments, budget string) (int, int64, error) {
+	n := 0
+	switch segments {
 	case "":
 	case "sqrt":
-		c.Checkpoint = -1
+		n = -1
 	default:
-		n, err := strconv.Atoi(m.checkpoint)
-		if err != nil || n < 1 {
-			return c, usagef("--checkpoint %q: want a number of segments ≥ 1 (or no value for ⌈√n⌉)", m.checkpoint)
+		var err error
+		if n, err = strconv.Atoi(segments); err != nil || n < 1 {
+			return 0, 0, train.Usagef("--checkpoint %q: want a number of segments ≥ 1 (or no value for ⌈√n⌉)", segments)
 		}
-		c.Checkpoint = n
 	}
-	if m.budget != "" {
-		n, err := device.ParseBytes(m.budget)
-		if err != nil || n <= 0 {
-			return c, usagef("--checkpoint-budget %q: want a size such as 2GiB", m.budget)
-		}
-		c.CheckpointBudget = n
+	if budget == "" {
+		return n, 0, nil
 	}
-	if m.capacity != "" {
-		n, err := device.ParseBytes(m.capacity)
-		if err != nil || n <= 0 {
-			return c, usagef("--capacity %q: want a size such as 24GiB or 80GB", m.capacity)
-		}
-		c.Capacity = n
+	b, err := device.ParseBytes(budget)
+	if err != nil || b <= 0 {
+		return 0, 0, train.Usagef("--checkpoint-budget %q: want a size such as 2GiB", budget)
 	}
-	if err := c.Validate(); err != nil {
-		return c, usageError{strings.TrimPrefix(err.Error(), "plan: ")}
-	}
-	return c, nil
+	return n, b, nil
 }
 
 // normalize lets --amp and --checkpoint take their value after a space or
@@ -129,13 +156,13 @@ func stray(args, pos []string) error {
 		switch strings.TrimLeft(args[i], "-") {
 		case "amp":
 			if args[i+1] == pos[0] {
-				return usagef("--amp %q: want fp16 or bf16", pos[0])
+				return train.Usagef("--amp %q: want fp16 or bf16", pos[0])
 			}
 		case "checkpoint":
 			if args[i+1] == pos[0] {
-				return usagef("--checkpoint %q: want a number of segments ≥ 1 (or no value for ⌈√n⌉)", pos[0])
+				return train.Usagef("--checkpoint %q: want a number of segments ≥ 1 (or no value for ⌈√n⌉)", pos[0])
 			}
 		}
 	}
-	return usagef("unexpected arguments %q", pos)
+	return train.Usagef("unexpected arguments %q", pos)
 }

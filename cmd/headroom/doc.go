@@ -1,30 +1,44 @@
 // Command headroom plans, fits, benchmarks and explains the memory of
 // training steps.
 //
-//	headroom plan --model gpt-7.5b --ranks 64 --zero 2 --amp fp16   # exact bytes per rank, before running
-//	headroom fit --model gpt2 --capacity 24GiB                        # largest batch, cheapest techniques
-//	headroom bench --quick --out bench-results                        # every technique for real on the CPU
-//	headroom summary report.json                                      # a run report, timeline or bench.json
+//	headroom plan --model gpt-7.5b --ranks 64 --zero 3 --amp fp16 --amp-params   # exact bytes per rank, before running
+//	headroom fit --model gpt2 --capacity 24GiB                                      # largest batch, cheapest techniques
+//	headroom bench --quick --out bench-results                                      # every technique for real on the CPU
+//	headroom summary report.json                                                    # a run report, timeline or bench.json
 //
-// plan runs the model's real training step on meta devices (package plan):
-// the JSON (--json) has model, params, peak_bytes (the largest rank's) and
-// ranks, each with rank, device, peak_bytes, model_state_bytes,
-// parameter_bytes, gradient_bytes, optimizer_bytes, activation_bytes,
-// workspace_bytes, communication_bytes and, with --offload, host (the same
-// fields). Its --amp is mixed precision as ZeRO counts it (16-bit
-// parameters and gradients, f32 master weights); --autocast selects
-// autocast instead. Without --batch, each rank's micro-batch is the
-// model's default batch.
+// The flags mean what they mean in the example programs: --amp bf16|fp16
+// is autocast (f32 parameters, the forward in 16 bits); --amp-params adds
+// 16-bit parameters and gradients with f32 master weights and optimizer
+// state (mixed precision as the ZeRO paper counts it; fp16 adds a loss
+// scaler); --checkpoint, --checkpoint-budget, --accum, --ranks, --zero,
+// --offload and --prune likewise.
+//
+// plan runs the model's real training step on meta devices (package plan)
+// and prints what each tag held at the moment of the peak (the columns add
+// up to the peak), then each tag's own peak (reached at other moments;
+// they need not add up). The JSON (--json) has model, params, peak_bytes
+// (the largest rank's) and ranks, each with rank, device, peak_bytes,
+// model_state_bytes, parameter_bytes, gradient_bytes, optimizer_bytes,
+// activation_bytes, workspace_bytes, communication_bytes, other_bytes
+// (the own peaks), at_peak (the same fields at the moment of the peak)
+// and, with --offload, host (the host's own peaks). Without --batch, each
+// rank's micro-batch is the model's default batch. Sizes whose tensors
+// would pass 2^62 bytes are refused, naming the flag.
 //
 // fit searches batch sizes and technique combinations under a capacity
-// (plan.Fit); --measure repeats the search for real on cpu devices.
+// (plan.Fit); the recommendation's target batch is run itself. --measure
+// repeats the search for real on cpu devices, printing each technique as
+// it finishes.
 //
 // bench runs package bench and writes bench.json, bench.md and PNG charts;
 // --torch adds the PyTorch twin (scripts/bench_torch.py) when python3
 // imports torch.
 //
-// Every subcommand takes --help and --json. Exit status: 0 on success, 1
-// when the work failed, 2 for bad usage (an unknown command, flag or
-// model, a bad value, a file of an unknown kind), with a message naming
-// it.
+// Every subcommand takes --help and --json. Exit status: 0 on success (a
+// plan that predicts an out-of-memory is an answer: 0, with "does not
+// fit"); 64 for bad usage (an unknown command, flag or model, a bad
+// value, a file of an unknown kind), with a message naming it; 3 when the
+// work failed because a device ran out of memory, with the whole
+// explanation on stderr; 1 when it failed otherwise. Go's runtime exits
+// with 2 on a panic: 2 means a bug.
 package main

@@ -1,22 +1,15 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/headroom-ml/headroom/train"
 	"io"
 	"os"
 	"strings"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// usageError is bad input: exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
 const usage = `usage: headroom COMMAND [flags]
 
@@ -44,11 +37,16 @@ func command(name string) func(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// run runs the command line args and returns the exit status.
+// run runs the command line args and returns the exit status of
+// train.ExitCode: 0, ExitUsage (64) for bad usage, ExitOOM (3) when the
+// work failed because a device ran out of memory (the error, printed to
+// stderr, is the whole *device.OOMError explanation; plan predicting that
+// a step does not fit is an answer, not a failure), ExitError (1)
+// otherwise.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return train.ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -58,21 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := command(args[0])
 	if cmd == nil {
 		fmt.Fprintf(stderr, "headroom: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		return train.ExitUsage
 	}
-	err := cmd(args[1:], stdout, stderr)
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "headroom %s: %v\n", args[0], err)
-		return 2
-	}
-	fmt.Fprintf(stderr, "headroom %s: %v\n", args[0], err)
-	return 1
+	return train.ExitCode(stderr, "headroom "+args[0], cmd(args[1:], stdout, stderr))
 }
 
 // newFlags returns a flag set whose errors are returned, not printed.
@@ -99,7 +85,7 @@ func parse(fs *flag.FlagSet, synopsis string, args []string, stdout io.Writer) (
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err.Error()}
+			return nil, train.Usage(err)
 		}
 		if fs.NArg() == 0 {
 			return pos, nil

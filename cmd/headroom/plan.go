@@ -12,15 +12,17 @@ import (
 	"github.com/headroom-ml/headroom/train"
 )
 
-const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--autocast]
+const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--amp-params]
        [--checkpoint[=N]] [--checkpoint-budget SIZE] [--accum K] [--ranks N --zero 0|1|2|3] [--offload]
-       [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
+       [--prune FRACTION] [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
 
 Runs the model's real training step on meta devices (which allocate exactly
-what cpu devices do and compute nothing) and prints every rank's peak bytes
-by tag. --amp means mixed precision as ZeRO counts it: 16-bit parameters and
-gradients with f32 master weights and optimizer state; add --autocast for
-f32 parameters and a forward under autocast instead.`
+what cpu devices do and compute nothing) and prints every rank's memory by
+tag: what each tag held at the moment of the peak (adding up to the peak),
+then each tag's own peak. The flags mean what they mean in the examples:
+--amp is autocast (f32 parameters, the forward in 16 bits); --amp-params
+adds 16-bit parameters and gradients with f32 master weights and
+optimizer state, mixed precision as the ZeRO paper counts it.`
 
 // bytesJSON is one device's peak bytes by tag.
 type bytesJSON struct {
@@ -41,12 +43,15 @@ func bytesOf(p train.PeakBytes) bytesJSON {
 		Communication: p.Communication, Other: p.Other}
 }
 
-// rankJSON is one rank's prediction.
+// rankJSON is one rank's prediction: each tag's own peak, and what each
+// tag held at the moment of the peak (AtPeak: its fields add up to its
+// peak_bytes).
 type rankJSON struct {
 	Rank   int    `json:"rank"`
 	Device string `json:"device"`
 	bytesJSON
-	// Host is the offload host's memory (the same fields).
+	AtPeak bytesJSON `json:"at_peak"`
+	// Host is the offload host's memory (the same fields, its own peaks).
 	Host *bytesJSON `json:"host,omitempty"`
 }
 
@@ -106,7 +111,7 @@ func toJSON(p *plan.Prediction, c plan.Config) planJSON {
 	out := planJSON{Model: p.Model, Params: p.Params, Batch: p.Batch, Seq: p.Seq, Image: p.Image, Capacity: c.Capacity,
 		Techniques: techniques(p.Config)}
 	for i, r := range p.Ranks {
-		rj := rankJSON{Rank: i, Device: r.Device, bytesJSON: bytesOf(r.PeakBytes)}
+		rj := rankJSON{Rank: i, Device: r.Device, bytesJSON: bytesOf(r.PeakBytes), AtPeak: bytesOf(r.AtPeak)}
 		if r.Host != nil {
 			h := bytesOf(*r.Host)
 			rj.Host = &h
@@ -127,11 +132,11 @@ func toJSON(p *plan.Prediction, c plan.Config) planJSON {
 // techniques describes a resolved configuration.
 func techniques(c plan.Config) map[string]any {
 	t := map[string]any{"optimizer": c.Optimizer, "accum": c.Accum, "ranks": c.Ranks, "zero": c.Zero, "offload": c.Offload}
-	switch {
-	case c.AMP != dtype.Invalid && c.Autocast:
-		t["autocast"] = c.AMP.String()
-	case c.AMP != dtype.Invalid:
-		t["amp"] = c.AMP.String()
+	if c.AMP != dtype.Invalid {
+		t["amp"], t["amp_params"] = c.AMP.String(), c.AMPParams
+	}
+	if c.Prune > 0 {
+		t["prune"] = c.Prune
 	}
 	if c.Checkpoint < 0 {
 		t["checkpoint"] = "sqrt"
@@ -144,8 +149,9 @@ func techniques(c plan.Config) map[string]any {
 	return t
 }
 
-// planTable renders a prediction: a heading, then one line per group of
-// consecutive ranks with the same bytes.
+// planTable renders a prediction: a heading, what each tag held at the
+// peak, then each tag's own peak (with the offload host's), each a line
+// per group of consecutive ranks with the same bytes.
 func planTable(p planJSON) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s parameters, batch %d", p.Model, commas(p.Params), p.Batch)
@@ -157,11 +163,13 @@ func planTable(p planJSON) string {
 	}
 	t := p.Techniques
 	fmt.Fprintf(&b, "; %s", t["optimizer"])
-	if v, ok := t["amp"]; ok {
+	if v, ok := t["amp"]; ok && t["amp_params"] == true {
 		fmt.Fprintf(&b, ", %s parameters and gradients with f32 master weights", v)
-	}
-	if v, ok := t["autocast"]; ok {
+	} else if ok {
 		fmt.Fprintf(&b, ", %s autocast", v)
+	}
+	if v, ok := t["prune"]; ok {
+		fmt.Fprintf(&b, ", pruned by %g", v)
 	}
 	if v, ok := t["checkpoint"]; ok {
 		if v == "sqrt" {
@@ -182,23 +190,10 @@ func planTable(p planJSON) string {
 		b.WriteString(", offload")
 	}
 	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "%-9s %12s %13s %12s %12s %12s %12s %12s %12s\n", "rank", "peak", "model states", "parameter", "gradient",
-		"optimizer", "activation", "workspace", "comm.")
-	for i := 0; i < len(p.Ranks); {
-		j := i + 1
-		for j < len(p.Ranks) && p.Ranks[j].bytesJSON == p.Ranks[i].bytesJSON && sameHost(p.Ranks[j].Host, p.Ranks[i].Host) {
-			j++
-		}
-		name := fmt.Sprint(i)
-		if j-i > 1 {
-			name = fmt.Sprintf("%d–%d", i, j-1)
-		}
-		row(&b, name, p.Ranks[i].bytesJSON)
-		if h := p.Ranks[i].Host; h != nil {
-			row(&b, "  host", *h)
-		}
-		i = j
-	}
+	b.WriteString("memory at the peak (what each tag held when the total peaked: the columns add up to the peak)\n")
+	rankRows(&b, p.Ranks, "peak", func(r rankJSON) (bytesJSON, *bytesJSON) { return r.AtPeak, nil })
+	b.WriteString("\neach tag's own peak (its largest, reached at another moment than the total's: these need not add up)\n")
+	rankRows(&b, p.Ranks, "model states", func(r rankJSON) (bytesJSON, *bytesJSON) { return r.bytesJSON, r.Host })
 	r := p.Ranks[0]
 	fmt.Fprintf(&b, "\nmodel states of rank 0: %s = parameters %s + gradients %s + optimizer %s; peak %s\n",
 		both(r.ModelState), both(r.Parameter), both(r.Gradient), both(r.Optimizer), both(p.PeakBytes))
@@ -216,10 +211,44 @@ func planTable(p planJSON) string {
 	return b.String()
 }
 
-func row(b *strings.Builder, name string, v bytesJSON) {
+// rankRows writes a table of the ranks' bytes, one line per group of
+// consecutive ranks with the same bytes (and the same host's, on a line
+// below them); first is the first column after the rank: the total
+// ("peak") or the model states.
+func rankRows(b *strings.Builder, ranks []rankJSON, first string, of func(rankJSON) (bytesJSON, *bytesJSON)) {
+	fmt.Fprintf(b, "%-9s %13s %12s %12s %12s %12s %12s %12s %12s\n", "rank", first, "parameter", "gradient",
+		"optimizer", "activation", "workspace", "comm.", "other")
+	for i := 0; i < len(ranks); {
+		v, host := of(ranks[i])
+		j := i + 1
+		for ; j < len(ranks); j++ {
+			w, h := of(ranks[j])
+			if w != v || !sameHost(h, host) {
+				break
+			}
+		}
+		name := fmt.Sprint(i)
+		if j-i > 1 {
+			name = fmt.Sprintf("%d–%d", i, j-1)
+		}
+		row(b, name, v, first == "peak")
+		if host != nil {
+			row(b, "  host", *host, first == "peak")
+		}
+		i = j
+	}
+}
+
+// row writes one line of rankRows: the total or the model states, then
+// every tag.
+func row(b *strings.Builder, name string, v bytesJSON, total bool) {
 	f := device.FormatBytes
-	fmt.Fprintf(b, "%-9s %12s %13s %12s %12s %12s %12s %12s %12s\n", name, f(v.Peak), f(v.ModelState), f(v.Parameter),
-		f(v.Gradient), f(v.Optimizer), f(v.Activation), f(v.Workspace), f(v.Communication))
+	lead := v.ModelState
+	if total {
+		lead = v.Peak
+	}
+	fmt.Fprintf(b, "%-9s %13s %12s %12s %12s %12s %12s %12s %12s\n", name, f(lead), f(v.Parameter),
+		f(v.Gradient), f(v.Optimizer), f(v.Activation), f(v.Workspace), f(v.Communication), f(v.Other))
 }
 
 func sameHost(a, b *bytesJSON) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -32,13 +32,13 @@ func cmdSummary(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("want one FILE, got %d arguments %q", len(pos), pos)
+		return train.Usagef("want one FILE, got %d arguments %q", len(pos), pos)
 	}
 	if *around < 0 {
-		return usagef("--around %d: want ≥ 0", *around)
+		return train.Usagef("--around %d: want ≥ 0", *around)
 	}
 	if *x != "" && *x != "time" && *x != "event" {
-		return usagef("--x %q: want time or event", *x)
+		return train.Usagef("--x %q: want time or event", *x)
 	}
 	path := pos[0]
 	data, err := os.ReadFile(path)
@@ -47,14 +47,14 @@ func cmdSummary(args []string, stdout, stderr io.Writer) error {
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
-		return usagef("%s is not a JSON object: %v", path, err)
+		return train.Usagef("%s is not a JSON object: %v", path, err)
 	}
 	has := func(k string) bool { _, ok := keys[k]; return ok }
 	switch {
 	case has("events"):
 		return summarizeTimeline(path, data, *around, *png, *x, *asJSON, stdout)
 	case *png != "":
-		return usagef("--png draws timelines; %s is not one", path)
+		return train.Usagef("--png draws timelines; %s is not one", path)
 	case has("rows") && has("mode"):
 		res, err := bench.ReadResult(bytes.NewReader(data))
 		if err != nil {
@@ -72,7 +72,7 @@ func cmdSummary(args []string, stdout, stderr io.Writer) error {
 		}
 		return summarizeReport(&r, *asJSON, stdout)
 	}
-	return usagef("%s is neither a run report (--report), a memory timeline nor a bench.json", path)
+	return train.Usagef("%s is neither a run report (--report), a memory timeline nor a bench.json", path)
 }
 
 func summarizeTimeline(path string, data []byte, around int, png, x string, asJSON bool, stdout io.Writer) error {

@@ -1,0 +1,146 @@
+package nn
+
+import (
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// The GPT's forward, written once over the parts it runs: nn's own
+// modules, or another package's versions of them (package quant's
+// observed or int8 Linears). Each releases what it makes as soon as it is
+// no longer needed, so the memory formulas of GPT, GPTBlock,
+// CausalSelfAttention and MLP hold for any parts of the same shapes.
+
+// GPTLayers are what a GPT's forward runs, in order.
+type GPTLayers struct {
+	Name     string // the model's name: its scopes are Name.transformer and Name.lm_head
+	Context  int    // the longest sequence
+	Wte, Wpe *Embedding
+	Drop     *Dropout // after the embeddings (nil: none)
+	Blocks   []Layer
+	// RunBlocks, when set, runs the blocks instead of a plain loop (see
+	// GPT.RunBlocks).
+	RunBlocks func(blocks []Layer, x *autograd.Tensor) *autograd.Tensor
+	LNF       *LayerNorm
+	Head      Layer // lm_head (nil: tied to Wte's table)
+}
+
+// Forward returns the logits (B, T, Vocab) for token indices idx (B, T)
+// (I64 or I32, values in [0, Vocab)), which must belong to a Scope; bad
+// indices panic with an *autograd.Error naming op.
+func (l GPTLayers) Forward(op string, idx *autograd.Tensor) *autograd.Tensor {
+	s := idx.Scope()
+	switch {
+	case idx.Rank() != 2 || (idx.DType() != dtype.I64 && idx.DType() != dtype.I32):
+		fail(op, "%s: indices %v %s: want (B, T) of i64 or i32", l.Name, idx.Shape(), idx.DType())
+	case idx.Dim(1) > l.Context || idx.Dim(1) == 0:
+		fail(op, "%s: sequence length T = %d (indices %v): want 1 ≤ T ≤ context %d", l.Name, idx.Dim(1), idx.Shape(), l.Context)
+	case s == nil:
+		fail(op, "%s: indices %v are free-standing: make them in the step's Scope (Scope.FromInt64s)", l.Name, idx.Shape())
+	}
+	defer s.Within(join(l.Name, "transformer"))()
+	T := idx.Dim(1)
+	tok := l.Wte.Forward(idx) // (B, T, C)
+	wpe := s.Use(l.Wpe.Weight)
+	pos := wpe.Slice(0, 0, T) // (T, C), a view
+	x := tok.Add(pos)
+	release(idx, tok, wpe, pos)
+	h := dropout(l.Drop, x)
+	if l.RunBlocks != nil {
+		n := l.RunBlocks(l.Blocks, h)
+		h.Release()
+		h = n
+	} else {
+		for _, k := range l.Blocks {
+			n := k.Forward(h)
+			h.Release()
+			h = n
+		}
+	}
+	y := l.LNF.Forward(h) // saves h
+	h.Release()
+	var logits *autograd.Tensor
+	if l.Head != nil {
+		logits = l.Head.Forward(y)
+	} else {
+		func() {
+			defer s.Within(join(l.Name, "lm_head"))()
+			logits = autograd.Linear(y, l.Wte.Weight, nil)
+		}()
+	}
+	y.Release()
+	return logits
+}
+
+// BlockForward is a pre-LayerNorm transformer block, GPTBlock's forward,
+// with any parts: x + attn(ln1(x)), then that plus mlp(ln2(…)), in scope
+// name.
+func BlockForward(name string, x *autograd.Tensor, ln1, attn, ln2, mlp func(*autograd.Tensor) *autograd.Tensor) *autograd.Tensor {
+	defer x.Scope().Within(name)()
+	h := ln1(x) // saved by c_attn
+	a := attn(h)
+	h.Release()
+	r := x.Add(a) // saved by ln_2
+	a.Release()
+	h = ln2(r) // saved by c_fc
+	m := mlp(h)
+	h.Release()
+	out := r.Add(m)
+	r.Release()
+	m.Release()
+	return out
+}
+
+// SelfAttention is CausalSelfAttention's forward over x (B, T, c) with any
+// c_attn (qkv: c to 3·heads·d features) and c_proj (proj: heads·d to c),
+// then drop (nil: none), in scope name.
+func SelfAttention(name string, x *autograd.Tensor, c, heads, d int, qkv, proj Layer, drop *Dropout) *autograd.Tensor {
+	defer x.Scope().Within(name)()
+	if x.Rank() != 3 || x.Dim(2) != c {
+		fail("nn.causal_self_attention", "%s: input %v: want (B, T, %d)", name, x.Shape(), c)
+	}
+	B, T := x.Dim(0), x.Dim(1)
+	// c_attn's output (B, T, 3·H·D) is viewed as (B, T, 3, H, D) and copied
+	// once into head-major (3, B, H, T, D); then it goes.
+	out := qkv.Forward(x)
+	v5 := out.View(B, T, 3, heads, d)
+	perm := v5.Permute(2, 0, 3, 1, 4)
+	hm := perm.Contiguous()
+	release(x, out, v5, perm)
+	// q, k and v are contiguous (B, H, T, D) views of the copy, which
+	// attention saves with its output y and lse.
+	parts := autograd.Split(hm, 0, 1, 1, 1)
+	q, k, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
+	y := autograd.ScaledDotProductAttention(q, k, v, true)
+	release(x, hm, parts[0], parts[1], parts[2], q, k, v)
+	// Back to (B, T, H·D): one more copy, saved by c_proj.
+	yt := y.Transpose(1, 2)
+	yc := yt.Reshape(B, T, heads*d)
+	release(x, y, yt)
+	p := proj.Forward(yc) // saves yc
+	yc.Release()
+	return dropout(drop, p)
+}
+
+// FeedForward is MLP's forward over x (…, C) with any c_fc and c_proj:
+// fc, the tanh approximation of GELU, proj, then drop (nil: none), in
+// scope name.
+func FeedForward(name string, x *autograd.Tensor, fc, proj Layer, drop *Dropout) *autograd.Tensor {
+	defer x.Scope().Within(name)()
+	h := fc.Forward(x) // saved by GELU
+	g := h.GELUTanh()  // saved by c_proj
+	h.Release()
+	p := proj.Forward(g)
+	g.Release()
+	return dropout(drop, p)
+}
+
+// dropout applies d to x and releases x, or returns x when d is nil.
+func dropout(d *Dropout, x *autograd.Tensor) *autograd.Tensor {
+	if d == nil {
+		return x
+	}
+	y := d.Forward(x)
+	x.Release()
+	return y
+}

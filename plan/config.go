@@ -1,0 +1,181 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// Config says what to plan. Zero fields take the model's defaults. Its
+// vocabulary is the example programs' flags: AMP is --amp, AMPParams
+// --amp-params, and so on.
+type Config struct {
+	Model string
+	// Batch is the global batch (split over Ranks, then into Accum
+	// micro-batches; default: the model's batch per rank and micro-batch,
+	// times Ranks × Accum); Seq the sequence length of a GPT (default:
+	// its context); Image the side of a ResNet's input (default: the
+	// model's).
+	Batch, Seq, Image int
+	// AMP is the 16-bit dtype (Invalid: F32 training). Alone it is
+	// autocast, as --amp in the examples: F32 parameters, gradients and
+	// optimizer state, the forward in AMP. AMPParams makes it mixed
+	// precision as the ZeRO paper counts it (--amp-params): parameters and
+	// gradients in AMP, F32 master weights and Adam state in the
+	// optimizer, and for F16 a loss scaler.
+	AMP       dtype.DType
+	AMPParams bool
+	// Checkpoint cuts the blocks into N checkpointed segments (-1: ⌈√n⌉);
+	// CheckpointBudget plans the segments under a byte budget instead.
+	Checkpoint       int
+	CheckpointBudget int64
+	// Accum is the number of micro-batches per step (default 1).
+	Accum int
+	// Ranks, Zero (0-3) and Offload: data parallelism.
+	Ranks   int
+	Zero    int
+	Offload bool
+	// Prune removes this fraction of the units inside each block before
+	// training, as examples/resnet --prune does (in [0, 1)): a ResNet's
+	// inner channels, a GPT's attention heads and MLP hidden units (both
+	// at this fraction). The step planned is the pruned model's.
+	Prune float64
+	// Optimizer is "adamw", "adam" or "sgd" (default: the model's).
+	Optimizer string
+	// Steps is the number of steps run (default 2: the first allocates
+	// the optimizer's state, the second shows the steady state).
+	Steps int
+	// Capacity is each compute device's capacity (0: unlimited, that is
+	// MaxBytes).
+	Capacity int64
+	// Timeline records rank 0's memory timeline during the last step.
+	Timeline bool
+
+	// onCPU runs the same step on cpu devices: the measurement a
+	// prediction is checked against.
+	onCPU bool
+}
+
+// MaxBytes is the most a plan counts on one device: 2^62 bytes (4 EiB).
+// Byte counts are int64; keeping each below a quarter of their range
+// keeps every sum of two exact. A step that needs more is an error, not a
+// prediction.
+const MaxBytes = 1 << 62
+
+// SizeError is a configuration whose tensors are too large to count: the
+// largest tensor of its step would hold about Bytes bytes, more than
+// MaxBytes. Field names the setting to lower ("batch", "image").
+type SizeError struct {
+	Field string
+	Value int
+	Bytes float64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s %d: the step's largest tensor would hold about %.3g bytes, more than the 4 EiB (2^62 bytes) a plan counts on one device",
+		e.Field, e.Value, e.Bytes)
+}
+
+// Validate checks c as Predict would (the model, the batch against ranks
+// and micro-batches, the sizes, the stage, the dtype, the optimizer…)
+// without running anything.
+func (c Config) Validate() error {
+	_, _, err := c.resolved()
+	return err
+}
+
+// resolved fills in defaults and checks c.
+func (c Config) resolved() (Config, Model, error) {
+	m, err := Lookup(c.Model)
+	if err != nil {
+		return c, m, err
+	}
+	if c.Accum == 0 {
+		c.Accum = 1
+	}
+	if c.Ranks == 0 {
+		c.Ranks = 1
+	}
+	if c.Steps == 0 {
+		c.Steps = 2
+	}
+	if c.Batch == 0 {
+		c.Batch = m.Batch * c.Ranks * c.Accum
+	}
+	if c.Optimizer == "" {
+		c.Optimizer = m.Optimizer
+	}
+	if m.Kind == "gpt" && c.Seq == 0 {
+		c.Seq = m.GPT.Context
+	} else if m.Kind != "gpt" && c.Image == 0 {
+		c.Image = m.Image
+	}
+	if err := c.check(m); err != nil {
+		return c, m, fmt.Errorf("plan: %w", err)
+	}
+	return c, m, nil
+}
+
+// check checks a configuration with its defaults filled in.
+func (c Config) check(m Model) error {
+	switch {
+	case m.Kind == "gpt" && (c.Seq > m.GPT.Context || c.Seq < 1):
+		return fmt.Errorf("sequence %d for %s: want 1…%d (its context)", c.Seq, m.Name, m.GPT.Context)
+	case m.Kind != "gpt" && c.Image < 1:
+		return fmt.Errorf("image %d for %s: want ≥ 1", c.Image, m.Name)
+	case c.Accum < 1 || c.Ranks < 1 || c.Steps < 1:
+		return fmt.Errorf("accum %d, ranks %d, steps %d: want each ≥ 1", c.Accum, c.Ranks, c.Steps)
+	case c.Batch < 1 || c.Batch%(c.Ranks*c.Accum) != 0:
+		return fmt.Errorf("batch %d must be a positive multiple of ranks × accum = %d", c.Batch, c.Ranks*c.Accum)
+	case c.Zero < 0 || c.Zero > 3:
+		return fmt.Errorf("ZeRO stage %d: want 0, 1, 2 or 3", c.Zero)
+	case c.Offload && c.Zero == 0:
+		return fmt.Errorf("offload needs ZeRO stage 1 or more")
+	case c.AMP != dtype.Invalid && !c.AMP.IsLowPrecision():
+		return fmt.Errorf("amp dtype %s: want f16 or bf16", c.AMP)
+	case c.AMPParams && c.AMP == dtype.Invalid:
+		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
+	case c.Checkpoint != 0 && c.CheckpointBudget != 0:
+		return fmt.Errorf("checkpoint segments and a checkpoint budget: choose one")
+	case !(c.Prune >= 0 && c.Prune < 1):
+		return fmt.Errorf("prune fraction %g: want 0 ≤ fraction < 1", c.Prune)
+	case c.Capacity < 0 || c.Capacity > MaxBytes:
+		return fmt.Errorf("capacity %d bytes: want 0 (unlimited) … %d (2^62)", c.Capacity, int64(MaxBytes))
+	}
+	switch c.Optimizer {
+	case "adamw", "adam", "sgd":
+	default:
+		return fmt.Errorf("optimizer %q: want adamw, adam or sgd", c.Optimizer)
+	}
+	return c.checkSizes(m)
+}
+
+// largestPerSample bounds the bytes one sample adds to any single tensor
+// of c's step (TestLargestTensorBound checks it on every model the
+// planner knows, with a margin of 2 to 8): 8 bytes, the widest element
+// (I64 indices, F64 statistics), times, per token of a GPT, the larger of
+// the logits (Vocab) and the MLP's hidden layer (4·Width); per input
+// element of a ResNet, 32 (the widest layer at full resolution has 16
+// channels per input channel), plus 8192 for small images, where the
+// deepest layers' channels outnumber the pixels.
+func largestPerSample(c Config, m Model) float64 {
+	const widest = 8
+	if m.Kind == "gpt" {
+		return widest * float64(c.Seq) * float64(max(m.GPT.Vocab, 4*m.GPT.Width))
+	}
+	return widest * (32*float64(max(m.Channels, 1))*float64(c.Image)*float64(c.Image) + 8192)
+}
+
+// checkSizes refuses a step whose largest tensor would pass MaxBytes,
+// counted in float64 so that the check itself cannot overflow: the batch,
+// the sequence and the image size enter the products of its shapes.
+func (c Config) checkSizes(m Model) error {
+	perSample := largestPerSample(c, m)
+	if m.Kind != "gpt" && perSample > MaxBytes {
+		return &SizeError{Field: "image", Value: c.Image, Bytes: perSample}
+	}
+	if b := float64(c.Batch/(c.Ranks*c.Accum)) * perSample; b > MaxBytes {
+		return &SizeError{Field: "batch", Value: c.Batch, Bytes: b}
+	}
+	return nil
+}

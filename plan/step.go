@@ -1,0 +1,180 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/headroom-ml/headroom/amp"
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/parallel"
+	"github.com/headroom-ml/headroom/prune"
+	"github.com/headroom-ml/headroom/train"
+)
+
+// dtypes returns the parameters' dtype and the autocast dtype of c, as
+// the examples choose them: --amp alone autocasts the forward, with
+// --amp-params the parameters are 16-bit instead.
+func (c Config) dtypes() (params, forward dtype.DType) {
+	if c.AMPParams {
+		return c.AMP, dtype.Invalid
+	}
+	return dtype.F32, c.AMP
+}
+
+// step builds the model on dev and runs c.Steps training steps on
+// synthetic data exactly as the example programs do.
+func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicator, distributed, timeline bool) (result, error) {
+	var res result
+	pdt, forward := c.dtypes()
+	model, err := buildModel(c, m, dev, pdt)
+	if err != nil {
+		return res, err
+	}
+	defer nn.Release(model)
+	var sync interface{ NoSync(func()) }
+	if distributed {
+		d, err := parallel.NewDDP(comm, model, parallel.DDPConfig{Zero: c.Zero, Host: host})
+		if err != nil {
+			return res, err
+		}
+		defer d.Release()
+		dev.ResetPeak() // as the examples do: moving into the flat buffer holds the parameters twice for a moment
+		sync = d
+	}
+	opt, err := newOptimizer(c, model, sync, pdt != dtype.F32)
+	if err != nil {
+		return res, err
+	}
+	defer opt.Release()
+	gradDT := dtype.F32
+	if c.AMPParams {
+		gradDT = pdt
+	}
+	// The planner's step must step: meta devices hold no values, so their
+	// scaler never sees an overflow, and the prediction is the steady
+	// state in which the optimizer has its state. A scale of 1 keeps f16
+	// gradients of the synthetic batch finite on cpu as well; the scale's
+	// value changes no allocation.
+	sc := amp.NewScaler(gradDT, amp.ScalerConfig{InitScale: 1})
+	st := &train.Stepper{Opt: opt, Scaler: sc, Autocast: forward, Accum: c.Accum, Sync: sync}
+	if m.Kind == "gpt" {
+		st.Clip = 1
+	}
+	fwd := batchLoss(m, c, dev, model, c.Batch/c.Ranks/c.Accum, pdt)
+	for i := range c.Steps {
+		last := i == c.Steps-1
+		if last && timeline {
+			dev.StartTimeline()
+		}
+		began := time.Now()
+		loss, _, err := st.Step(fwd)
+		if last {
+			res.seconds, res.loss = time.Since(began).Seconds(), loss
+			if timeline {
+				res.timeline = dev.StopTimeline()
+			}
+		}
+		if err != nil {
+			return res, err // the Stepper's error names the step
+		}
+	}
+	if sc.Skipped() > 0 {
+		return res, fmt.Errorf("the loss scaler skipped %d of %d steps (%s overflowed): the measured step is not the steady state", sc.Skipped(), c.Steps, sc.LastOverflow())
+	}
+	res.params = nn.Count(model)
+	return res, nil
+}
+
+// buildModel makes the model on dev with its checkpointing hook set and,
+// with c.Prune, pruned; the device's peak is then reset, as
+// examples/resnet does after pruning, so the plan is the pruned model's.
+func buildModel(c Config, m Model, dev *device.Device, pdt dtype.DType) (nn.Module, error) {
+	gen := autograd.NewGenerator(1)
+	var model nn.Module
+	var hook *func([]nn.Layer, *autograd.Tensor) *autograd.Tensor
+	var err error
+	if terr := autograd.Try(func() { model, hook, err = m.build(nn.NewBuilder(dev, pdt, 1), gen, m.GPT) }); terr != nil {
+		return nil, terr
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.CheckpointBudget > 0:
+		*hook = checkpoint.NewBudget(c.CheckpointBudget).Forward
+	case c.Checkpoint != 0:
+		seg := max(c.Checkpoint, 0) // -1: ⌈√n⌉
+		*hook = func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.Sequential(ls, seg, x) }
+	}
+	if c.Prune > 0 {
+		switch mm := model.(type) {
+		case *nn.ResNet:
+			_, err = prune.ResNet(mm, c.Prune, prune.Options{Height: c.Image, Width: c.Image})
+		case *nn.GPT:
+			_, err = prune.GPT(mm, c.Prune, c.Prune, prune.Options{Tokens: c.Seq})
+		}
+		if err != nil {
+			nn.Release(model)
+			return nil, err
+		}
+		dev.ResetPeak()
+	}
+	return model, nil
+}
+
+// newOptimizer makes c's optimizer as the examples configure it: over the
+// data-parallel engine when sync is one (parallel.DDP), over the model's
+// parameters otherwise.
+func newOptimizer(c Config, model nn.Module, sync interface{ NoSync(func()) }, master bool) (optim.Optimizer, error) {
+	sgd := optim.SGDConfig{LR: 0.01, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, MasterWeights: master}
+	adam := optim.AdamConfig{MasterWeights: master}
+	adamw := optim.AdamConfig{Beta2: 0.99, MasterWeights: master}
+	if d, ok := sync.(*parallel.DDP); ok {
+		switch c.Optimizer {
+		case "sgd":
+			return parallel.NewSGD(d, sgd)
+		case "adam":
+			return parallel.NewAdam(d, adam)
+		}
+		return parallel.NewAdamW(d, adamw)
+	}
+	switch c.Optimizer {
+	case "sgd":
+		return optim.NewSGD(model.Params(), sgd)
+	case "adam":
+		return optim.NewAdam(model.Params(), adam)
+	}
+	return optim.NewAdamW(model.Params(), adamw)
+}
+
+// batchLoss returns the forward of one micro-batch of zeros. The batch is
+// made on the device like any other tensor (Scope.Zeros): on meta it has
+// no host memory, so planning a batch of terabytes costs nothing.
+func batchLoss(m Model, c Config, dev *device.Device, model nn.Module, micro int, pdt dtype.DType) func(*autograd.Scope, int) *autograd.Tensor {
+	input := func(s *autograd.Scope, dt dtype.DType, shape ...int) *autograd.Tensor {
+		defer s.Within("input")()
+		return s.Zeros(dev, dt, shape...)
+	}
+	if m.Kind == "gpt" {
+		g := model.(*nn.GPT)
+		return func(s *autograd.Scope, _ int) *autograd.Tensor {
+			logits := g.Forward(input(s, dtype.I64, micro, c.Seq))
+			flat := logits.Reshape(-1, m.GPT.Vocab)
+			logits.Release()
+			return autograd.CrossEntropy(flat, input(s, dtype.I64, micro*c.Seq), autograd.CEOptions{})
+		}
+	}
+	r := model.(*nn.ResNet)
+	return func(s *autograd.Scope, _ int) *autograd.Tensor {
+		xs := input(s, dtype.F32, micro, m.Channels, c.Image, c.Image)
+		if pdt != dtype.F32 {
+			xs = xs.Cast(pdt)
+		}
+		return autograd.CrossEntropy(r.Forward(xs), input(s, dtype.I64, micro), autograd.CEOptions{})
+	}
+}
