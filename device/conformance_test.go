@@ -226,8 +226,11 @@ func TestConcurrent(t *testing.T) {
 			for _, e := range tl.Events {
 				kinds[e.Kind]++
 			}
+			// Reserved changes with each segment reservation and release and
+			// each commit and decommit within a segment.
 			if kinds["alloc"] != st.Requested.Allocs || kinds["free"] != st.Requested.Frees ||
-				kinds["segment_alloc"] != st.Reserved.Allocs || kinds["segment_free"] != st.Reserved.Frees || kinds["oom"] != st.OOMs {
+				kinds["segment_alloc"]+kinds["segment_commit"] != st.Reserved.Allocs ||
+				kinds["segment_free"]+kinds["segment_decommit"] != st.Reserved.Frees || kinds["oom"] != st.OOMs {
 				t.Errorf("timeline kinds %v disagree with %+v", kinds, st)
 			}
 			d.EmptyCache()

@@ -70,14 +70,14 @@ func ExampleFit() {
 		fmt.Printf("best: %s, max batch %d, peak %d bytes\n", r.Best.Technique, r.Best.MaxBatch, r.Best.Peak)
 	}
 	// Output:
-	// plain                                      max batch 18
-	// bf16 autocast                              max batch 16
-	// bf16 master weights                        max batch 28
-	// accumulate 2                               max batch 18
-	// accumulate 4                               max batch 36
-	// checkpoint √n                              max batch 24
-	// bf16 autocast + checkpoint √n              max batch 17
-	// bf16 master + checkpoint √n                max batch 40
-	// bf16 master + checkpoint √n + accumulate 4 max batch 128
-	// best: bf16 master + checkpoint √n + accumulate 4, max batch 128, peak 16318728 bytes
+	// plain                                      max batch 20
+	// bf16 autocast                              max batch 24
+	// bf16 master weights                        max batch 31
+	// accumulate 2                               max batch 20
+	// accumulate 4                               max batch 40
+	// checkpoint √n                              max batch 27
+	// bf16 autocast + checkpoint √n              max batch 26
+	// bf16 master + checkpoint √n                max batch 46
+	// bf16 master + checkpoint √n + accumulate 4 max batch 144
+	// best: bf16 master + checkpoint √n + accumulate 4, max batch 144, peak 16673544 bytes
 }
