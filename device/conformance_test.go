@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -108,8 +109,8 @@ func TestMetaMatchesCPU(t *testing.T) {
 					t.Fatalf("capacity %d seed %d: traces differ at %d:\ncpu:  %s\nmeta: %s", capacity, seed, i, ci, mi)
 				}
 			}
-			if capacity > 0 && !containsOOM(c) {
-				t.Errorf("capacity %d seed %d: no OOM; the test does not reach the capacity", capacity, seed)
+			if capacity > 0 && (!containsOOM(c) || !strings.Contains(strings.Join(c, "\n"), "Kind:segment_decommit")) {
+				t.Errorf("capacity %d seed %d: no OOM or no decommit; the test does not reach the capacity", capacity, seed)
 			}
 		}
 	}

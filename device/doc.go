@@ -88,13 +88,13 @@
 // go back to the operating system, the segments and their addresses
 // stay). A free chunk next to uncommitted space gives its memory back
 // when it merges with it. Alloc returns an *OOMError only when the live
-// blocks' sizes plus the new block's pass the capacity, so no cached
-// memory and no fragmentation can cause an OOM, and EmptyCache never
-// helps one.
+// blocks' sizes plus the new block's pass the capacity (or the backend
+// fails), so no cached memory and no fragmentation can cause an OOM, and
+// EmptyCache never helps one.
 //
 // The rule makes fitting monotone: a program (any sequence of
-// allocations, frees and EmptyCache calls) fits under capacity C exactly
-// when C is at least the peak of Stats.Allocated it reaches on an
+// allocations, frees and EmptyCache calls) fits under a fixed capacity C
+// exactly when C is at least the peak of Stats.Allocated it reaches on an
 // unlimited device — so it fits under every larger capacity too. The
 // rule it replaces (cut a new segment to the request when a whole one
 // would not fit) was not monotone: on 20 MiB, a 5 MiB block took a whole
@@ -116,7 +116,7 @@
 // # Timeline
 //
 // StartTimeline records every alloc, free, retag, segment reservation and
-// release, and OOM as an Event with its label and the running totals;
+// release, commit and decommit within a segment, and OOM as an Event with its label and the running totals;
 // StopTimeline returns the Timeline, which WriteJSON and ReadTimeline save
 // and load and Peak searches.
 //
@@ -127,18 +127,18 @@
 // ResetPeak), Tot Alloc and Tot Freed (since the device was made). Rows:
 // Requested memory with one row per tag beneath it (exact bytes),
 // Allocated memory (rounded), Reserved memory (segments), Cached free
-// memory (reserved minus allocated: what EmptyCache or fragmentation
-// accounts for), Largest free block, then the numbers of allocations per
-// tag and of reserved segments. The last lines list the tags "at peak". A
-// large gap between Reserved and Allocated with a small largest free block
-// means fragmentation; Requested per tag at peak says what to shrink.
+// memory (reserved minus allocated: the cache, which goes back under
+// pressure), Largest free block (committed), then the numbers of
+// allocations per tag and of segment reservations and commits. The last
+// lines list the tags "at peak". On an unlimited device the Allocated
+// peak since the device was made is the smallest capacity the run fits in;
+// Requested per tag at peak says what to shrink.
 //
 // # Backends and the Kernels seam
 //
 // A Backend supplies raw segments (Alloc, Free), backs ranges of them with
 // memory and gives it back (Commit, Decommit), and supplies the device's
-// Kernels.
-// The caching and accounting above are shared, so cpu (package cpu: mmap'd
+// Kernels. The caching and accounting above are shared, so cpu (package cpu: mmap'd
 // host memory, computing) and meta (package meta: no memory, computing
 // nothing) account identically, byte for byte, and an accelerator backend
 // will too. Ops never index device memory: they allocate through the

@@ -37,7 +37,7 @@ func ExampleDevice_Alloc() {
 }
 
 // An allocation beyond the capacity returns an *OOMError that explains
-// what holds the memory.
+// where the block would go, why it cannot, and what holds the memory.
 func ExampleOOMError() {
 	d := meta.New(0, device.Options{Capacity: 8 << 20})
 	w, _ := d.Alloc(3<<20, device.Label{Tag: device.Parameter, Scope: "fc1", Op: "linear"})
@@ -50,12 +50,14 @@ func ExampleOOMError() {
 	if errors.As(err, &oom) {
 		fmt.Println("requested", device.FormatBytes(oom.Requested), "with", device.FormatBytes(oom.Capacity-oom.Reserved), "left")
 		fmt.Println("largest tag:", oom.LargestTag())
+		fmt.Println("reason:", oom.Reason, "in the", oom.Pool, "pool,", device.FormatBytes(oom.Short), "short")
 		fmt.Println()
 		fmt.Println(err)
 	}
 	// Output:
 	// requested 2.00 MiB with 1.00 MiB left
 	// largest tag: activation
+	// reason: full in the large pool, 1.00 MiB short
 	//
 	// meta:0: out of memory: tried to allocate 2.00 MiB for workspace (fc2/matmul); capacity 8.00 MiB, 7.00 MiB allocated, 7.00 MiB reserved, 0 B reserved but unused (largest free block 0 B)
 	//   largest live tag: activation 4.00 MiB (57% of allocated)

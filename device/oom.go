@@ -35,9 +35,9 @@ type OOMError struct {
 	// 512 B, or the whole free space it would be cut from when the
 	// remainder is too small to split off (1 MiB or less, large pool).
 	Block int64 `json:"block"`
-	// FreeChunk is the free chunk the block would be cut from, one whose
-	// memory was given back (a committed one always serves); 0 when none
-	// holds the block and it would start a new segment of NewSegment bytes.
+	// FreeChunk is the free chunk the block would be cut from, one not
+	// backed by memory (a committed one always serves); 0 when none holds
+	// the block and it would start a new segment of NewSegment bytes.
 	FreeChunk  int64 `json:"free_chunk"`
 	NewSegment int64 `json:"new_segment"`
 	// Occupied is the bytes the live blocks occupy in their segments

@@ -266,7 +266,8 @@ func TestOOMRemainder(t *testing.T) {
 	if oom.Reason != device.ReasonTooLarge || oom.Block != 12*mib || oom.NewSegment != 12*mib || oom.Short != 512*kib {
 		t.Errorf("11 MiB + 1 on 11.5 MiB: reason %s block %d new segment %d short %d", oom.Reason, oom.Block, oom.NewSegment, oom.Short)
 	}
-	if !strings.Contains(err.Error(), "12.00 MiB block (the whole free space: a remainder of 1023.50 KiB is too small to split off)") {
+	if !strings.Contains(err.Error(), "12.00 MiB block (the whole free space: a remainder of 1023.50 KiB is too small to split off)") ||
+		!hasHint(oom, "this single request's block (12.00 MiB, for 11.00 MiB) is larger than the whole capacity (11.50 MiB)") {
 		t.Errorf("Error() does not explain the remainder:\n%s", err)
 	}
 	// With 1.5 MiB live (two 768 KiB blocks in a committed 2 MiB small

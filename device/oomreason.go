@@ -78,8 +78,12 @@ func (e *OOMError) why() string {
 func reasonHints(e *OOMError) []string {
 	switch e.Reason {
 	case ReasonTooLarge:
-		return []string{fmt.Sprintf("this single request (%s) is larger than the whole capacity (%s): shrink the tensor (batch, sequence or width) or raise the capacity",
-			FormatBytes(e.Requested), FormatBytes(e.Capacity))}
+		what := fmt.Sprintf("this single request (%s)", FormatBytes(e.Requested))
+		if e.Block > RoundSize(e.Requested) {
+			what = fmt.Sprintf("this single request's block (%s, for %s)", FormatBytes(e.Block), FormatBytes(e.Requested))
+		}
+		return []string{fmt.Sprintf("%s is larger than the whole capacity (%s): shrink the tensor (batch, sequence or width) or raise the capacity",
+			what, FormatBytes(e.Capacity))}
 	case ReasonFull:
 		return []string{fmt.Sprintf("EmptyCache would not help and fragmentation is not the cause: live memory must shrink by at least %s (or the capacity grow by as much)",
 			FormatBytes(e.Short))}
