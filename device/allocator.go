@@ -9,7 +9,8 @@ import (
 // at most smallBlock bytes come from segments of smallSegment bytes; larger
 // ones from segments of largeSegment bytes when they are under
 // largeThreshold, else from a segment of their own size rounded up to
-// smallSegment. Near a device's capacity a segment is cut to the request.
+// smallSegment. The geometry never depends on the capacity: near it, only
+// how much of a segment is backed by memory does (commit.go).
 const (
 	Granularity    = 512
 	smallBlock     = 1 << 20
@@ -27,12 +28,15 @@ type segment struct {
 }
 
 // chunk is a free or allocated range of a segment. The chunks of a segment
-// form an address-ordered list.
+// form an address-ordered list. An allocated chunk is always committed
+// (backed by memory and counted in Reserved); a free one is committed
+// (cached) or not, as a whole.
 type chunk struct {
 	seg        *segment
 	off, size  int64
 	prev, next *chunk
 	free       bool
+	committed  bool
 }
 
 func (c *chunk) addr() uint64 { return c.seg.addr + uint64(c.off) }
@@ -74,11 +78,14 @@ func (p *pool) bestFit(n int64) *chunk {
 	return p.free[i]
 }
 
+// largest returns the size of the largest committed free chunk.
 func (p *pool) largest() int64 {
-	if len(p.free) == 0 {
-		return 0
+	for i := len(p.free) - 1; i >= 0; i-- {
+		if p.free[i].committed {
+			return p.free[i].size
+		}
 	}
-	return p.free[len(p.free)-1].size
+	return 0
 }
 
 // RoundSize returns the bytes a request of n bytes occupies in a segment.
@@ -122,18 +129,25 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 		return nil, fmt.Errorf("device %s: Alloc(%d) for %s: %w", d.name, n, l.Creator(), ErrClosed)
 	}
 	size := RoundSize(n)
+	p := d.place(size)
 	if d.injected() {
-		return nil, d.oom(n, size, l, ErrInjected)
+		return nil, d.oom(n, p, l, ErrInjected)
 	}
-	c := d.poolFor(size).bestFit(size)
+	if err := d.makeRoom(p, n, l); err != nil {
+		return nil, err
+	}
+	c := p.c
 	if c == nil {
 		var err error
-		if c, err = d.grow(size, n, l); err != nil {
+		if c, err = d.grow(p, n, l); err != nil {
 			return nil, err
 		}
 	}
 	d.poolFor(size).remove(c)
 	d.split(c, size)
+	if !c.committed {
+		d.commit(c)
+	}
 	c.free = false
 
 	d.seq++
@@ -172,14 +186,21 @@ func (d *Device) MustAlloc(n int64, l Label) *Block {
 	return b
 }
 
+// splits reports whether a free chunk's remainder of rest bytes after a
+// block is worth keeping as a free chunk: any remainder in small segments,
+// more than smallBlock in large ones.
+func splits(rest int64, small bool) bool {
+	return rest >= Granularity && (small || rest > smallBlock)
+}
+
 // split cuts c down to size when the remainder is worth keeping as a free
-// chunk: any remainder in small segments, more than smallBlock in large ones.
+// chunk, which stays committed or not as c was.
 func (d *Device) split(c *chunk, size int64) {
 	rest := c.size - size
-	if rest < Granularity || (!c.seg.small && rest <= smallBlock) {
+	if !splits(rest, c.seg.small) {
 		return
 	}
-	r := &chunk{seg: c.seg, off: c.off + size, size: rest, prev: c, next: c.next, free: true}
+	r := &chunk{seg: c.seg, off: c.off + size, size: rest, prev: c, next: c.next, free: true, committed: c.committed}
 	if c.next != nil {
 		c.next.prev = r
 	}
@@ -188,40 +209,31 @@ func (d *Device) split(c *chunk, size int64) {
 	d.segPool(c.seg).insert(r)
 }
 
-// grow reserves a new segment for a request of size (rounded) bytes, giving
-// back the cache first if the capacity requires it, and returns its single
-// free chunk, already in its pool.
-func (d *Device) grow(size, n int64, l Label) (*chunk, error) {
-	small := size <= smallBlock
-	segSize := segmentSize(size)
-	if d.capacity > 0 && d.st.Reserved.Current+segSize > d.capacity {
-		// Return the cache only when that makes room for the request: a
-		// request that cannot fit anyway leaves the device as it was.
-		if r := d.st.Reserved.Current; r+size > d.capacity && r-d.releasable()+size <= d.capacity {
-			d.releaseCache(true)
-		}
-		switch {
-		case d.st.Reserved.Current+segSize <= d.capacity:
-		case d.st.Reserved.Current+size <= d.capacity:
-			segSize = size
-		default:
-			return nil, d.oom(n, size, l, nil)
-		}
-	}
-	mem, err := d.be.Alloc(segSize)
+// grow reserves the new segment that placement p asks for, committing it
+// whole when the capacity allows (else only its block will be, by Alloc),
+// and returns its single free chunk, already in its pool. A failing backend
+// is retried once with the cache returned.
+func (d *Device) grow(p placement, n int64, l Label) (*chunk, error) {
+	mem, err := d.be.Alloc(p.segSize)
 	if err != nil {
 		d.releaseCache(true)
-		if mem, err = d.be.Alloc(segSize); err != nil {
-			return nil, d.oom(n, size, l, err)
+		if mem, err = d.be.Alloc(p.segSize); err != nil {
+			return nil, d.oom(n, p, l, err)
 		}
 	}
-	s := &segment{mem: mem, addr: d.nextAddr, size: segSize, small: small}
-	d.nextAddr += uint64((segSize + smallSegment - 1) / smallSegment * smallSegment)
+	s := &segment{mem: mem, addr: d.nextAddr, size: p.segSize, small: p.small}
+	d.nextAddr += uint64((p.segSize + smallSegment - 1) / smallSegment * smallSegment)
 	d.segments++
 	d.st.Segments = d.segments
-	d.st.Reserved.add(segSize)
-	d.record(evSegmentAlloc, segSize, s.addr, Label{})
-	c := &chunk{seg: s, size: segSize, free: true}
+	c := &chunk{seg: s, size: p.segSize, free: true}
+	var committed int64
+	if d.room(p.segSize) {
+		committed = p.segSize
+		d.be.Commit(mem, 0, committed)
+		c.committed = true
+	}
+	d.st.Reserved.add(committed)
+	d.record(evSegmentAlloc, committed, s.addr, Label{})
 	d.segPool(s).insert(c)
 	return c, nil
 }
@@ -254,19 +266,11 @@ func (d *Device) free(b *Block) {
 	c.free = true
 	if n := c.next; n != nil && n.free {
 		p.remove(n)
-		c.size += n.size
-		c.next = n.next
-		if n.next != nil {
-			n.next.prev = c
-		}
+		d.merge(c, n)
 	}
 	if pr := c.prev; pr != nil && pr.free {
 		p.remove(pr)
-		pr.size += c.size
-		pr.next = c.next
-		if c.next != nil {
-			c.next.prev = pr
-		}
+		d.merge(pr, c)
 		c = pr
 	}
 	p.insert(c)
@@ -291,8 +295,8 @@ func (d *Device) EmptyCache() {
 	d.releaseCache(false)
 }
 
-// releaseCache frees all wholly free segments; under pressure it counts as a
-// cache flush in the statistics.
+// releaseCache frees all wholly free segments, committed or not; after a
+// failure of the backend it counts as a cache flush in the statistics.
 func (d *Device) releaseCache(pressure bool) {
 	released := false
 	for _, p := range []*pool{&d.small, &d.large} {
@@ -302,11 +306,15 @@ func (d *Device) releaseCache(pressure bool) {
 				kept = append(kept, c)
 				continue
 			}
+			var committed int64
+			if c.committed {
+				committed = c.size
+			}
 			d.be.Free(c.seg.mem)
 			d.segments--
 			d.st.Segments = d.segments
-			d.st.Reserved.sub(c.seg.size)
-			d.record(evSegmentFree, c.seg.size, c.seg.addr, Label{})
+			d.st.Reserved.sub(committed)
+			d.record(evSegmentFree, committed, c.seg.addr, Label{})
 			released = true
 		}
 		clear(p.free[len(kept):])
@@ -317,19 +325,5 @@ func (d *Device) releaseCache(pressure bool) {
 	}
 }
 
-// releasable returns the bytes of the wholly free segments, which
-// releaseCache would return to the backend.
-func (d *Device) releasable() int64 {
-	var n int64
-	for _, p := range []*pool{&d.small, &d.large} {
-		for _, c := range p.free {
-			if c.whole() {
-				n += c.seg.size
-			}
-		}
-	}
-	return n
-}
-
-// largestFree returns the largest free cached chunk.
+// largestFree returns the largest free cached (committed) chunk.
 func (d *Device) largestFree() int64 { return max(d.small.largest(), d.large.largest()) }

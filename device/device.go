@@ -20,10 +20,19 @@ type Memory struct {
 type Backend interface {
 	// Kind names the kind of device: "cpu", "meta", "cuda".
 	Kind() string
-	// Alloc obtains n bytes of raw memory. It is called only when the cache
-	// cannot serve a request, so it may be slow.
+	// Alloc obtains a segment of n bytes of address space. It is called
+	// only when the cache cannot serve a request, so it may be slow. Only
+	// the ranges the allocator commits count as memory in use.
 	Alloc(n int64) (Memory, error)
-	// Free returns memory obtained from Alloc.
+	// Commit backs the n bytes at offset off of a segment with memory, and
+	// Decommit gives them back, keeping their addresses; the allocator
+	// commits a range before any block uses it and decommits only free
+	// ranges. A backend that backs pages lazily (mmap) needs nothing for
+	// Commit and returns whole pages on Decommit. Neither may fail: a
+	// backend that can run short reserves its memory in Alloc.
+	Commit(m Memory, off, n int64)
+	Decommit(m Memory, off, n int64)
+	// Free returns a segment obtained from Alloc, committed or not.
 	Free(m Memory)
 	// Kernels returns the compute seam, or nil for a device that computes
 	// nothing (meta).

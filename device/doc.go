@@ -28,8 +28,10 @@
 //     rounded up to 512 bytes (RoundSize). A block can be larger still when
 //     the free chunk it came from left a remainder of at most 1 MiB in a
 //     large segment: Block.BlockSize says.
-//   - Reserved: the segments the device holds from its backend (mmap on
-//     cpu), cached free space included. A capacity bounds Reserved.
+//   - Reserved: the committed memory of the segments the device holds from
+//     its backend (mmap on cpu), cached free space included: the whole of
+//     each segment, except near the capacity (below). A capacity bounds
+//     Reserved.
 //
 // Each level is a Counter: Current, Peak (since the last ResetPeak), the
 // totals Allocated and Freed (Allocated−Freed == Current), and the numbers
@@ -74,19 +76,42 @@
 //
 // # Capacity and OOM
 //
-// With Options.Capacity (or SetCapacity) the device refuses to reserve
-// beyond that many bytes. When a new segment would not fit, the allocator
-// first cuts the segment to the exact rounded request; if even that does
-// not fit it returns the wholly free cached segments (counted in
-// Stats.CacheFlushes) when that makes room; otherwise Alloc returns an
-// *OOMError. The error carries the request, the capacity, the live,
-// reserved and reserved-but-unused bytes, the largest free block, the live
-// bytes per tag, the top live allocations by tag and creator, and hints
-// that follow from those numbers (activations dominate: checkpoint or a
-// smaller micro-batch; unused memory in pieces smaller than the request:
-// fragmentation). After an OOM nothing was allocated and the device is
-// usable. MustAlloc panics with the *OOMError instead, for op code inside
-// units of work that recover it.
+// With Options.Capacity (or SetCapacity) the device refuses to commit
+// beyond that many bytes. Where a block goes never depends on the
+// capacity: the chunk, the split and each new segment's size are what an
+// unlimited device would choose. Near the capacity only the commitment
+// differs, as with PyTorch's expandable segments: a new segment whose
+// whole size would pass the capacity is committed only as far as its
+// blocks go (the rest is address space, no memory), and a block that
+// needs memory beyond the capacity first has every committed free chunk
+// give its memory back (counted in Stats.CacheFlushes; on cpu the pages
+// go back to the operating system, the segments and their addresses
+// stay). A free chunk next to uncommitted space gives its memory back
+// when it merges with it. Alloc returns an *OOMError only when the live
+// blocks' sizes plus the new block's pass the capacity (or the backend
+// fails), so no cached memory and no fragmentation can cause an OOM, and
+// EmptyCache never helps one.
+//
+// The rule makes fitting monotone: a program (any sequence of
+// allocations, frees and EmptyCache calls) fits under a fixed capacity C
+// exactly when C is at least the peak of Stats.Allocated it reaches on an
+// unlimited device — so it fits under every larger capacity too. The
+// rule it replaces (cut a new segment to the request when a whole one
+// would not fit) was not monotone: on 20 MiB, a 5 MiB block took a whole
+// 20 MiB segment and a 1 MiB request then failed, while on 19 MiB both
+// fitted. TestFitIsMonotoneInCapacity checks the rule on random programs.
+//
+// The error carries the request, the capacity, the live, reserved and
+// reserved-but-unused bytes, the largest free block, the live bytes per
+// tag, the top live allocations by tag and creator, where the block would
+// have gone (its Pool, its Block size, the FreeChunk or NewSegment) and
+// why it could not (Reason: the block alone passes the capacity, the live
+// blocks' Occupied bytes plus the block pass it by Short, or the backend
+// failed), and hints that follow from those numbers (how much live memory
+// must go; activations dominate: checkpoint or a smaller micro-batch).
+// After an OOM nothing was allocated and the device is usable. MustAlloc
+// panics with the *OOMError instead, for op code inside units of work that
+// recover it.
 //
 // InjectOOM makes the n-th allocation from now fail with an *OOMError
 // (Cause ErrInjected), changing nothing else: the test hook that fails a
@@ -96,7 +121,7 @@
 // # Timeline
 //
 // StartTimeline records every alloc, free, retag, segment reservation and
-// release, and OOM as an Event with its label and the running totals;
+// release, commit and decommit within a segment, and OOM as an Event with its label and the running totals;
 // StopTimeline returns the Timeline, which WriteJSON and ReadTimeline save
 // and load and Peak searches.
 //
@@ -107,16 +132,18 @@
 // ResetPeak), Tot Alloc and Tot Freed (since the device was made). Rows:
 // Requested memory with one row per tag beneath it (exact bytes),
 // Allocated memory (rounded), Reserved memory (segments), Cached free
-// memory (reserved minus allocated: what EmptyCache or fragmentation
-// accounts for), Largest free block, then the numbers of allocations per
-// tag and of reserved segments. The last lines list the tags "at peak". A
-// large gap between Reserved and Allocated with a small largest free block
-// means fragmentation; Requested per tag at peak says what to shrink.
+// memory (reserved minus allocated: the cache, which goes back under
+// pressure), Largest free block (committed), then the numbers of
+// allocations per tag and of segment reservations and commits. The last
+// lines list the tags "at peak". On an unlimited device the Allocated
+// peak since the device was made is the smallest capacity the run fits in;
+// Requested per tag at peak says what to shrink.
 //
 // # Backends and the Kernels seam
 //
-// A Backend supplies raw segments (Alloc, Free) and the device's Kernels.
-// The caching and accounting above are shared, so cpu (package cpu: mmap'd
+// A Backend supplies raw segments (Alloc, Free), backs ranges of them with
+// memory and gives it back (Commit, Decommit), and supplies the device's
+// Kernels. The caching and accounting above are shared, so cpu (package cpu: mmap'd
 // host memory, computing) and meta (package meta: no memory, computing
 // nothing) account identically, byte for byte, and an accelerator backend
 // will too. Ops never index device memory: they allocate through the

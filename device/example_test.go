@@ -37,7 +37,7 @@ func ExampleDevice_Alloc() {
 }
 
 // An allocation beyond the capacity returns an *OOMError that explains
-// what holds the memory.
+// where the block would go, why it cannot, and what holds the memory.
 func ExampleOOMError() {
 	d := meta.New(0, device.Options{Capacity: 8 << 20})
 	w, _ := d.Alloc(3<<20, device.Label{Tag: device.Parameter, Scope: "fc1", Op: "linear"})
@@ -50,17 +50,22 @@ func ExampleOOMError() {
 	if errors.As(err, &oom) {
 		fmt.Println("requested", device.FormatBytes(oom.Requested), "with", device.FormatBytes(oom.Capacity-oom.Reserved), "left")
 		fmt.Println("largest tag:", oom.LargestTag())
+		fmt.Println("reason:", oom.Reason, "in the", oom.Pool, "pool,", device.FormatBytes(oom.Short), "short")
 		fmt.Println()
 		fmt.Println(err)
 	}
 	// Output:
 	// requested 2.00 MiB with 1.00 MiB left
 	// largest tag: activation
+	// reason: full in the large pool, 1.00 MiB short
 	//
 	// meta:0: out of memory: tried to allocate 2.00 MiB for workspace (fc2/matmul); capacity 8.00 MiB, 7.00 MiB allocated, 7.00 MiB reserved, 0 B reserved but unused (largest free block 0 B)
 	//   largest live tag: activation 4.00 MiB (57% of allocated)
 	//   live: activation      4.00 MiB in 1 block(s) from fc1/relu
 	//   live: parameter       3.00 MiB in 1 block(s) from fc1/linear
+	//   why: it needs a 2.00 MiB block from the large pool (blocks over 1 MiB, from 20 MiB segments under 10 MiB, else from a segment of their own), in a free 13.00 MiB chunk not backed by memory
+	//   why: the live blocks occupy 7.00 MiB of the 8.00 MiB capacity, 1.00 MiB too much for this block; no cached free memory is left
+	//   hint: EmptyCache would not help and fragmentation is not the cause: live memory must shrink by at least 1.00 MiB (or the capacity grow by as much)
 	//   hint: activations are 57% of use: checkpoint segments of the model, use a smaller micro-batch with gradient accumulation, or autocast to bf16/fp16
 	//   hint: parameters and gradients are 43% of use: low-precision parameters with fp32 master weights halve them; ZeRO stages 2-3, pruning or parameter sharing shrink them
 }

@@ -12,16 +12,20 @@ import (
 var errFake = errors.New("fake backend: no memory")
 
 // countingBackend is a meta-like backend for white-box tests: it tracks
-// the bytes it has handed out (Free knows the size from Ptr) and can be
-// told to fail.
+// the segments it has handed out and which of their 512-byte granules are
+// committed (Free knows the segment from Ptr), fails the test on a commit
+// of committed memory or a decommit of uncommitted memory, and can be told
+// to fail Alloc.
 type countingBackend struct {
-	sizes map[uintptr]int64
-	next  uintptr
-	live  int64
-	fail  func(n int64) bool
+	granules  map[uintptr][]bool
+	next      uintptr
+	live      int64 // bytes of segments held
+	committed int64 // bytes committed
+	fail      func(n int64) bool
+	misuse    []string
 }
 
-func newCounting() *countingBackend { return &countingBackend{sizes: map[uintptr]int64{}} }
+func newCounting() *countingBackend { return &countingBackend{granules: map[uintptr][]bool{}} }
 
 func (c *countingBackend) Kind() string { return "counting" }
 func (c *countingBackend) Alloc(n int64) (Memory, error) {
@@ -29,17 +33,54 @@ func (c *countingBackend) Alloc(n int64) (Memory, error) {
 		return Memory{}, errFake
 	}
 	c.next += 1 << 40
-	c.sizes[c.next] = n
+	c.granules[c.next] = make([]bool, n/Granularity)
 	c.live += n
 	return Memory{Ptr: c.next}, nil
 }
 func (c *countingBackend) Free(m Memory) {
-	n, ok := c.sizes[m.Ptr]
+	g, ok := c.granules[m.Ptr]
 	if !ok {
 		panic(fmt.Sprintf("countingBackend: free of unknown memory %#x", m.Ptr))
 	}
-	delete(c.sizes, m.Ptr)
-	c.live -= n
+	for _, on := range g {
+		if on {
+			c.committed -= Granularity
+		}
+	}
+	delete(c.granules, m.Ptr)
+	c.live -= int64(len(g)) * Granularity
+}
+func (c *countingBackend) Commit(m Memory, off, n int64)   { c.mark(m, off, n, true) }
+func (c *countingBackend) Decommit(m Memory, off, n int64) { c.mark(m, off, n, false) }
+
+// mark sets the granules of a range committed or not, noting a misuse when
+// one already was.
+func (c *countingBackend) mark(m Memory, off, n int64, on bool) {
+	g := c.granules[m.Ptr]
+	for i := off / Granularity; i < (off+n)/Granularity; i++ {
+		if g[i] == on {
+			c.misuse = append(c.misuse, fmt.Sprintf("segment %#x granule %d: set committed=%v twice", m.Ptr, i, on))
+			continue
+		}
+		g[i] = on
+		if on {
+			c.committed += Granularity
+		} else {
+			c.committed -= Granularity
+		}
+	}
+}
+
+// agrees reports whether the granules of a chunk are all committed or all
+// not, as the chunk says.
+func (c *countingBackend) agrees(ch *chunk) bool {
+	g := c.granules[ch.seg.mem.Ptr]
+	for i := ch.off / Granularity; i < (ch.off+ch.size)/Granularity; i++ {
+		if g[i] != ch.committed {
+			return false
+		}
+	}
+	return true
 }
 func (c *countingBackend) Kernels() Kernels { return nil }
 
@@ -68,7 +109,7 @@ func checkInvariants(t *testing.T, d *Device) {
 			segs[c.seg] = nil
 		}
 	}
-	var requested, allocated int64
+	var requested, allocated, committed int64
 	var blocks int
 	var tags [NumTags]int64
 	for b := d.live; b != nil; b = b.older {
@@ -81,15 +122,18 @@ func checkInvariants(t *testing.T, d *Device) {
 		if RoundSize(b.n) > b.c.size {
 			t.Fatalf("block %d of %d bytes in a chunk of %d", b.id, b.n, b.c.size)
 		}
+		if !b.c.committed {
+			t.Fatalf("block %d in an uncommitted chunk", b.id)
+		}
 		requested += b.n
 		allocated += b.c.size
 		tags[b.label.Tag] += b.n
 		blocks++
 		segs[b.c.seg] = nil
 	}
-	var reserved int64
+	var segBytes int64
 	for s := range segs {
-		reserved += s.size
+		segBytes += s.size
 		// find the first chunk of the segment by walking back from any chunk
 		var c *chunk
 		for cc := range inPool {
@@ -123,6 +167,12 @@ func checkInvariants(t *testing.T, d *Device) {
 			if c.free && c.next != nil && c.next.free {
 				t.Fatalf("segment %#x: adjacent free chunks at %d not merged", s.addr, c.off)
 			}
+			if be, ok := d.be.(*countingBackend); ok && !be.agrees(c) {
+				t.Fatalf("segment %#x: chunk at %d (committed=%v) and the backend's commits disagree", s.addr, c.off, c.committed)
+			}
+			if c.committed {
+				committed += c.size
+			}
 			off += c.size
 		}
 		if off != s.size {
@@ -130,9 +180,15 @@ func checkInvariants(t *testing.T, d *Device) {
 		}
 	}
 	st := d.st
-	if st.Requested.Current != requested || st.Allocated.Current != allocated || st.Reserved.Current != reserved {
-		t.Fatalf("counters requested/allocated/reserved = %d/%d/%d, blocks and segments say %d/%d/%d",
-			st.Requested.Current, st.Allocated.Current, st.Reserved.Current, requested, allocated, reserved)
+	if st.Requested.Current != requested || st.Allocated.Current != allocated || st.Reserved.Current != committed {
+		t.Fatalf("counters requested/allocated/reserved = %d/%d/%d, blocks and committed chunks say %d/%d/%d",
+			st.Requested.Current, st.Allocated.Current, st.Reserved.Current, requested, allocated, committed)
+	}
+	if be, ok := d.be.(*countingBackend); ok {
+		if be.live != segBytes || be.committed != committed || len(be.misuse) > 0 {
+			t.Fatalf("backend holds %d bytes of segments, %d committed, misuse %q; the device's segments are %d bytes, %d committed",
+				be.live, be.committed, be.misuse, segBytes, committed)
+		}
 	}
 	if st.Segments != len(segs) || d.segments != len(segs) {
 		t.Fatalf("Segments = %d, %d segments exist", st.Segments, len(segs))
@@ -166,6 +222,7 @@ func TestRandomInvariants(t *testing.T) {
 			rng := rand.New(rand.NewSource(7))
 			var live []*Block
 			var ooms int64
+			partial := 0 // steps that saw a segment committed only in part
 			for step := range 1500 {
 				switch r := rng.Intn(20); {
 				case r < 10 || len(live) == 0:
@@ -190,16 +247,18 @@ func TestRandomInvariants(t *testing.T) {
 					d.EmptyCache()
 				}
 				checkInvariants(t, d)
-				if be.live != d.st.Reserved.Current {
-					t.Fatalf("step %d: backend holds %d bytes, Reserved = %d", step, be.live, d.st.Reserved.Current)
+				if partlyCommitted(d) {
+					partial++
 				}
 			}
 			if d.Stats().OOMs != ooms {
 				t.Fatalf("OOMs = %d, saw %d", d.Stats().OOMs, ooms)
 			}
-			if capacity > 0 && ooms == 0 {
-				t.Fatalf("capacity %d never reached; the test does not exercise pressure", capacity)
+			if capacity > 0 && (ooms == 0 || d.Stats().CacheFlushes == 0 || partial == 0) {
+				t.Fatalf("capacity %d: %d OOMs, %d cache flushes, %d steps with a partly committed segment; the test does not exercise pressure",
+					capacity, ooms, d.Stats().CacheFlushes, partial)
 			}
+			t.Logf("%d OOMs, %d cache flushes, %d of 1500 steps with a partly committed segment", ooms, d.Stats().CacheFlushes, partial)
 			for _, b := range live {
 				b.Release()
 			}
@@ -210,6 +269,21 @@ func TestRandomInvariants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// partlyCommitted reports whether a free chunk that is not a whole
+// segment is uncommitted: a segment backed by memory only in part.
+func partlyCommitted(d *Device) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range []*pool{&d.small, &d.large} {
+		for _, c := range p.free {
+			if !c.committed && !c.whole() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // randSize mixes tiny, small, large and huge requests.
@@ -265,6 +339,9 @@ func TestBackendFailure(t *testing.T) {
 	if !errors.Is(err, errFake) || oom.Cause != errFake {
 		t.Errorf("OOMError does not wrap the backend error: %v", err)
 	}
+	if oom.Reason != ReasonBackend || oom.Pool != "large" || oom.Block != 5<<20 || oom.NewSegment != 20<<20 || oom.Short != 0 {
+		t.Errorf("backend OOM: reason %s pool %s block %d new segment %d short %d", oom.Reason, oom.Pool, oom.Block, oom.NewSegment, oom.Short)
+	}
 	if calls != 2 {
 		t.Errorf("backend called %d times, want 2 (one retry after returning the cache)", calls)
 	}
@@ -296,7 +373,7 @@ func TestPoolOrder(t *testing.T) {
 	sizes := []int64{4096, 1024, 4096, 512, 2048}
 	var off int64
 	for _, n := range sizes {
-		p.insert(&chunk{seg: s, off: off, size: n, free: true})
+		p.insert(&chunk{seg: s, off: off, size: n, free: true, committed: true})
 		off += n
 	}
 	var got []int64

@@ -10,6 +10,8 @@ import (
 // OOMError the device is usable and unchanged apart from its OOMs counter:
 // nothing was allocated, and the cache was kept (only a failure of the
 // backend itself, reported in Cause, first returns the cache and retries).
+// Pool, Block, FreeChunk, NewSegment, Occupied, Reason and Short say where
+// the block would have gone and why it could not (see Reason).
 type OOMError struct {
 	Device string `json:"device"`
 	// Requested is the size asked for; Label says what it was for.
@@ -25,6 +27,28 @@ type OOMError struct {
 	Reserved       int64 `json:"reserved"`
 	ReservedUnused int64 `json:"reserved_unused"`
 	LargestFree    int64 `json:"largest_free"`
+	// Pool is the pool the request needed: "small" (blocks of at most
+	// 1 MiB, carved from 2 MiB segments) or "large" (larger blocks, from
+	// 20 MiB segments under 10 MiB, else from a segment of their own).
+	Pool string `json:"pool"`
+	// Block is the bytes the block would occupy: the request rounded up to
+	// 512 B, or the whole free space it would be cut from when the
+	// remainder is too small to split off (1 MiB or less, large pool).
+	Block int64 `json:"block"`
+	// FreeChunk is the free chunk the block would be cut from, one not
+	// backed by memory (a committed one always serves); 0 when none holds
+	// the block and it would start a new segment of NewSegment bytes.
+	FreeChunk  int64 `json:"free_chunk"`
+	NewSegment int64 `json:"new_segment"`
+	// Occupied is the bytes the live blocks occupy in their segments
+	// (Stats.Allocated.Current: Allocated rounded up as the blocks are).
+	Occupied int64 `json:"occupied"`
+	// Reason is ReasonTooLarge, ReasonFull or ReasonBackend.
+	Reason string `json:"reason"`
+	// Short is Occupied + Block − Capacity: the live bytes that must go
+	// for the block to fit, however much cached memory there is (0 when
+	// the backend failed).
+	Short int64 `json:"short"`
 	// ByTag is the live bytes per tag.
 	ByTag [NumTags]int64 `json:"by_tag"`
 	// Top lists the largest live allocations grouped by tag and creator.
@@ -70,6 +94,7 @@ func (e *OOMError) Error() string {
 		}
 		fmt.Fprintf(&b, "\n  live: %-13s %10s in %d block(s) from %s", g.Tag, FormatBytes(g.Bytes), g.Blocks, g.Creator)
 	}
+	b.WriteString(e.why())
 	for _, h := range e.Hints {
 		b.WriteString("\n  hint: ")
 		b.WriteString(h)
@@ -87,9 +112,9 @@ func pct(a, b int64) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-// oom builds the error for a failed request of n (rounded: size) bytes.
-// The caller holds d.mu.
-func (d *Device) oom(n, size int64, l Label, cause error) *OOMError {
+// oom builds the error for a failed request of n bytes that was to go
+// where p says. The caller holds d.mu.
+func (d *Device) oom(n int64, p placement, l Label, cause error) *OOMError {
 	d.st.OOMs++
 	e := &OOMError{
 		Device: d.name, Requested: n, Label: l, Capacity: d.capacity,
@@ -104,22 +129,15 @@ func (d *Device) oom(n, size int64, l Label, cause error) *OOMError {
 	if len(e.Top) > 10 {
 		e.Top = e.Top[:10]
 	}
-	e.Hints = hints(e, size)
+	d.explain(e, p)
+	e.Hints = hints(e)
 	d.record(evOOM, n, 0, l)
 	return e
 }
 
-// hints derives advice from an OOM's numbers.
-func hints(e *OOMError, size int64) []string {
-	var hs []string
-	if e.Capacity > 0 && size > e.Capacity {
-		hs = append(hs, fmt.Sprintf("this single request (%s) is larger than the whole capacity (%s): shrink the tensor (batch, sequence or width) or raise the capacity",
-			FormatBytes(e.Requested), FormatBytes(e.Capacity)))
-	}
-	if e.ReservedUnused >= size && e.LargestFree < size {
-		hs = append(hs, fmt.Sprintf("fragmentation: %s is reserved but unused, in blocks smaller than the request; allocate large long-lived tensors first, or free tensors sooner",
-			FormatBytes(e.ReservedUnused)))
-	}
+// hints derives advice from an OOM's reason and numbers.
+func hints(e *OOMError) []string {
+	hs := reasonHints(e)
 	share := func(t Tag) float64 { return pct(e.ByTag[t], e.Allocated) }
 	if s := share(Activation); s >= 40 {
 		hs = append(hs, fmt.Sprintf("activations are %.0f%% of use: checkpoint segments of the model, use a smaller micro-batch with gradient accumulation, or autocast to bf16/fp16", s))
@@ -132,9 +150,6 @@ func hints(e *OOMError, size int64) []string {
 	}
 	if s := share(Parameter) + share(Gradient); s >= 40 {
 		hs = append(hs, fmt.Sprintf("parameters and gradients are %.0f%% of use: low-precision parameters with fp32 master weights halve them; ZeRO stages 2-3, pruning or parameter sharing shrink them", s))
-	}
-	if len(hs) == 0 && e.Allocated == 0 && e.Capacity > 0 {
-		hs = append(hs, "nothing is live: the capacity is too small for this request")
 	}
 	return hs
 }

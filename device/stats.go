@@ -34,9 +34,11 @@ func (c *Counter) sub(n int64) {
 // Three levels are counted, as in PyTorch's caching allocator:
 // Requested is the exact bytes of live blocks (what tensors need: the numbers
 // that closed-form memory formulas predict); Allocated is the same blocks
-// rounded up to the allocator's granularity; Reserved is the segments the
-// device holds from its backend, cached free space included. A device's
-// capacity bounds Reserved.
+// rounded up to the allocator's granularity; Reserved is the committed
+// memory of the segments the device holds from its backend, cached free
+// space included. A device's capacity bounds Reserved; a program fits
+// under a capacity exactly when its Allocated peak on an unlimited device
+// does (see the package doc, Capacity and OOM).
 type Stats struct {
 	Device   string `json:"device"`
 	Capacity int64  `json:"capacity"`
@@ -49,16 +51,20 @@ type Stats struct {
 	AtPeak [NumTags]int64 `json:"-"`
 	// Allocated counts live blocks at their rounded sizes.
 	Allocated Counter `json:"allocated"`
-	// Reserved counts segments held from the backend.
+	// Reserved counts the committed bytes of the segments held from the
+	// backend. Its Allocs count segment reservations and commits within a
+	// segment, its Frees releases and decommits (one each per segment, far
+	// from the capacity).
 	Reserved Counter `json:"reserved"`
-	// Segments is the number of segments held now.
+	// Segments is the number of segments held now, committed or not.
 	Segments int `json:"segments"`
-	// LargestFree is the largest free cached block.
+	// LargestFree is the largest free cached (committed) block.
 	LargestFree int64 `json:"largest_free"`
 	// OOMs counts allocations that failed for lack of capacity.
 	OOMs int64 `json:"ooms"`
-	// CacheFlushes counts the times an allocation had to return cached
-	// segments to the backend to fit.
+	// CacheFlushes counts the times an allocation had to give cached
+	// memory back to fit (or, after a failure of the backend, return its
+	// wholly free segments).
 	CacheFlushes int64 `json:"cache_flushes"`
 }
 

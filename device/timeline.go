@@ -23,9 +23,13 @@ type Event struct {
 	T   int64 `json:"t_ns"`
 	Seq int   `json:"seq"`
 	// Kind is alloc, free, retag (a block moved to Tag), segment_alloc,
-	// segment_free or oom. Tag, Op, Scope and Phase are the block's label
-	// (the failed request's for oom); segment events carry the zero label,
-	// so their Tag reads "parameter" and means nothing.
+	// segment_free, segment_commit, segment_decommit or oom. Tag, Op,
+	// Scope and Phase are the block's label (the failed request's for oom);
+	// segment events carry the zero label, so their Tag reads "parameter"
+	// and means nothing. A segment event's Bytes is the change of Reserved:
+	// what a new segment commits (all of it, or nothing near the capacity),
+	// what a commit or decommit within a segment moves, what a released
+	// segment still had committed.
 	Kind  string `json:"kind"`
 	Bytes int64  `json:"bytes"`
 	Addr  uint64 `json:"addr,omitempty"`
@@ -35,7 +39,8 @@ type Event struct {
 	Phase string `json:"phase,omitempty"`
 	// Allocated and Reserved are the device's totals after the event:
 	// Allocated the exact bytes of live blocks (Stats.Requested.Current, not
-	// the rounded Stats.Allocated), Reserved the bytes of its segments.
+	// the rounded Stats.Allocated), Reserved the committed bytes of its
+	// segments.
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
 }

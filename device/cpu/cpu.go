@@ -41,4 +41,12 @@ func (backend) Alloc(n int64) (device.Memory, error) {
 
 func (backend) Free(m device.Memory) { osFree(m.Host) }
 
+// Commit needs nothing: the operating system backs a mapping's pages when
+// they are first touched.
+func (backend) Commit(device.Memory, int64, int64) {}
+
+// Decommit gives back the whole pages inside the range; the pages it
+// shares with neighbouring blocks stay.
+func (backend) Decommit(m device.Memory, off, n int64) { osDecommit(m.Host, off, n) }
+
 func (backend) Kernels() device.Kernels { return kern{} }

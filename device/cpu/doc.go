@@ -4,8 +4,13 @@
 //
 // Segments live outside Go's heap, so EmptyCache returns their memory to the
 // system at once and the garbage collector never scans or frees tensor
-// memory. Memory is zeroed when a segment is first reserved; a block reused
-// from the cache is not zeroed again.
+// memory. A page becomes resident when it is first touched; when the
+// allocator decommits a free range near the capacity, the whole pages in it
+// go back to the system at once (madvise MADV_DONTNEED; pages shared with
+// a live block stay) and read zero when touched again. Memory is zeroed
+// when a segment is first reserved; a block reused from the cache is not
+// zeroed again. Where mmap is not available (Go heap), decommitted memory
+// stays until its segment goes.
 //
 // Several logical devices may exist at once (cpu:0, cpu:1, …). Each has its
 // own allocator and accounting and an optional capacity, so one machine can

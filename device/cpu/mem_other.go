@@ -7,3 +7,7 @@ package cpu
 func osAlloc(n int64) ([]byte, error) { return make([]byte, n), nil }
 
 func osFree([]byte) {}
+
+// osDecommit cannot give heap memory back: the bytes stay until the
+// segment goes.
+func osDecommit([]byte, int64, int64) {}
