@@ -25,6 +25,10 @@ type Rank struct {
 	AtPeak train.PeakBytes `json:"at_peak"`
 	// Host is the offload host's memory (nil without offload).
 	Host *train.PeakBytes `json:"host,omitempty"`
+	// AllocatedPeak is the peak of the blocks at the sizes they occupy
+	// (device.Stats.Allocated.Peak): the bytes a capacity must hold. A
+	// step fits a device exactly when its capacity is at least this.
+	AllocatedPeak int64 `json:"allocated_peak_bytes"`
 }
 
 // Prediction is the planner's answer.
@@ -114,7 +118,7 @@ func Predict(c Config) (pred *Prediction, err error) {
 	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
 	for i, d := range devs {
 		st := d.Stats()
-		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st)}
+		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
 		if hosts[i] != nil {
 			h := train.Peaks(hosts[i].Stats())

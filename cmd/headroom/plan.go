@@ -65,11 +65,14 @@ type planJSON struct {
 	// Techniques echoes the configuration.
 	Techniques map[string]any `json:"techniques"`
 	// PeakBytes is the largest rank's peak.
-	PeakBytes int64      `json:"peak_bytes"`
-	Capacity  int64      `json:"capacity_bytes,omitempty"`
-	Fits      *bool      `json:"fits,omitempty"`
-	OOM       string     `json:"oom,omitempty"`
-	Ranks     []rankJSON `json:"ranks"`
+	PeakBytes int64 `json:"peak_bytes"`
+	// AllocatedPeak is the largest rank's peak in allocator blocks
+	// (requests rounded up): what a capacity must hold.
+	AllocatedPeak int64      `json:"allocated_peak_bytes"`
+	Capacity      int64      `json:"capacity_bytes,omitempty"`
+	Fits          *bool      `json:"fits,omitempty"`
+	OOM           string     `json:"oom,omitempty"`
+	Ranks         []rankJSON `json:"ranks"`
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
@@ -117,6 +120,7 @@ func toJSON(p *plan.Prediction, c plan.Config) planJSON {
 			rj.Host = &h
 		}
 		out.PeakBytes = max(out.PeakBytes, r.Total)
+		out.AllocatedPeak = max(out.AllocatedPeak, r.AllocatedPeak)
 		out.Ranks = append(out.Ranks, rj)
 	}
 	if c.Capacity > 0 {
@@ -199,8 +203,8 @@ func planTable(p planJSON) string {
 		both(r.ModelState), both(r.Parameter), both(r.Gradient), both(r.Optimizer), both(p.PeakBytes))
 	if p.Fits != nil {
 		if *p.Fits {
-			fmt.Fprintf(&b, "fits in %s: peak %s, %s to spare\n", device.FormatBytes(p.Capacity), device.FormatBytes(p.PeakBytes),
-				device.FormatBytes(p.Capacity-p.PeakBytes))
+			fmt.Fprintf(&b, "fits in %s: peak %s requested, %s in allocator blocks, %s to spare\n", device.FormatBytes(p.Capacity),
+				device.FormatBytes(p.PeakBytes), device.FormatBytes(p.AllocatedPeak), device.FormatBytes(p.Capacity-p.AllocatedPeak))
 		} else {
 			fmt.Fprintf(&b, "does not fit in %s\n", device.FormatBytes(p.Capacity))
 			if p.OOM != "" {
