@@ -32,9 +32,7 @@ func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	if len(q.shape) != 4 || !sameShape(q.shape, k.shape) || !sameShape(q.shape, v.shape) {
 		fail(name, "q %v, k %v, v %v: want three (B, H, T, D) of one shape", q.shape, k.shape, v.shape)
 	}
-	if q.dt != k.dt || q.dt != v.dt || !q.dt.IsFloat() {
-		fail(name, "q %s, k %s, v %s: want one float dtype", q.dt, k.dt, v.dt)
-	}
+	o.exactDType(operand{"q", q}, operand{"k", k}, operand{"v", v})
 	b, h, t, d := q.shape[0], q.shape[1], q.shape[2], q.shape[3]
 	if d == 0 {
 		fail(name, "q %v: head dimension D is 0", q.shape)

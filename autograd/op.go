@@ -142,37 +142,6 @@ func (o *op) grad(outs []*Tensor, ins []*Tensor, saved []*Tensor, fn backwardFn)
 	return o.s.newNode(o.name, outs, ins, saved, fn)
 }
 
-// promote returns the dtype of a binary op's result: the wider float, F32
-// for F16 with BF16, the float for a float with an integer, the wider
-// integer for two integers.
-func promote(a, b dtype.DType) dtype.DType {
-	if a == b {
-		return a
-	}
-	rank := func(d dtype.DType) int {
-		switch d {
-		case dtype.F64:
-			return 5
-		case dtype.F32:
-			return 4
-		case dtype.F16, dtype.BF16:
-			return 3
-		case dtype.I64:
-			return 2
-		case dtype.I32:
-			return 1
-		}
-		return 0
-	}
-	if a.IsLowPrecision() && b.IsLowPrecision() {
-		return dtype.F32
-	}
-	if rank(a) >= rank(b) {
-		return a
-	}
-	return b
-}
-
 // rawView returns a free-standing handle on t's storage that records
 // nothing and requires no grad: for an op's internal use, released by it.
 func rawView(t *Tensor, off int, shape, strides []int) *Tensor {

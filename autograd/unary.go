@@ -64,6 +64,7 @@ func unary(u device.UnaryOp, name string, t *Tensor, arg float64) *Tensor {
 		defer rel()
 		t = cast[0]
 	}
+	o.oneDType(true, operand{"input", t})
 	out := o.empty(t.dt, t.shape)
 	if k := o.k(); k != nil {
 		k.Unary(u, out.operand(), t.operand(), arg)

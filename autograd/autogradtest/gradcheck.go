@@ -155,3 +155,15 @@ func use(s *autograd.Scope, in []*autograd.Tensor) []*autograd.Tensor {
 	}
 	return out
 }
+
+// MaxAbs returns the largest absolute value in v (+Inf when v holds a NaN).
+func MaxAbs(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		if math.IsNaN(x) {
+			return math.Inf(1)
+		}
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
+}
