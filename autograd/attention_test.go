@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
@@ -97,7 +98,7 @@ func TestAttentionForward(t *testing.T) {
 				in[i] = s.FromFloat64s(dev, sh[:], data[i])
 			}
 			y := autograd.ScaledDotProductAttention(in[0], in[1], in[2], causal)
-			if diff := autogradMaxDiff(y.Float64s(), want); diff > 1e-12 {
+			if diff := autogradtest.MaxDiff(y.Float64s(), want); diff > 1e-12 {
 				t.Errorf("%s: F64 differs from the naive reference by %g", name, diff)
 			}
 			// F32 and BF16 (computed in F32, stored in 2 bytes) against F64
@@ -113,7 +114,7 @@ func TestAttentionForward(t *testing.T) {
 				if yl.DType() != c.dt {
 					t.Errorf("%s: %s output has dtype %s", name, c.dt, yl.DType())
 				}
-				if diff := autogradMaxDiff(yl.Float64s(), want); diff > c.tol {
+				if diff := autogradtest.MaxDiff(yl.Float64s(), want); diff > c.tol {
 					t.Errorf("%s: %s differs from F64 by %g (tolerance %g)", name, c.dt, diff, c.tol)
 				}
 			}
@@ -166,7 +167,7 @@ func TestAttentionGradF32(t *testing.T) {
 	}{{dtype.F32, 1e-5}, {dtype.BF16, 0.1}} {
 		got := grads(c.dt)
 		for i, name := range []string{"dq", "dk", "dv"} {
-			if diff := autogradMaxDiff(got[i], ref[i]); diff > c.tol {
+			if diff := autogradtest.MaxDiff(got[i], ref[i]); diff > c.tol {
 				t.Errorf("%s %s differs from F64 by %g (tolerance %g)", c.dt, name, diff, c.tol)
 			}
 		}
