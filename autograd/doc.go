@@ -47,8 +47,11 @@
 // Grad mode (Scope.NoGrad), the layer path that labels allocations
 // (Scope.Enter), the step phase, and the saved-tensor hooks (the mechanism
 // behind activation offload and checkpointing) all belong to a Scope, not to
-// the package: two goroutines with two scopes train two models at once. An
-// op finds its scope through its inputs (the innermost one when scopes are
+// the package: two goroutines with two scopes train two models at once. A
+// scope belongs to one goroutine at a time (handing it over through a
+// channel is fine); using one from two goroutines at once makes an op fail
+// with *Error rather than corrupt it (see Scope). An op finds its scope
+// through its inputs (the innermost one when scopes are
 // nested with Child). An op whose inputs all are free-standing records no
 // graph; if one of them requires grad that is an error, because the gradient
 // would be lost silently: attach the tensor with Scope.Use.

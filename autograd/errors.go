@@ -64,7 +64,11 @@ func Try(f func()) (err error) {
 // Any other panic is a bug, not the project's: it propagates (after the
 // release).
 func (s *Scope) Run(f func() error) (err error) {
-	defer s.Release()
+	defer func() {
+		if rerr := Try(s.Release); err == nil {
+			err = rerr
+		}
+	}()
 	if terr := Try(func() { err = f() }); terr != nil {
 		return terr
 	}

@@ -119,8 +119,14 @@ func alloc(s *Scope, dev *device.Device, dt dtype.DType, shape []int, l device.L
 	}
 	shape = append([]int(nil), shape...)
 	t := &Tensor{dev: dev, shape: shape, strides: denseStrides(shape), dt: dt}
+	if s == nil {
+		t.blk = dev.MustAlloc(int64(numel(shape))*int64(dt.Size()), l)
+		return t
+	}
+	s.hold(l.Op)
+	defer s.unhold()
 	t.blk = dev.MustAlloc(int64(numel(shape))*int64(dt.Size()), l)
-	s.own(t)
+	s.ownHeld(t)
 	return t
 }
 
@@ -129,7 +135,7 @@ func alloc(s *Scope, dev *device.Device, dt dtype.DType, shape []int, l device.L
 func (o *op) view(t *Tensor, off int, shape, strides []int) *Tensor {
 	t.blk.Retain()
 	v := &Tensor{blk: t.blk, dev: t.dev, off: off, shape: shape, strides: strides, dt: t.dt}
-	o.s.own(v)
+	o.s.own(o.name, v)
 	return v
 }
 
@@ -139,6 +145,8 @@ func (o *op) grad(outs []*Tensor, ins []*Tensor, saved []*Tensor, fn backwardFn)
 	if !o.records() {
 		return nil
 	}
+	o.s.hold(o.name)
+	defer o.s.unhold()
 	return o.s.newNode(o.name, outs, ins, saved, fn)
 }
 
