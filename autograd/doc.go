@@ -28,6 +28,27 @@
 // creator; after a step's Scope is released only parameters, gradients and
 // optimizer state should remain.
 //
+// # Intermediates nobody saves
+//
+// An op's output that the next op does not save — a Linear's output under
+// a ReLU, which saves its own output; a batch-norm's under a ReLU — is
+// needed by nothing once the next op has run, yet its handle and the
+// step's scope keep it alive: the PyTorch habit fc.Forward(x).ReLU() holds
+// both outputs until Scope.Release (PyTorch frees the first when its
+// Python reference dies; Go cannot see whether a *Tensor is still held, so
+// nothing here frees a tensor behind its holder's back). Two explicit
+// ways give it back: Release it after its consumer ran (nn.Sequential and
+// the nn layers do), or write the activation over it with ReLUInPlace,
+// SigmoidInPlace or TanhInPlace (torch.relu_), which allocate nothing —
+// the better of the two, since the peak never holds both; they refuse a
+// tensor that an op saved, a view shares or that is a parameter, so they
+// cannot corrupt a gradient. To make the waste visible, a saved tensor's
+// reference is counted on its block (device.Block.RetainSaved), and
+// Device.Unsaved, Device.Summary and the OOM report list the live
+// activation bytes that no node saves, by creator: "activation held only
+// by the scope (saved by no node)". In Linear→ReLU→Linear→cross-entropy
+// they are exactly the first linear's output and the loss.
+//
 // # A training step
 //
 //	s := autograd.NewScope()

@@ -61,6 +61,8 @@ func ExampleOOMError() {
 	//   largest live tag: activation 4.00 MiB (57% of allocated)
 	//   live: activation      4.00 MiB in 1 block(s) from fc1/relu
 	//   live: parameter       3.00 MiB in 1 block(s) from fc1/linear
+	//   activation held only by the scope (saved by no node): 4.00 MiB in 1 block(s); Release it after its last use, or use an in-place op
+	//     unsaved:   4.00 MiB in 1 block(s) from fc1/relu
 	//   hint: activations are 57% of use: checkpoint segments of the model, use a smaller micro-batch with gradient accumulation, or autocast to bf16/fp16
 	//   hint: parameters and gradients are 43% of use: low-precision parameters with fp32 master weights halve them; ZeRO stages 2-3, pruning or parameter sharing shrink them
 }

@@ -29,6 +29,8 @@ type OOMError struct {
 	ByTag [NumTags]int64 `json:"by_tag"`
 	// Top lists the largest live allocations grouped by tag and creator.
 	Top []LiveGroup `json:"top"`
+	// Unsaved lists the live activations no graph node saves (Unsaved).
+	Unsaved []LiveGroup `json:"unsaved,omitempty"`
 	// Hints are suggestions that follow from the numbers above.
 	Hints []string `json:"hints"`
 	// Cause is the backend's error when the backend itself failed.
@@ -70,6 +72,7 @@ func (e *OOMError) Error() string {
 		}
 		fmt.Fprintf(&b, "\n  live: %-13s %10s in %d block(s) from %s", g.Tag, FormatBytes(g.Bytes), g.Blocks, g.Creator)
 	}
+	b.WriteString(unsavedReport(e.Unsaved, "\n  "))
 	for _, h := range e.Hints {
 		b.WriteString("\n  hint: ")
 		b.WriteString(h)
@@ -104,6 +107,7 @@ func (d *Device) oom(n, size int64, l Label, cause error) *OOMError {
 	if len(e.Top) > 10 {
 		e.Top = e.Top[:10]
 	}
+	e.Unsaved = d.unsaved()
 	e.Hints = hints(e, size)
 	d.record(evOOM, n, 0, l)
 	return e
