@@ -107,5 +107,12 @@
 // # Precision
 //
 // Ops compute F64 and F32. F16 and BF16 tensors are stored in 2 bytes and
-// computed in F32. Binary ops promote: the wider float; F32 for F16 with BF16.
+// computed in F32. An op's operands share one dtype: F32 with F64, or a
+// float with an integer, is an *Error naming the op, both dtypes and where
+// each tensor came from — an F64 batch into an F32 model fails at the
+// first op instead of making every activation F64 — and float ops refuse
+// integers. Floats mix only under autocast (an F32 residual plus a BF16
+// linear output gives F32: the wider float, F32 for F16 with BF16) and
+// inside backward; operands whose contract takes another dtype (indices,
+// integer targets, conditions, masks, running statistics) are exempt.
 package autograd
