@@ -3,6 +3,7 @@ package autograd_test
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestUnsavedActivations(t *testing.T) {
 			dev.ResetPeak()
 			s := autograd.NewScope()
 			l := mlpForward(s, dev, m, how, xv, yv, B, D)
-			if got := dev.Unsaved(); !sameGroups(got, wantUnsaved[how]) {
+			if got := dev.Unsaved(); !slices.Equal(got, wantUnsaved[how]) {
 				t.Errorf("%s %s: unsaved after forward %+v, want %+v", dev.Kind(), how, got, wantUnsaved[how])
 			}
 			if sum := dev.Summary(); !strings.Contains(sum, "activation held only by the scope (saved by no node)") {
@@ -124,25 +125,13 @@ func TestUnsavedInOOMReport(t *testing.T) {
 	}
 	t.Logf("%v", oom)
 	want := []device.LiveGroup{{Tag: device.Activation, Creator: "linear", Bytes: B * H * 4, Blocks: 1}, {Tag: device.Activation, Creator: "cross_entropy", Bytes: 4, Blocks: 1}}
-	if !sameGroups(oom.Unsaved, want) {
+	if !slices.Equal(oom.Unsaved, want) {
 		t.Errorf("OOM's unsaved %+v, want %+v", oom.Unsaved, want)
 	}
 	if msg := oom.Error(); !strings.Contains(msg, "activation held only by the scope (saved by no node): 8.00 KiB in 2 block(s)") ||
 		!strings.Contains(msg, "unsaved:   8.00 KiB in 1 block(s) from linear") {
 		t.Errorf("OOM report lacks the unsaved activations:\n%s", msg)
 	}
-}
-
-func sameGroups(a, b []device.LiveGroup) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func total(gs []device.LiveGroup) (n int64) {
