@@ -28,6 +28,7 @@ type Scope struct {
 	parent *Scope
 	depth  int
 	busy   atomic.Int32 // the in-use marker (root scope; see owner.go)
+	inRun  atomic.Int32 // 1 while Run runs a step in the scope
 
 	noGrad int
 	tag    device.Tag
