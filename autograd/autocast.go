@@ -21,7 +21,9 @@ import (
 //     return their input's dtype (a departure from PyTorch, which returns
 //     F32 for layer_norm: returning F32 would make every normalised
 //     activation, and what the next op saves, twice as large).
-//   - Other ops follow their widest input (binary ops promote).
+//   - Other ops follow their widest input: an elementwise op of an F32
+//     and a BF16 tensor gives F32 (outside autocast, and outside backward,
+//     mixed float dtypes are an error: see dtypes.go).
 //
 // A parameter (a free-standing leaf) is cast once per scope and the cast
 // reused by every op of the step; the casts are tagged parameter (they are
