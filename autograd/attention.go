@@ -1,10 +1,6 @@
 package autograd
 
-import (
-	"math"
-
-	"github.com/headroom-ml/headroom/dtype"
-)
+import "math"
 
 // ScaledDotProductAttention returns softmax(q·kᵀ/√D + mask)·v for q, k and
 // v (B, H, T, D) of one float dtype: the output has q's shape and dtype.
@@ -15,14 +11,18 @@ import (
 // It is one fused op: the kernel computes each query row's softmax online
 // (a running maximum and sum over the keys) and never materialises the T×T
 // score matrix; it stores the output and each row's log-sum-exp lse (B, H,
-// T) F32. Backward recomputes the probabilities row by row from q, k and
-// lse (FlashAttention-2 style) to produce dq, dk and dv.
+// T) in the compute dtype: F64 for F64 inputs (as the other fused ops keep
+// F64 statistics, so F64 gradients are F64-accurate), F32 for F32, F16 and
+// BF16. Backward recomputes the probabilities row by row from q, k and lse
+// (FlashAttention-2 style) to produce dq, dk and dv.
 //
 // Saves q, k, v (already alive), the output (returned) and lse: beyond its
-// inputs the op holds B·H·T·D·size + 4·B·H·T bytes, O(B·H·T·D). The composed
-// softmax(q.MatMul(kᵀ)·scale)·v saves the probabilities, B·H·T²·size bytes
-// (and briefly holds the scores, as many again): about T/(D+1) times the
-// fused op's out + lse. In no-grad mode lse is freed before returning.
+// inputs the op holds B·H·T·D·size + B·H·T·cs bytes, O(B·H·T·D), with size
+// the inputs' element size and cs the compute dtype's (4, or 8 for F64).
+// The composed softmax(q.MatMul(kᵀ)·scale)·v saves the probabilities,
+// B·H·T²·size bytes (and briefly holds the scores, as many again): about
+// T/(D+1) times the fused op's out + lse. In no-grad mode lse is freed
+// before returning.
 func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	const name = "scaled_dot_product_attention"
 	o := begin(name, q, k, v)
@@ -32,9 +32,7 @@ func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	if len(q.shape) != 4 || !sameShape(q.shape, k.shape) || !sameShape(q.shape, v.shape) {
 		fail(name, "q %v, k %v, v %v: want three (B, H, T, D) of one shape", q.shape, k.shape, v.shape)
 	}
-	if q.dt != k.dt || q.dt != v.dt || !q.dt.IsFloat() {
-		fail(name, "q %s, k %s, v %s: want one float dtype", q.dt, k.dt, v.dt)
-	}
+	o.exactDType(operand{"q", q}, operand{"k", k}, operand{"v", v})
 	b, h, t, d := q.shape[0], q.shape[1], q.shape[2], q.shape[3]
 	if d == 0 {
 		fail(name, "q %v: head dimension D is 0", q.shape)
@@ -44,7 +42,7 @@ func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	kc, fk := dense(k)
 	vc, fv := dense(v)
 	out := o.empty(q.dt, q.shape)
-	lse := o.empty(dtype.F32, []int{b, h, t})
+	lse := o.empty(computeDType(q.dt), []int{b, h, t})
 	if kk := o.k(); kk != nil {
 		kk.Attention(out.operand(), lse.operand(), qc.operand(), kc.operand(), vc.operand(), b, h, t, d, scale, causal)
 	}

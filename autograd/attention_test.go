@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
@@ -38,41 +39,70 @@ func TestGradAttention(t *testing.T) {
 	})
 }
 
-// attnNaive is softmax(q·kᵀ·scale + mask)·v for one (B·H·T·D) problem, with
-// the whole score matrix, in float64.
-func attnNaive(q, k, v []float64, b, h, t, d int, causal bool) []float64 {
-	out := make([]float64, len(q))
+// attnRef computes attention from its definition in float64, one
+// (batch, head) at a time with the whole T×T probability matrix:
+// out = P·V with P = softmax(scale·Q·Kᵀ + mask) row by row. With dout it
+// also returns the gradients from the analytic formulas dV = Pᵀ·dO,
+// dP = dO·Vᵀ, dS = P∘(dP − rowsum(P∘dP)), dQ = scale·dS·K and
+// dK = scale·dSᵀ·Q (nil without dout).
+func attnRef(q, k, v, dout []float64, b, h, t, d int, causal bool) (out, dq, dk, dv []float64) {
+	out = make([]float64, len(q))
+	if dout != nil {
+		dq, dk, dv = make([]float64, len(q)), make([]float64, len(q)), make([]float64, len(q))
+	}
 	scale := 1 / math.Sqrt(float64(d))
+	dot := func(a, b []float64) (s float64) {
+		for x := range a {
+			s += a[x] * b[x]
+		}
+		return s
+	}
 	for bh := range b * h {
-		at := bh * t * d
+		row := func(m []float64, i int) []float64 { return m[bh*t*d+i*d:][:d] }
+		p := make([][]float64, t)
 		for i := range t {
-			s := make([]float64, t)
+			p[i] = make([]float64, t)
 			mx := math.Inf(-1)
 			for j := range t {
-				s[j] = math.Inf(-1) // the mask
-				if causal && j > i {
-					continue
+				p[i][j] = math.Inf(-1) // the mask
+				if !causal || j <= i {
+					p[i][j] = scale * dot(row(q, i), row(k, j))
 				}
-				s[j] = 0
-				for x := range d {
-					s[j] += q[at+i*d+x] * k[at+j*d+x]
-				}
-				s[j] *= scale
-				mx = math.Max(mx, s[j])
+				mx = math.Max(mx, p[i][j])
 			}
 			var sum float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - mx)
-				sum += s[j]
+			for j := range t {
+				p[i][j] = math.Exp(p[i][j] - mx)
+				sum += p[i][j]
 			}
 			for j := range t {
+				p[i][j] /= sum
+				for x, vj := range row(v, j) {
+					row(out, i)[x] += p[i][j] * vj
+				}
+			}
+		}
+		if dout == nil {
+			continue
+		}
+		for i := range t {
+			dp := make([]float64, t)
+			var rs float64
+			for j := range t {
+				dp[j] = dot(row(dout, i), row(v, j))
+				rs += p[i][j] * dp[j]
+			}
+			for j := range t {
+				ds := p[i][j] * (dp[j] - rs)
 				for x := range d {
-					out[at+i*d+x] += s[j] / sum * v[at+j*d+x]
+					row(dv, j)[x] += p[i][j] * row(dout, i)[x]
+					row(dq, i)[x] += scale * ds * row(k, j)[x]
+					row(dk, j)[x] += scale * ds * row(q, i)[x]
 				}
 			}
 		}
 	}
-	return out
+	return out, dq, dk, dv
 }
 
 func TestAttentionForward(t *testing.T) {
@@ -90,14 +120,14 @@ func TestAttentionForward(t *testing.T) {
 					data[i][j] = 2 * rng.NormFloat64()
 				}
 			}
-			want := attnNaive(data[0], data[1], data[2], b, h, tt, d, causal)
+			want, _, _, _ := attnRef(data[0], data[1], data[2], nil, b, h, tt, d, causal)
 			s := autograd.NewScope()
 			in := make([]*autograd.Tensor, 3)
 			for i := range in {
 				in[i] = s.FromFloat64s(dev, sh[:], data[i])
 			}
 			y := autograd.ScaledDotProductAttention(in[0], in[1], in[2], causal)
-			if diff := autogradMaxDiff(y.Float64s(), want); diff > 1e-12 {
+			if diff := autogradtest.MaxDiff(y.Float64s(), want); diff > 1e-12 {
 				t.Errorf("%s: F64 differs from the naive reference by %g", name, diff)
 			}
 			// F32 and BF16 (computed in F32, stored in 2 bytes) against F64
@@ -113,7 +143,7 @@ func TestAttentionForward(t *testing.T) {
 				if yl.DType() != c.dt {
 					t.Errorf("%s: %s output has dtype %s", name, c.dt, yl.DType())
 				}
-				if diff := autogradMaxDiff(yl.Float64s(), want); diff > c.tol {
+				if diff := autogradtest.MaxDiff(yl.Float64s(), want); diff > c.tol {
 					t.Errorf("%s: %s differs from F64 by %g (tolerance %g)", name, c.dt, diff, c.tol)
 				}
 			}
@@ -122,6 +152,58 @@ func TestAttentionForward(t *testing.T) {
 	}
 	if n := dev.LiveBlocks(); n != 0 {
 		t.Errorf("leak: %v", dev.Live())
+	}
+}
+
+// TestAttentionGradF64 checks F64 attention's output and gradients
+// against attnRef to 1e-12 of their largest magnitude, with scores of
+// order one and scaled ×100 (q·100: nearly one-hot rows whose log-sum-exp
+// is large, so that a log-sum-exp rounded to F32 — a relative 6e-8 of it —
+// shows in every probability backward recomputes), over tile boundaries
+// (T = 70 > 64), causal or not.
+func TestAttentionGradF64(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	defer dev.Close()
+	const b, h, tt, d = 1, 2, 70, 8
+	shape := []int{b, h, tt, d}
+	n := b * h * tt * d
+	for _, qscale := range []float64{1, 100} {
+		for _, causal := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(11, uint64(qscale)))
+			data := make([][]float64, 4) // q, k, v, dout
+			for i := range data {
+				data[i] = make([]float64, n)
+				for j := range data[i] {
+					data[i][j] = rng.NormFloat64()
+				}
+			}
+			for j := range data[0] {
+				data[0][j] *= qscale
+			}
+			out, dq, dk, dv := attnRef(data[0], data[1], data[2], data[3], b, h, tt, d, causal)
+			want := [][]float64{out, dq, dk, dv}
+
+			s := autograd.NewScope()
+			var leaves []*autograd.Tensor
+			for i := range 3 {
+				leaves = append(leaves, s.FromFloat64s(dev, shape, data[i]).SetRequiresGrad(true))
+			}
+			y := autograd.ScaledDotProductAttention(leaves[0], leaves[1], leaves[2], causal)
+			if err := y.BackwardWith(s.FromFloat64s(dev, shape, data[3])); err != nil {
+				t.Fatal(err)
+			}
+			got := [][]float64{y.Float64s(), leaves[0].Grad().Float64s(), leaves[1].Grad().Float64s(), leaves[2].Grad().Float64s()}
+			for i, what := range []string{"out", "dq", "dk", "dv"} {
+				tol := 1e-12 * autogradtest.MaxAbs(want[i])
+				if diff := autogradtest.MaxDiff(got[i], want[i]); !(diff <= tol) {
+					t.Errorf("q×%g causal=%v: %s differs from the float64 reference by %.3g (tolerance %.3g)", qscale, causal, what, diff, tol)
+				}
+			}
+			for _, x := range leaves {
+				x.ZeroGrad()
+			}
+			s.Release()
+		}
 	}
 }
 
@@ -166,22 +248,34 @@ func TestAttentionGradF32(t *testing.T) {
 	}{{dtype.F32, 1e-5}, {dtype.BF16, 0.1}} {
 		got := grads(c.dt)
 		for i, name := range []string{"dq", "dk", "dv"} {
-			if diff := autogradMaxDiff(got[i], ref[i]); diff > c.tol {
+			if diff := autogradtest.MaxDiff(got[i], ref[i]); diff > c.tol {
 				t.Errorf("%s %s differs from F64 by %g (tolerance %g)", c.dt, name, diff, c.tol)
 			}
 		}
 	}
 }
 
+// TestAttentionMemory checks the op's bytes in closed form: out
+// (B·H·T·D·size) and lse (B·H·T·cs, cs = 4, or 8 for F64) beyond the
+// inputs, nothing T×T, for F32, F64 and BF16.
 func TestAttentionMemory(t *testing.T) {
+	for _, c := range []struct {
+		dt       dtype.DType
+		size, cs int64
+	}{{dtype.F32, 4, 4}, {dtype.F64, 8, 8}, {dtype.BF16, 2, 4}} {
+		t.Run(c.dt.String(), func(t *testing.T) { attentionMemory(t, c.dt, c.size, c.cs) })
+	}
+}
+
+func attentionMemory(t *testing.T, dt dtype.DType, size, cs int64) {
 	const b, h, tt, d = 2, 3, 16, 8
 	run := func(dev *device.Device) {
-		q := autograd.Param(dev, dtype.F32, "q", b, h, tt, d)
-		k := autograd.Param(dev, dtype.F32, "k", b, h, tt, d)
-		v := autograd.Param(dev, dtype.F32, "v", b, h, tt, d)
+		q := autograd.Param(dev, dt, "q", b, h, tt, d)
+		k := autograd.Param(dev, dt, "k", b, h, tt, d)
+		v := autograd.Param(dev, dt, "v", b, h, tt, d)
 		s := autograd.NewScope()
 		qs, ks, vs := s.Use(q), s.Use(k), s.Use(v)
-		out, lse := int64(b*h*tt*d*4), int64(b*h*tt*4)
+		out, lse := int64(b*h*tt*d)*size, int64(b*h*tt)*cs
 		y := autograd.ScaledDotProductAttention(qs, ks, vs, true)
 		st := dev.Stats()
 		// beyond its inputs (parameters here): out and lse, nothing T×T
@@ -196,14 +290,14 @@ func TestAttentionMemory(t *testing.T) {
 		}
 		loss := y.Sum(false)
 		y.Release()
-		if got := dev.Stats().ByTag[device.Activation].Current; got != out+lse+4 {
-			t.Errorf("%s: graph holds %d activation bytes, want out + lse + loss = %d", dev, got, out+lse+4)
+		if got := dev.Stats().ByTag[device.Activation].Current; got != out+lse+size {
+			t.Errorf("%s: graph holds %d activation bytes, want out + lse + loss = %d", dev, got, out+lse+size)
 		}
 		if err := loss.Backward(); err != nil {
 			t.Fatal(err)
 		}
-		if got := dev.Stats().ByTag[device.Activation].Current; got != 4 {
-			t.Errorf("%s: %d activation bytes after backward, want 4 (the loss)", dev, got)
+		if got := dev.Stats().ByTag[device.Activation].Current; got != size {
+			t.Errorf("%s: %d activation bytes after backward, want %d (the loss)", dev, got, size)
 		}
 		if got := dev.Stats().ByTag[device.Gradient].Current; got != 3*out {
 			t.Errorf("%s: gradient bytes %d, want %d", dev, got, 3*out)

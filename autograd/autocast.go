@@ -21,7 +21,9 @@ import (
 //     return their input's dtype (a departure from PyTorch, which returns
 //     F32 for layer_norm: returning F32 would make every normalised
 //     activation, and what the next op saves, twice as large).
-//   - Other ops follow their widest input (binary ops promote).
+//   - Other ops follow their widest input: an elementwise op of an F32
+//     and a BF16 tensor gives F32 (outside autocast, and outside backward,
+//     mixed float dtypes are an error: see dtypes.go).
 //
 // A parameter (a free-standing leaf) is cast once per scope and the cast
 // reused by every op of the step; the casts are tagged parameter (they are
@@ -40,8 +42,10 @@ func (s *Scope) SetAutocast(dt dtype.DType) dtype.DType {
 	if dt != dtype.Invalid && !dt.IsLowPrecision() {
 		fail("autocast", "dtype %s: want f16 or bf16 (or invalid to turn it off)", dt)
 	}
+	s.hold("autocast")
 	old := s.autocast
 	s.autocast = dt
+	s.unhold()
 	return old
 }
 
@@ -94,22 +98,27 @@ func (o *op) castAll(dt dtype.DType, ts []*Tensor) ([]*Tensor, func()) {
 // scope, recorded so that its gradient reaches t in t's dtype.
 func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
 	key := castKey{t, dt}
-	if c, ok := s.casts[key]; ok && c.blk != nil {
+	s.hold("autocast")
+	c, ok := s.casts[key]
+	s.unhold()
+	if ok && c.blk != nil {
 		return c
-	}
-	if s.casts == nil {
-		s.casts = map[castKey]*Tensor{}
 	}
 	l := s.label("autocast")
 	l.Tag, l.Scope = device.Parameter, t.name
-	c := alloc(s, t.dev, dt, t.shape, l)
+	c = alloc(s, t.dev, dt, t.shape, l)
 	if k := t.dev.Kernels(); k != nil {
 		k.Copy(c.operand(), t.operand())
 	}
 	o := &op{name: "autocast", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad, ins: []*Tensor{t}}
 	from := t.dt
 	o.grad([]*Tensor{c}, []*Tensor{t}, nil, func(bc *bctx) []*Tensor { return []*Tensor{bc.g[0].Cast(from)} })
+	s.hold("autocast")
+	if s.casts == nil {
+		s.casts = map[castKey]*Tensor{}
+	}
 	s.casts[key] = c
+	s.unhold()
 	return c
 }
 

@@ -314,7 +314,7 @@ func (p *pass) adopt() {
 	for _, g := range p.flight {
 		if g != nil && g.Scope() == nil {
 			g.kept = false
-			p.s.own(g)
+			p.s.own("backward", g)
 		}
 	}
 }

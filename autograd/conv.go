@@ -41,8 +41,9 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	cast, rel := o.castLow(x, w, b)
 	defer rel()
 	x, w, b = cast[0], cast[1], cast[2]
+	dt := o.exactDType(operand{"input", x}, operand{"weight", w}, operand{"bias", b})
 	p := convParams(x, w, b, opt)
-	dt, cdt := x.dt, computeDType(x.dt)
+	cdt := computeDType(dt)
 	y := o.empty(dt, []int{p.N, p.K, p.OH, p.OW})
 	xc, fx := dense(x)
 	defer fx()
@@ -134,13 +135,6 @@ func convParams(x, w, b *Tensor, o ConvOptions) device.Conv2d {
 	const name = "conv2d"
 	if len(x.shape) != 4 || len(w.shape) != 4 {
 		fail(name, "input %v and weight %v: want input (N, C, H, W) and weight (K, C/groups, R, S)", x.shape, w.shape)
-	}
-	if !x.dt.IsFloat() || w.dt != x.dt || (b != nil && b.dt != x.dt) {
-		bd := "none"
-		if b != nil {
-			bd = b.dt.String()
-		}
-		fail(name, "input %v %s, weight %v %s and bias %s: want one float dtype (Cast first)", x.shape, x.dt, w.shape, w.dt, bd)
 	}
 	g := o.Groups
 	if g == 0 {

@@ -2,7 +2,6 @@ package autograd_test
 
 import (
 	"errors"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -120,24 +119,16 @@ func compareDTypes(t *testing.T, shapes [][]int, f func(in []*autograd.Tensor) *
 		tol float64
 	}{{dtype.F32, 1e-5}, {dtype.F16, 2e-2}} {
 		y, g := runDType(t, c.dt, shapes, vals, dy, f)
-		scale := 1 + maxAbs(ry)
+		scale := 1 + autogradtest.MaxAbs(ry)
 		if d := autogradtest.MaxDiff(y, ry); d > c.tol*scale {
 			t.Errorf("%s forward differs from F64 by %.3g", c.dt, d)
 		}
 		for i := range g {
-			if d := autogradtest.MaxDiff(g[i], rg[i]); d > c.tol*(1+maxAbs(rg[i])) {
+			if d := autogradtest.MaxDiff(g[i], rg[i]); d > c.tol*(1+autogradtest.MaxAbs(rg[i])) {
 				t.Errorf("%s gradient of input %d differs from F64 by %.3g", c.dt, i, d)
 			}
 		}
 	}
-}
-
-func maxAbs(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
 }
 
 func TestConv2dDTypes(t *testing.T) {

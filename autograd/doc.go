@@ -28,6 +28,27 @@
 // creator; after a step's Scope is released only parameters, gradients and
 // optimizer state should remain.
 //
+// # Intermediates nobody saves
+//
+// An op's output that the next op does not save — a Linear's output under
+// a ReLU, which saves its own output; a batch-norm's under a ReLU — is
+// needed by nothing once the next op has run, yet its handle and the
+// step's scope keep it alive: the PyTorch habit fc.Forward(x).ReLU() holds
+// both outputs until Scope.Release (PyTorch frees the first when its
+// Python reference dies; Go cannot see whether a *Tensor is still held, so
+// nothing here frees a tensor behind its holder's back). Two explicit
+// ways give it back: Release it after its consumer ran (nn.Sequential and
+// the nn layers do), or write the activation over it with ReLUInPlace,
+// SigmoidInPlace or TanhInPlace (torch.relu_), which allocate nothing —
+// the better of the two, since the peak never holds both; they refuse a
+// tensor that an op saved, a view shares or that is a parameter, so they
+// cannot corrupt a gradient. To make the waste visible, a saved tensor's
+// reference is counted on its block (device.Block.RetainSaved), and
+// Device.Unsaved, Device.Summary and the OOM report list the live
+// activation bytes that no node saves, by creator: "activation held only
+// by the scope (saved by no node)". In Linear→ReLU→Linear→cross-entropy
+// they are exactly the first linear's output and the loss.
+//
 // # A training step
 //
 //	s := autograd.NewScope()
@@ -47,8 +68,11 @@
 // Grad mode (Scope.NoGrad), the layer path that labels allocations
 // (Scope.Enter), the step phase, and the saved-tensor hooks (the mechanism
 // behind activation offload and checkpointing) all belong to a Scope, not to
-// the package: two goroutines with two scopes train two models at once. An
-// op finds its scope through its inputs (the innermost one when scopes are
+// the package: two goroutines with two scopes train two models at once. A
+// scope belongs to one goroutine at a time (handing it over through a
+// channel is fine); using one from two goroutines at once makes an op fail
+// with *Error rather than corrupt it (see Scope). An op finds its scope
+// through its inputs (the innermost one when scopes are
 // nested with Child). An op whose inputs all are free-standing records no
 // graph; if one of them requires grad that is an error, because the gradient
 // would be lost silently: attach the tensor with Scope.Use.
@@ -92,5 +116,12 @@
 // # Precision
 //
 // Ops compute F64 and F32. F16 and BF16 tensors are stored in 2 bytes and
-// computed in F32. Binary ops promote: the wider float; F32 for F16 with BF16.
+// computed in F32. An op's operands share one dtype: F32 with F64, or a
+// float with an integer, is an *Error naming the op, both dtypes and where
+// each tensor came from — an F64 batch into an F32 model fails at the
+// first op instead of making every activation F64 — and float ops refuse
+// integers. Floats mix only under autocast (an F32 residual plus a BF16
+// linear output gives F32: the wider float, F32 for F16 with BF16) and
+// inside backward; operands whose contract takes another dtype (indices,
+// integer targets, conditions, masks, running statistics) are exempt.
 package autograd

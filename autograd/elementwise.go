@@ -27,8 +27,9 @@ func (a *Tensor) Maximum(b *Tensor) *Tensor { return binary(device.Maximum, "max
 // Saves a and b.
 func (a *Tensor) Minimum(b *Tensor) *Tensor { return binary(device.Minimum, "minimum", a, b) }
 
-// Eq returns 1 where a == b and 0 elsewhere, in the promoted dtype; not
-// differentiable. Integers compare exactly up to 2^24.
+// Eq returns 1 where a == b and 0 elsewhere, in a's dtype (the wider one
+// for two integer dtypes); not differentiable. Integers compare exactly up
+// to 2^24.
 func (a *Tensor) Eq(b *Tensor) *Tensor { return compare(device.Eq, "eq", a, b) }
 
 // Ne returns 1 where a ≠ b.
@@ -49,8 +50,9 @@ func (a *Tensor) Ge(b *Tensor) *Tensor { return compare(device.Ge, "ge", a, b) }
 func compare(bop device.BinaryOp, name string, a, b *Tensor) *Tensor {
 	o := begin(name, a, b)
 	o.record = false
+	dt := o.oneDType(false, operand{"a", a}, operand{"b", b})
 	shape := broadcastShapes(name, a.shape, b.shape)
-	out := o.empty(promote(a.dt, b.dt), shape)
+	out := o.empty(dt, shape)
 	if k := o.k(); k != nil {
 		k.Binary(bop, out.operand(), a.expanded(shape), b.expanded(shape))
 	}
@@ -59,8 +61,9 @@ func compare(bop device.BinaryOp, name string, a, b *Tensor) *Tensor {
 
 func binary(bop device.BinaryOp, name string, a, b *Tensor) *Tensor {
 	o := begin(name, a, b)
+	dt := o.oneDType(false, operand{"a", a}, operand{"b", b})
 	shape := broadcastShapes(name, a.shape, b.shape)
-	out := o.empty(promote(a.dt, b.dt), shape)
+	out := o.empty(dt, shape)
 	if k := o.k(); k != nil {
 		k.Binary(bop, out.operand(), a.expanded(shape), b.expanded(shape))
 	}
@@ -181,8 +184,9 @@ func minmaxGrad(bop device.BinaryOp, g, a, b *Tensor, need []bool) (da, db *Tens
 // Saves cond.
 func Where(cond, a, b *Tensor) *Tensor {
 	o := begin("where", cond, a, b)
+	dt := o.oneDType(false, operand{"a", a}, operand{"b", b})
 	shape := broadcastShapes("where", broadcastShapes("where", cond.shape, a.shape), b.shape)
-	out := o.empty(promote(a.dt, b.dt), shape)
+	out := o.empty(dt, shape)
 	if k := o.k(); k != nil {
 		k.Where(out.operand(), cond.expanded(shape), a.expanded(shape), b.expanded(shape))
 	}

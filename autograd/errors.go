@@ -15,9 +15,20 @@ type Error struct {
 	Op string
 	// Msg says what was wrong, with the shapes and values involved.
 	Msg string
+	// Err, when set, is the condition reported (ErrScopeInUse), for
+	// errors.Is.
+	Err error
 }
 
 func (e *Error) Error() string { return "autograd: " + e.Op + ": " + e.Msg }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrScopeInUse is what the *Error of an op that found its scope in use
+// by another goroutine at the same moment wraps (a Scope belongs to one
+// goroutine at a time).
+var ErrScopeInUse = errors.New("scope in use by another goroutine")
 
 // fail panics with an *Error for op.
 func fail(op, format string, args ...any) {
@@ -51,7 +62,13 @@ func Try(f func()) (err error) {
 // misuse, *device.OOMError for memory). Whatever happens, everything the
 // scope owns is released when f returns, so the device holds after Run
 // what it held before it, plus what f kept (Scope.Keep) and the leaves'
-// gradients. It is the one way to write a step without panic(err):
+// gradients — except after ErrScopeInUse: then another goroutine is using
+// the scope at the same time, and releasing it would free that
+// goroutine's tensors under it, so Run leaves the scope alone. A Run that
+// starts while another Run of the scope is running (in another goroutine,
+// or around it) returns ErrScopeInUse at once, having done nothing: steps
+// of one scope never interleave. It is the one way to write a step without
+// panic(err):
 //
 //	err := s.Run(func() error {
 //		loss := autograd.CrossEntropy(model.Forward(s.FromFloat32s(dev, shape, x)), y, autograd.CEOptions{})
@@ -64,7 +81,18 @@ func Try(f func()) (err error) {
 // Any other panic is a bug, not the project's: it propagates (after the
 // release).
 func (s *Scope) Run(f func() error) (err error) {
-	defer s.Release()
+	if !s.inRun.CompareAndSwap(0, 1) {
+		return &Error{Op: "run", Err: ErrScopeInUse, Msg: "another step is running in the scope (Run in another goroutine, or around this one): a Scope and its tensors belong to one goroutine at a time; give each goroutine its own scope"}
+	}
+	defer s.inRun.Store(0)
+	defer func() {
+		if errors.Is(err, ErrScopeInUse) {
+			return
+		}
+		if rerr := Try(s.Release); err == nil {
+			err = rerr
+		}
+	}()
 	if terr := Try(func() { err = f() }); terr != nil {
 		return terr
 	}

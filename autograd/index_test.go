@@ -2,11 +2,11 @@ package autograd_test
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/meta"
@@ -116,7 +116,7 @@ func TestIndexLowPrecision(t *testing.T) {
 		idx := iaIdx(s, dev, false, []int{2, 2}, 2, 0, 0, 2)
 		want := autograd.Gather(x64, 0, idx).Float64s()
 		y := autograd.Gather(x, 0, idx)
-		if got := y.Float64s(); autogradMaxDiff(got, want) != 0 {
+		if got := y.Float64s(); autogradtest.MaxDiff(got, want) != 0 {
 			t.Errorf("%s gather = %v, want %v", dt, got, want)
 		}
 		e := autograd.Embedding(x, iaIdx(s, dev, true, []int{3}, 1, 1, 2))
@@ -130,7 +130,7 @@ func TestIndexLowPrecision(t *testing.T) {
 		// gather reads x[2,0], x[0,1], x[0,0], x[2,1] once each; embedding
 		// reads row 1 twice and row 2 once.
 		want2 := []float64{1, 1, 2, 2, 2, 2}
-		if got := x.Grad().Float64s(); autogradMaxDiff(got, want2) != 0 {
+		if got := x.Grad().Float64s(); autogradtest.MaxDiff(got, want2) != 0 {
 			t.Errorf("%s grad = %v, want %v", dt, got, want2)
 		}
 		if x.Grad().DType() != dt {
@@ -138,17 +138,6 @@ func TestIndexLowPrecision(t *testing.T) {
 		}
 		x.ZeroGrad()
 	}
-}
-
-func autogradMaxDiff(a, b []float64) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range a {
-		m = math.Max(m, math.Abs(a[i]-b[i]))
-	}
-	return m
 }
 
 // iaStatsEqual runs f on a cpu and a meta device and checks that both

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/meta"
@@ -225,7 +226,7 @@ func TestSavedTensorHooksOffload(t *testing.T) {
 	}
 	plain, plainBytes := run(false)
 	off, offBytes := run(true)
-	if d := maxAbsDiff(plain, off); d != 0 {
+	if d := autogradtest.MaxDiff(plain, off); d != 0 {
 		t.Errorf("offloaded gradients differ by %g", d)
 	}
 	if plainBytes != l*n*8+8 || offBytes != 8 {
@@ -234,18 +235,6 @@ func TestSavedTensorHooksOffload(t *testing.T) {
 	if host.LiveBlocks() != 0 || gpu.LiveBlocks() != 0 {
 		t.Errorf("leaks: host %v, gpu %v", host.Live(), gpu.Live())
 	}
-}
-
-func maxAbsDiff(a, b []float64) float64 {
-	m := 0.0
-	for i := range a {
-		d := a[i] - b[i]
-		if d < 0 {
-			d = -d
-		}
-		m = max(m, d)
-	}
-	return m
 }
 
 func TestMetaMatchesCPUForComposedOps(t *testing.T) {

@@ -192,7 +192,8 @@ func ceCheckTargets(o *op, td *Tensor, lshape []int, v, ignore int, ignoring boo
 // it saves x - y (x's shape and dtype, the only allocation that outlives
 // the call besides the scalar); (x - y)² is freed before it returns.
 func MSELoss(x, y *Tensor) *Tensor {
-	begin("mse_loss", x, y)
+	o := begin("mse_loss", x, y)
+	o.oneDType(true, operand{"input", x}, operand{"target", y})
 	if !sameShape(x.shape, y.shape) {
 		fail("mse_loss", "input %v and target %v: want one shape", x.shape, y.shape)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
@@ -125,7 +126,7 @@ func TestCrossEntropyReference(t *testing.T) {
 					if dt == dtype.F32 {
 						tol = 1e-6
 					}
-					if d := nslMaxDiff(got, want); !(d <= tol*(1+nslMaxAbs(want))) {
+					if d := autogradtest.MaxDiff(got, want); !(d <= tol*(1+autogradtest.MaxAbs(want))) {
 						t.Errorf("%s %+v: loss %v, want %v", dt, o, got, want)
 					}
 				}

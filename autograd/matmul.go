@@ -23,9 +23,10 @@ func (a *Tensor) MatMul(b *Tensor) *Tensor {
 	if ka != kb {
 		fail("matmul", "shapes %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, ka, kb)
 	}
+	dt := o.oneDType(true, operand{"a", a}, operand{"b", b})
 	batch := broadcastShapes("matmul", a.shape[:ra-2], b.shape[:rb-2])
 	shape := append(slices.Clone(batch), m, n)
-	out := o.empty(promote(a.dt, b.dt), shape)
+	out := o.empty(dt, shape)
 	gemm(o, out, a, b, batch, 1, 0)
 	as, bs := a.shape, b.shape
 	o.grad([]*Tensor{out}, []*Tensor{a, b}, []*Tensor{pick(b.requiresGrad, a), pick(a.requiresGrad, b)}, func(c *bctx) []*Tensor {
@@ -178,8 +179,9 @@ func Linear(x, w, b *Tensor) *Tensor {
 	if b != nil && (len(b.shape) != 1 || b.shape[0] != nout) {
 		fail("linear", "bias %v for weight %v: want (%d)", b.shape, w.shape, nout)
 	}
+	dt := o.oneDType(true, operand{"input", x}, operand{"weight", w}, operand{"bias", b})
 	shape := append(slices.Clone(x.shape[:len(x.shape)-1]), nout)
-	out := o.empty(promote(x.dt, w.dt), shape)
+	out := o.empty(dt, shape)
 	xc := x
 	if !x.IsContiguous() {
 		xc = x.Contiguous()

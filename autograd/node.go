@@ -89,8 +89,8 @@ func (s *Scope) newNode(opName string, outs, ins, save []*Tensor, fn backwardFn)
 		if t == nil {
 			continue
 		}
-		t.blk.Retain()
-		h := &Tensor{blk: t.blk, dev: t.dev, off: t.off, shape: t.shape, strides: t.strides, dt: t.dt, name: t.name}
+		t.blk.RetainSaved()
+		h := &Tensor{blk: t.blk, dev: t.dev, off: t.off, shape: t.shape, strides: t.strides, dt: t.dt, name: t.name, saved: true}
 		sv := saved{version: t.blk.Version(), blk: t.blk, shape: t.shape}
 		hk := hooks
 		if t.saveHooks != nil && t.node == nil { // the leaf's own hooks come first

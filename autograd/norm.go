@@ -5,9 +5,9 @@ import "github.com/headroom-ml/headroom/dtype"
 // LayerNorm normalises x (…, C) over its last dimension:
 // y = (x - mean)/√(var + eps)·w + b with each row's mean and biased
 // variance; w and b have shape (C) and may be nil (weight 1, bias 0). y has
-// x's dtype; w and b may have another float dtype (an F32 weight with a BF16
-// input under autocast), but F64 goes only with F64; F16 and BF16 are
-// computed in F32.
+// x's dtype; w and b have it too, except under autocast, where they may
+// have another float dtype (an F32 weight with a BF16 input), F64 only
+// with F64; F16 and BF16 are computed in F32.
 //
 // Memory, with rows = numel(x)/C: y (x's shape and dtype), and the per-row
 // mean and rstd = 1/√(var + eps), (rows) each in the compute dtype (F32, or
@@ -20,22 +20,15 @@ import "github.com/headroom-ml/headroom/dtype"
 func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 	const name = "layer_norm"
 	o := begin(name, x, w, b)
-	if !x.dt.IsFloat() || len(x.shape) == 0 {
+	if len(x.shape) == 0 {
 		fail(name, "input %v %s: want a float tensor with at least one dimension", x.shape, x.dt)
 	}
 	c := x.shape[len(x.shape)-1]
+	o.normOperands(x, c, []operand{{"weight", w}, {"bias", b}}, nil)
 	if c == 0 {
 		fail(name, "input %v: the normalised (last) dimension is empty", x.shape)
 	}
 	rows := numel(x.shape) / c
-	for _, p := range []struct {
-		what string
-		t    *Tensor
-	}{{"weight", w}, {"bias", b}} {
-		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || !normDTypes(x.dt, p.t.dt)) {
-			fail(name, "input %v %s and %s %v %s: want %s (%d) of a float dtype (f64 only with f64)", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c)
-		}
-	}
 	if eps < 0 {
 		fail(name, "eps %g: want eps ≥ 0", eps)
 	}
@@ -87,9 +80,10 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 
 // BatchNorm2d normalises x (N, C, H, W) per channel (any rank ≥ 2 works:
 // (N, C) is HW = 1, (N, C, L) is HW = L): y = (x - mean)/√(var + eps)·w + b
-// with w, b (C) optional (nil: weight 1, bias 0). y has x's dtype; w, b
-// and the running statistics may have another float dtype (F64 only with
-// F64); F16 and BF16 are computed in F32.
+// with w, b (C) optional (nil: weight 1, bias 0). y has x's dtype, and so
+// have w and b except under autocast (as for LayerNorm); the running
+// statistics may have another float dtype (F64 only with F64); F16 and
+// BF16 are computed in F32.
 //
 // In training (PyTorch's semantics) mean and the biased variance are the
 // batch's, over the N·H·W values of each channel (more than one needed),
@@ -115,19 +109,12 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps float64) *Tensor {
 	const name = "batch_norm"
 	o := begin(name, x, w, b, runMean, runVar)
-	if !x.dt.IsFloat() || len(x.shape) < 2 {
+	if len(x.shape) < 2 {
 		fail(name, "input %v %s: want a float tensor (N, C, H, W) or (N, C)", x.shape, x.dt)
 	}
 	n, c := x.shape[0], x.shape[1]
 	hw := numel(x.shape[2:])
-	for _, p := range []struct {
-		what string
-		t    *Tensor
-	}{{"weight", w}, {"bias", b}, {"running mean", runMean}, {"running var", runVar}} {
-		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c || !normDTypes(x.dt, p.t.dt)) {
-			fail(name, "input %v %s and %s %v %s: want %s (%d) of a float dtype (f64 only with f64)", x.shape, x.dt, p.what, p.t.shape, p.t.dt, p.what, c)
-		}
-	}
+	o.normOperands(x, c, []operand{{"weight", w}, {"bias", b}}, []operand{{"running mean", runMean}, {"running var", runVar}})
 	for _, t := range []*Tensor{runMean, runVar} {
 		if t != nil && t.requiresGrad {
 			fail(name, "running statistics %v require grad: they are buffers, not parameters", t.shape)
@@ -210,11 +197,31 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	return y
 }
 
-// normDTypes reports whether a normalisation's weight, bias or statistics of
-// dtype p may go with an input of dtype x: any float dtypes (they are
-// computed in F32), except that F64 goes only with F64.
-func normDTypes(x, p dtype.DType) bool {
-	return p.IsFloat() && (x == dtype.F64) == (p == dtype.F64)
+// normOperands checks a normalisation's per-channel operands (nil ones
+// skipped): all of shape (c). The affine ones (weight, bias) have x's
+// dtype, or — where floats may mix (under autocast: an F32 weight with a
+// BF16 activation) — another float dtype the kernel takes; the running
+// statistics may always have another float dtype. The kernels take any
+// float dtypes (computed in F32) except F64 with another.
+func (o *op) normOperands(x *Tensor, c int, affine, stats []operand) {
+	in := operand{"input", x}
+	o.oneDType(true, append([]operand{in}, affine...)...)
+	for _, p := range append(append([]operand(nil), affine...), stats...) {
+		if p.t != nil && (len(p.t.shape) != 1 || p.t.shape[0] != c) {
+			fail(o.name, "input %v and %s %v: want %s (%d)", x.shape, p.what, p.t.shape, p.what, c)
+		}
+	}
+	kernelTakes := func(p dtype.DType) bool { return p.IsFloat() && (x.dt == dtype.F64) == (p == dtype.F64) }
+	for _, p := range affine {
+		if p.t != nil && !kernelTakes(p.t.dt) {
+			o.mismatch(in, p)
+		}
+	}
+	for _, p := range stats {
+		if p.t != nil && !kernelTakes(p.t.dt) {
+			fail(o.name, "input %v %s and %s %v %s: want the statistics in a float dtype (f64 only with f64)", x.shape, x.dt, p.what, p.t.shape, p.t.dt)
+		}
+	}
 }
 
 // dtypeOr returns t's dtype, or d when t is nil.

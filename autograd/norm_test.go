@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
@@ -139,10 +140,10 @@ func TestBatchNormRunningStats(t *testing.T) {
 		if dt == dtype.F32 {
 			tol = 1e-6
 		}
-		if d := nslMaxDiff(runMean.Float64s(), wantM); d > tol {
+		if d := autogradtest.MaxDiff(runMean.Float64s(), wantM); d > tol {
 			t.Errorf("%s running mean %v, want %v", dt, runMean.Float64s(), wantM)
 		}
-		if d := nslMaxDiff(runVar.Float64s(), wantV); d > tol {
+		if d := autogradtest.MaxDiff(runVar.Float64s(), wantV); d > tol {
 			t.Errorf("%s running var %v, want %v", dt, runVar.Float64s(), wantV)
 		}
 		// Eval normalises with the running statistics and leaves them be.
@@ -158,7 +159,7 @@ func TestBatchNormRunningStats(t *testing.T) {
 			}
 		}
 		s.Release()
-		if d := nslMaxDiff(runMean.Float64s(), wantM); d > tol {
+		if d := autogradtest.MaxDiff(runMean.Float64s(), wantM); d > tol {
 			t.Errorf("%s eval changed the running mean", dt)
 		}
 		runMean.Release()

@@ -121,8 +121,14 @@ func alloc(s *Scope, dev *device.Device, dt dtype.DType, shape []int, l device.L
 	}
 	shape = append([]int(nil), shape...)
 	t := &Tensor{dev: dev, shape: shape, strides: denseStrides(shape), dt: dt}
+	if s == nil {
+		t.blk = dev.MustAlloc(int64(numel(shape))*int64(dt.Size()), l)
+		return t
+	}
+	s.hold(l.Op)
+	defer s.unhold()
 	t.blk = dev.MustAlloc(int64(numel(shape))*int64(dt.Size()), l)
-	s.own(t)
+	s.ownHeld(t)
 	return t
 }
 
@@ -131,7 +137,7 @@ func alloc(s *Scope, dev *device.Device, dt dtype.DType, shape []int, l device.L
 func (o *op) view(t *Tensor, off int, shape, strides []int) *Tensor {
 	t.blk.Retain()
 	v := &Tensor{blk: t.blk, dev: t.dev, off: off, shape: shape, strides: strides, dt: t.dt}
-	o.s.own(v)
+	o.s.own(o.name, v)
 	return v
 }
 
@@ -141,38 +147,9 @@ func (o *op) grad(outs []*Tensor, ins []*Tensor, saved []*Tensor, fn backwardFn)
 	if !o.records() {
 		return nil
 	}
+	o.s.hold(o.name)
+	defer o.s.unhold()
 	return o.s.newNode(o.name, outs, ins, saved, fn)
-}
-
-// promote returns the dtype of a binary op's result: the wider float, F32
-// for F16 with BF16, the float for a float with an integer, the wider
-// integer for two integers.
-func promote(a, b dtype.DType) dtype.DType {
-	if a == b {
-		return a
-	}
-	rank := func(d dtype.DType) int {
-		switch d {
-		case dtype.F64:
-			return 5
-		case dtype.F32:
-			return 4
-		case dtype.F16, dtype.BF16:
-			return 3
-		case dtype.I64:
-			return 2
-		case dtype.I32:
-			return 1
-		}
-		return 0
-	}
-	if a.IsLowPrecision() && b.IsLowPrecision() {
-		return dtype.F32
-	}
-	if rank(a) >= rank(b) {
-		return a
-	}
-	return b
 }
 
 // rawView returns a free-standing handle on t's storage that records

@@ -94,6 +94,7 @@ func reduce(rop device.ReduceOp, name string, t *Tensor, keep bool, axes []int, 
 		defer rel()
 		t = cast[0]
 	}
+	o.oneDType(rop == device.Mean || rop == device.Var, operand{"input", t})
 	kshape, shape := reducedShapes(name, t.shape, axes, keep)
 	count := numel(t.shape) / max(numel(kshape), 1)
 	if numel(kshape) == 0 {

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
@@ -17,10 +18,17 @@ import (
 // Release gives back all of them at once, with the graph's saved tensors.
 // Code that is done with an intermediate sooner may Release it sooner; the
 // engine itself frees each saved tensor as soon as backward has used it.
-// A Scope is used by one goroutine at a time. It is reusable after Release.
+// A Scope, its children and its tensors belong to one goroutine at a
+// time. Handing a scope to another goroutine is fine once the first is
+// done with it (pass it through a channel); two goroutines using it at the
+// same moment make the op that notices fail with *Error instead of
+// corrupting it (owner.go says how, and what the check cannot see). It is
+// reusable after Release.
 type Scope struct {
 	parent *Scope
 	depth  int
+	busy   atomic.Int32 // the in-use marker (root scope; see owner.go)
+	inRun  atomic.Int32 // 1 while Run runs a step in the scope
 
 	noGrad int
 	tag    device.Tag
@@ -71,8 +79,14 @@ func (s *Scope) GradEnabled() bool { return s.noGrad == 0 }
 // NoGrad runs f with graph recording off (torch.no_grad). Results made in f
 // do not require grad and save nothing.
 func (s *Scope) NoGrad(f func()) {
+	s.hold("no_grad")
 	s.noGrad++
-	defer func() { s.noGrad-- }()
+	s.unhold()
+	defer func() {
+		s.hold("no_grad")
+		s.noGrad--
+		s.unhold()
+	}()
 	f()
 }
 
@@ -80,10 +94,14 @@ func (s *Scope) NoGrad(f func()) {
 // ("encoder" then "3" gives "encoder.3") and returns the function that pops
 // it: defer s.Enter("conv1")().
 func (s *Scope) Enter(name string) func() {
+	s.hold("enter")
+	defer s.unhold()
 	s.path = append(s.path, name)
 	old := s.where
 	s.where = strings.Join(s.path, ".")
 	return func() {
+		s.hold("enter")
+		defer s.unhold()
 		s.path = s.path[:len(s.path)-1]
 		s.where = old
 	}
@@ -94,7 +112,11 @@ func (s *Scope) Path() string { return s.where }
 
 // SetPhase sets the step phase that labels allocations ("forward",
 // "backward", "optimizer", …). Backward sets "backward" while it runs.
-func (s *Scope) SetPhase(p string) { s.phase = p }
+func (s *Scope) SetPhase(p string) {
+	s.hold("set_phase")
+	s.phase = p
+	s.unhold()
+}
 
 // Phase returns the current step phase.
 func (s *Scope) Phase() string { return s.phase }
@@ -107,12 +129,27 @@ func (s *Scope) label(op string) device.Label {
 	return device.Label{Tag: s.tag, Op: op, Scope: s.where, Phase: s.phase}
 }
 
-// own registers a tensor made in the scope.
-func (s *Scope) own(t *Tensor) {
-	if s != nil {
-		t.scope = s
-		s.owned = append(s.owned, t)
+// own registers a tensor that op made in the scope. When another
+// goroutine holds the scope it drops t's reference to its storage and
+// fails.
+func (s *Scope) own(op string, t *Tensor) {
+	if s == nil {
+		return
 	}
+	if !s.root().busy.CompareAndSwap(0, 1) {
+		t.blk.Release()
+		t.blk = nil
+		inUse(op)
+	}
+	s.owned = append(s.owned, t)
+	t.scope = s
+	s.unhold()
+}
+
+// ownHeld is own for a caller that holds the scope.
+func (s *Scope) ownHeld(t *Tensor) {
+	t.scope = s
+	s.owned = append(s.owned, t)
 }
 
 // Keep hands a tensor from the scope to the caller: Release will no longer
@@ -121,7 +158,9 @@ func (s *Scope) Keep(t *Tensor) *Tensor {
 	if t.scope != s {
 		fail("keep", "tensor %v is not owned by this scope", t.shape)
 	}
+	s.hold("keep")
 	t.kept = true
+	s.unhold()
 	return t
 }
 
@@ -140,6 +179,8 @@ func (s *Scope) Owned() int {
 // that backward has not freed, and every tensor made in the scope that was
 // neither released nor kept. The scope can then be used for the next step.
 func (s *Scope) Release() {
+	s.hold("release")
+	defer s.unhold()
 	for _, n := range s.nodes {
 		n.free()
 		n.clearGrads()
@@ -178,7 +219,9 @@ func (s *Scope) PushSavedHooks(h SavedHooks) {
 	if h.Pack == nil || h.Unpack == nil {
 		fail("push_saved_hooks", "Pack and Unpack must both be set")
 	}
+	s.hold("push_saved_hooks")
 	s.hooks = append(s.hooks, h)
+	s.unhold()
 }
 
 // PopSavedHooks removes the hooks pushed last.
@@ -186,7 +229,9 @@ func (s *Scope) PopSavedHooks() {
 	if len(s.hooks) == 0 {
 		fail("pop_saved_hooks", "no hooks pushed")
 	}
+	s.hold("pop_saved_hooks")
 	s.hooks = s.hooks[:len(s.hooks)-1]
+	s.unhold()
 }
 
 // Use returns a handle on t that belongs to the scope, recorded in its
@@ -208,9 +253,15 @@ func (s *Scope) Within(path string) func() {
 	if s == nil {
 		return func() {}
 	}
+	s.hold("within")
 	oldPath, oldWhere := s.path, s.where
 	s.path, s.where = []string{path}, path
-	return func() { s.path, s.where = oldPath, oldWhere }
+	s.unhold()
+	return func() {
+		s.hold("within")
+		s.path, s.where = oldPath, oldWhere
+		s.unhold()
+	}
 }
 
 // Leaves returns the distinct leaves (parameters) that the graph recorded

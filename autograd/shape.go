@@ -1,6 +1,9 @@
 package autograd
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Contiguous returns t itself (as a new handle) when its elements are dense,
 // else a dense copy. The copy saves nothing for backward.
@@ -229,7 +232,11 @@ func Concat(dim int, ts ...*Tensor) *Tensor {
 	d := axis("concat", dim, len(ts[0].shape))
 	shape := slices.Clone(ts[0].shape)
 	shape[d] = 0
-	dt := ts[0].dt
+	args := make([]operand, len(ts))
+	for i, t := range ts {
+		args[i] = operand{fmt.Sprintf("tensor %d", i), t}
+	}
+	dt := o.oneDType(false, args...)
 	sizes := make([]int, len(ts))
 	for i, t := range ts {
 		if len(t.shape) != len(shape) {
@@ -240,7 +247,6 @@ func Concat(dim int, ts ...*Tensor) *Tensor {
 				fail("concat", "tensor %d has shape %v, tensor 0 %v (only dimension %d may differ)", i, t.shape, ts[0].shape, d)
 			}
 		}
-		dt = promote(dt, t.dt)
 		sizes[i] = t.shape[d]
 		shape[d] += t.shape[d]
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/autograd/autogradtest"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/meta"
@@ -99,37 +100,15 @@ func nslCompareDTypes(t *testing.T, shapes [][]int, grad []bool, outLen int, tol
 		tol float64
 	}{{dtype.F32, tol32}, {dtype.F16, 0.05}, {dtype.BF16, 0.05}} {
 		y, g := nslRun(t, c.dt, shapes, vals, grad, dy, f)
-		if d := nslMaxDiff(y, y64); !(d <= c.tol*(1+nslMaxAbs(y64))) {
+		if d := autogradtest.MaxDiff(y, y64); !(d <= c.tol*(1+autogradtest.MaxAbs(y64))) {
 			t.Errorf("%s forward differs from f64 by %.3g", c.dt, d)
 		}
 		for i := range g {
-			if d := nslMaxDiff(g[i], g64[i]); !(d <= c.tol*(1+nslMaxAbs(g64[i]))) {
+			if d := autogradtest.MaxDiff(g[i], g64[i]); !(d <= c.tol*(1+autogradtest.MaxAbs(g64[i]))) {
 				t.Errorf("%s gradient %d differs from f64 by %.3g", c.dt, i, d)
 			}
 		}
 	}
-}
-
-func nslMaxDiff(a, b []float64) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	m := 0.0
-	for i := range a {
-		d := math.Abs(a[i] - b[i])
-		if d > m || d != d {
-			m = d
-		}
-	}
-	return m
-}
-
-func nslMaxAbs(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
 }
 
 // nslMem runs build on dev in a fresh scope and returns snapshots of the
@@ -283,7 +262,7 @@ func TestSoftmaxValues(t *testing.T) {
 	e := []float64{math.Exp(1), math.Exp(2), math.Exp(3)}
 	sum := e[0] + e[1] + e[2]
 	want := []float64{e[0] / sum, e[1] / sum, e[2] / sum, 1.0 / 3, 1.0 / 3, 1.0 / 3}
-	if d := nslMaxDiff(got, want); d > 1e-15 {
+	if d := autogradtest.MaxDiff(got, want); d > 1e-15 {
 		t.Errorf("Softmax = %v, want %v", got, want)
 	}
 	lg := autograd.LogSoftmax(x, 0).Float64s()

@@ -28,6 +28,7 @@ type Tensor struct {
 
 	scope *Scope // owner, nil when free-standing
 	kept  bool   // ownership handed from scope to caller
+	saved bool   // a node's handle on a tensor it saved: its reference counts as saved (Block.RetainSaved)
 
 	node         *node // creator, nil for leaves
 	out          int   // which output of node
@@ -128,10 +129,14 @@ func (t *Tensor) Released() bool { return t.blk == nil }
 // gradient). The memory returns to the device when no other handle, view or
 // saved-for-backward reference remains. Releasing twice is allowed.
 func (t *Tensor) Release() {
-	if t.blk != nil {
+	switch {
+	case t.blk == nil:
+	case t.saved:
+		t.blk.ReleaseSaved()
+	default:
 		t.blk.Release()
-		t.blk = nil
 	}
+	t.blk = nil
 	t.unbound, t.fetch, t.saveHooks = false, nil, nil
 	t.ZeroGrad()
 }

@@ -64,12 +64,20 @@ func unary(u device.UnaryOp, name string, t *Tensor, arg float64) *Tensor {
 		defer rel()
 		t = cast[0]
 	}
+	o.oneDType(true, operand{"input", t})
 	out := o.empty(t.dt, t.shape)
 	if k := o.k(); k != nil {
 		k.Unary(u, out.operand(), t.operand(), arg)
 	}
 	rx, ry := reads(u)
-	o.grad([]*Tensor{out}, []*Tensor{t}, []*Tensor{pick(rx, t), pick(ry, out)}, func(c *bctx) []*Tensor {
+	o.grad([]*Tensor{out}, []*Tensor{t}, []*Tensor{pick(rx, t), pick(ry, out)}, unaryBackward(u, name, arg))
+	return out
+}
+
+// unaryBackward is the backward of a unary op that saved its input x and
+// its output y (either may be nil: see reads).
+func unaryBackward(u device.UnaryOp, name string, arg float64) backwardFn {
+	return func(c *bctx) []*Tensor {
 		g := c.g[0]
 		o := begin(name+"_backward", g, c.saved[0], c.saved[1])
 		dx := o.empty(g.dt, g.shape)
@@ -83,8 +91,7 @@ func unary(u device.UnaryOp, name string, t *Tensor, arg float64) *Tensor {
 		fx()
 		fy()
 		return []*Tensor{dx}
-	})
-	return out
+	}
 }
 
 // dense returns t when it is contiguous, else a contiguous copy, with the

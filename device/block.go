@@ -16,6 +16,7 @@ type Block struct {
 	label   Label
 	id      uint64
 	refs    atomic.Int32
+	saved   atomic.Int32 // the references that are saved ones (RetainSaved)
 	version atomic.Uint64
 
 	// the device's list of live blocks, newest first
@@ -91,6 +92,27 @@ func (b *Block) Retain() {
 		}
 	}
 }
+
+// RetainSaved adds a reference that is kept for a later computation — a
+// tensor autograd saved for backward — and counts it as such;
+// ReleaseSaved drops one. The device only reports the count (Saved,
+// Device.Unsaved): a live activation block that none of its references
+// saves is held only by handles, which can release it.
+func (b *Block) RetainSaved() {
+	b.Retain()
+	b.saved.Add(1)
+}
+
+// ReleaseSaved drops a reference added by RetainSaved.
+func (b *Block) ReleaseSaved() {
+	if b.saved.Add(-1) < 0 {
+		panic(fmt.Sprintf("device %s: block %d (%s, %d bytes) released as saved more often than retained so", b.dev.name, b.id, b.label.Creator(), b.n))
+	}
+	b.Release()
+}
+
+// Saved returns how many of the block's references are saved ones.
+func (b *Block) Saved() int { return int(b.saved.Load()) }
 
 // Release drops a reference and frees the block when none is left.
 func (b *Block) Release() {

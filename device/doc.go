@@ -47,6 +47,14 @@
 // leaves out the long-lived tags, so after a training step
 // Leaks(Parameter, Gradient, Optimizer) must be empty.
 //
+// A block counts how many of its references are saved ones
+// (Block.RetainSaved: autograd's tensors saved for backward).
+// Device.Unsaved lists the live activation blocks none of whose references
+// is saved — during a forward pass, outputs that no later op reads in
+// backward and that only handles keep alive — and Device.Summary and the
+// OOMError's report show them by creator: what releasing sooner, or an
+// in-place op, would give back.
+//
 // # Caching
 //
 // Blocks of at most 1 MiB are carved from 2 MiB "small" segments, larger
@@ -138,6 +146,8 @@
 // lines list the tags "at peak". On an unlimited device the Allocated
 // peak since the device was made is the smallest capacity the run fits in;
 // Requested per tag at peak says what to shrink.
+// Below the table Device.Summary lists the unsaved activations (Unsaved),
+// when there are any; Stats.Summary cannot (a snapshot holds no blocks).
 //
 // # Backends and the Kernels seam
 //

@@ -65,6 +65,8 @@ func ExampleOOMError() {
 	//   live: parameter       3.00 MiB in 1 block(s) from fc1/linear
 	//   why: it needs a 2.00 MiB block from the large pool (blocks over 1 MiB, from 20 MiB segments under 10 MiB, else from a segment of their own), in a free 13.00 MiB chunk not backed by memory
 	//   why: the live blocks occupy 7.00 MiB of the 8.00 MiB capacity, 1.00 MiB too much for this block; no cached free memory is left
+	//   activation held only by the scope (saved by no node): 4.00 MiB in 1 block(s); Release it after its last use, or use an in-place op
+	//     unsaved:   4.00 MiB in 1 block(s) from fc1/relu
 	//   hint: EmptyCache would not help and fragmentation is not the cause: live memory must shrink by at least 1.00 MiB (or the capacity grow by as much)
 	//   hint: activations are 57% of use: checkpoint segments of the model, use a smaller micro-batch with gradient accumulation, or autocast to bf16/fp16
 	//   hint: parameters and gradients are 43% of use: low-precision parameters with fp32 master weights halve them; ZeRO stages 2-3, pruning or parameter sharing shrink them

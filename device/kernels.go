@@ -120,8 +120,9 @@ type Kernels interface {
 	// counter (offset+i)/4 — is ≥ p. The same call on dy computes backward.
 	Dropout(dst, src Operand, p float64, seed, offset uint64)
 	// Attention computes scaled-dot-product attention for q, k, v (B, H, T, D):
-	// out (B, H, T, D) and the row log-sum-exp lse (B, H, T, F32); causal
-	// masks keys after the query position.
+	// out (B, H, T, D) and the row log-sum-exp lse (B, H, T) in the compute
+	// dtype (F64 for F64 inputs, F32 for F32, F16 and BF16); causal masks
+	// keys after the query position.
 	Attention(out, lse, q, k, v Operand, b, h, t, d int, scale float64, causal bool)
 	// AttentionGrad writes dq, dk, dv from dout, recomputing the probabilities
 	// from q, k and lse.

@@ -41,6 +41,12 @@ func (d *Device) LiveBlocks() int {
 }
 
 func (d *Device) liveGroups(want func(Tag) bool) []LiveGroup {
+	return d.liveGroupsOf(func(b *Block) bool { return want(b.label.Tag) })
+}
+
+// liveGroupsOf groups the live blocks that want selects; the caller holds
+// d.mu.
+func (d *Device) liveGroupsOf(want func(*Block) bool) []LiveGroup {
 	type key struct {
 		t Tag
 		c string
@@ -48,7 +54,7 @@ func (d *Device) liveGroups(want func(Tag) bool) []LiveGroup {
 	idx := map[key]int{}
 	var gs []LiveGroup
 	for b := d.live; b != nil; b = b.older {
-		if !want(b.label.Tag) {
+		if !want(b) {
 			continue
 		}
 		k := key{b.label.Tag, b.label.Creator()}

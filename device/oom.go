@@ -53,6 +53,8 @@ type OOMError struct {
 	ByTag [NumTags]int64 `json:"by_tag"`
 	// Top lists the largest live allocations grouped by tag and creator.
 	Top []LiveGroup `json:"top"`
+	// Unsaved lists the live activations no graph node saves (Unsaved).
+	Unsaved []LiveGroup `json:"unsaved,omitempty"`
 	// Hints are suggestions that follow from the numbers above.
 	Hints []string `json:"hints"`
 	// Cause is the backend's error when the backend itself failed.
@@ -95,6 +97,7 @@ func (e *OOMError) Error() string {
 		fmt.Fprintf(&b, "\n  live: %-13s %10s in %d block(s) from %s", g.Tag, FormatBytes(g.Bytes), g.Blocks, g.Creator)
 	}
 	b.WriteString(e.why())
+	b.WriteString(unsavedReport(e.Unsaved, "\n  "))
 	for _, h := range e.Hints {
 		b.WriteString("\n  hint: ")
 		b.WriteString(h)
@@ -130,6 +133,7 @@ func (d *Device) oom(n int64, p placement, l Label, cause error) *OOMError {
 		e.Top = e.Top[:10]
 	}
 	d.explain(e, p)
+	e.Unsaved = d.unsaved()
 	e.Hints = hints(e)
 	d.record(evOOM, n, 0, l)
 	return e

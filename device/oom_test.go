@@ -64,6 +64,7 @@ func TestOOM(t *testing.T) {
 			{Tag: device.Activation, Creator: "fc1/relu", Bytes: 4 * mib, Blocks: 1},
 			{Tag: device.Parameter, Creator: "fc1/linear", Bytes: 3 * mib, Blocks: 1},
 		},
+		Unsaved: []device.LiveGroup{{Tag: device.Activation, Creator: "fc1/relu", Bytes: 4 * mib, Blocks: 1}}, // nothing saved it
 	}
 	got := *oom
 	got.Hints = nil

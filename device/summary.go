@@ -7,8 +7,10 @@ import (
 
 // Summary renders the device's accounting as a table in the layout of
 // torch.cuda.memory_summary: one row per metric and tag, columns for the
-// current value, the peak, the total allocated and the total freed.
-func (d *Device) Summary() string { return d.Stats().Summary() }
+// current value, the peak, the total allocated and the total freed; below
+// it, when there are any, the live activations that no graph node saves
+// (Unsaved), by creator.
+func (d *Device) Summary() string { return d.Stats().Summary() + d.unsavedSummary() }
 
 // Summary renders a snapshot as a table; see Device.Summary.
 func (s Stats) Summary() string {

@@ -8,12 +8,13 @@ import "github.com/headroom-ml/headroom/autograd"
 // a Linear (C, C) projects the heads back, and dropout (the residual
 // dropout) follows. Names follow nanoGPT: c_attn, c_proj, resid_dropout.
 //
-// Memory, with s the dtype's size:
+// Memory, with s the dtype's size and cs the attention statistics' (4, or
+// 8 for F64):
 //   - parameters: (4·C² + 4·C)·s bytes (4·C²·s without bias);
-//   - forward leaves 6·B·T·C·s + 4·B·H·T bytes of activations: q, k, v in
+//   - forward leaves 6·B·T·C·s + B·H·T·cs bytes of activations: q, k, v in
 //     head-major layout (3·B·T·C·s, one contiguous copy of c_attn's output,
 //     saved by attention), attention's output (B·T·C·s) and per-row
-//     log-sum-exp (B·H·T F32), the output back in (B, T, C) layout saved
+//     log-sum-exp (B·H·T·cs), the output back in (B, T, C) layout saved
 //     by c_proj (B·T·C·s), and the result (B·T·C·s). It saves x, alive
 //     already. c_attn's own output (3·B·T·C·s) is released as soon as it
 //     has been copied, so inside forward the peak is 3·B·T·C·s higher for

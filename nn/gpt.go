@@ -58,12 +58,12 @@ const gpt2Std = 0.02
 // that plus mlp(ln_2(…)). Names follow nanoGPT: ln_1, attn, ln_2, mlp.
 //
 // Memory, for x (B, T, C) with H heads, hidden width 4·C, s the dtype's
-// size and cs the LayerNorm statistics' (4, or 8 for F64):
+// size and cs the LayerNorm and attention statistics' (4, or 8 for F64):
 //   - parameters: (12·C² + 13·C)·s bytes with biases, (12·C² + 2·C)·s
 //     without;
-//   - forward leaves 17·B·T·C·s + 4·B·T·cs + 4·B·H·T bytes of activations:
+//   - forward leaves 17·B·T·C·s + 4·B·T·cs + B·H·T·cs bytes of activations:
 //     ln_1's output and statistics (B·T·C·s + 2·B·T·cs), the attention's
-//     5·B·T·C·s + 4·B·H·T (its result is released after the residual
+//     5·B·T·C·s + B·H·T·cs (its result is released after the residual
 //     add), the first residual sum (B·T·C·s, saved by ln_2), ln_2's output
 //     and statistics (B·T·C·s + 2·B·T·cs), the MLP's 8·B·T·C·s (its result
 //     released likewise) and the result (B·T·C·s). It saves x, alive
@@ -140,14 +140,14 @@ func (k *GPTBlock) Train(on bool) {
 // transformer.h.{i}, transformer.ln_f, lm_head (absent when tied; with
 // ShareLayers the one block is transformer.h.0).
 //
-// Memory, with V, L, H, C, s the dtype's size and cs the LayerNorm
-// statistics' (4, or 8 for F64):
+// Memory, with V, L, H, C, s the dtype's size and cs the LayerNorm and
+// attention statistics' (4, or 8 for F64):
 //   - parameters: (V·C + Context·C + L'·(12·C² + 13·C) + 2·C + V·C')·s
 //     bytes with biases, where L' is 1 with ShareLayers and L otherwise
 //     and V·C' is 0 with tied embeddings and V·C otherwise; without biases
 //     each block has (12·C² + 2·C) and ln_f C;
 //   - Forward on (B, T) leaves B·T·C·s (embeddings, after dropout) +
-//     L·(17·B·T·C·s + 4·B·T·cs + 4·B·H·T) (the blocks) + B·T·C·s + 2·B·T·cs
+//     L·(17·B·T·C·s + 4·B·T·cs + B·H·T·cs) (the blocks) + B·T·C·s + 2·B·T·cs
 //     (ln_f) + B·T·V·s (logits) bytes of activations, ShareLayers or not.
 //     It saves idx, alive already.
 type GPT struct {

@@ -26,7 +26,8 @@ type AdamConfig struct {
 	// MasterWeights keeps an F32 copy of each F16/BF16 parameter in the
 	// optimizer (state "master", tagged optimizer): Step updates the copy
 	// from the 16-bit gradient and rounds it into the parameter (Micikevicius
-	// et al. 2018). The parameters must all be F16 or BF16. Memory per
+	// et al. 2018). The parameters must all be F16 or BF16 (and without it
+	// F32 or F64): the constructor checks. Memory per
 	// element: 4 (master) + 8 (m and v in F32) bytes of optimizer state,
 	// besides the 2-byte parameter and 2-byte gradient.
 	MasterWeights bool

@@ -43,7 +43,7 @@ func TestCheckPair(t *testing.T) {
 		{p, mk(wide.Slice(1, 0, 3)), "is not contiguous"},
 		{p, mk(mk(ok.T()).T()), ""},
 		{p, released, "gradient of \"w\" was released"},
-		{mk(autograd.New(d0, dtype.BF16, device.Parameter, 2, 3)), ok, "has dtype bf16, want f32 or f64 (use MasterWeights"},
+		{mk(autograd.New(d0, dtype.BF16, device.Parameter, 2, 3)), ok, "has dtype bf16: the optimizer updates f32 or f64 parameters; set MasterWeights"},
 		{mk(big.Slice(0, 1, 3)), ok, ""},
 		{mk(wide.Slice(1, 3, 6)), ok, "parameter \"w\" ([2 3], strides [6 1]) is not contiguous"},
 		{p, ok, ""},

@@ -50,12 +50,16 @@
 //
 // # Failures
 //
-// Step checks every parameter, gradient and state tensor and allocates any
-// missing state before it writes anything: when it returns an error (a
-// 16-bit parameter without MasterWeights, a non-contiguous parameter or
+// The constructors refuse parameters of a dtype the update kernels cannot
+// write — a 16-bit parameter without MasterWeights, an F32 or F64 one with
+// it, an integer one — so that the mistake shows before a forward and
+// backward have run, not at the first Step. Step checks every parameter,
+// gradient and state tensor and allocates any missing state before it
+// writes anything: when it returns an error (a non-contiguous parameter or
 // gradient — contiguous views into a flat buffer are fine —, a gradient
 // that does not match its parameter, a negative learning rate, no memory
-// for the state) no parameter and no state has changed. Load is all-or-nothing in the same way.
+// for the state) no parameter and no state has changed. Load is
+// all-or-nothing in the same way.
 //
 // # Saving
 //

@@ -98,16 +98,55 @@ func TestMasterWeightsUpdateLikeF32(t *testing.T) {
 	}
 }
 
-func TestMasterWeightsNeedHalfParameters(t *testing.T) {
+// TestParameterDTypesCheckedAtConstruction: every optimizer refuses, when
+// it is made (not at the first Step, after a whole forward and backward),
+// parameters its kernels cannot update: 16-bit ones without master
+// weights, F32 or F64 ones with them, integer ones.
+func TestParameterDTypesCheckedAtConstruction(t *testing.T) {
 	dev := cpu.New(0, device.Options{})
-	p := autograd.Param(dev, dtype.F32, "w", 2)
-	defer p.Release()
-	o, err := optim.NewAdam([]nn.Param{{Name: "w", T: p}}, optim.AdamConfig{MasterWeights: true})
-	if err != nil {
-		t.Fatal(err)
+	defer dev.Close()
+	makers := map[string]func([]nn.Param, bool) error{
+		"adam": func(ps []nn.Param, m bool) error {
+			_, err := optim.NewAdam(ps, optim.AdamConfig{MasterWeights: m})
+			return err
+		},
+		"adamw": func(ps []nn.Param, m bool) error {
+			_, err := optim.NewAdamW(ps, optim.AdamConfig{MasterWeights: m})
+			return err
+		},
+		"sgd": func(ps []nn.Param, m bool) error {
+			_, err := optim.NewSGD(ps, optim.SGDConfig{LR: 0.1, Momentum: 0.9, MasterWeights: m})
+			return err
+		},
+		"sgd without momentum": func(ps []nn.Param, m bool) error {
+			_, err := optim.NewSGD(ps, optim.SGDConfig{LR: 0.1, MasterWeights: m})
+			return err
+		},
 	}
-	gradStep(t, p, []float64{1, 1})
-	if err := o.Step(); err == nil || !strings.Contains(err.Error(), "master weights are f32 copies") {
-		t.Errorf("Step = %v, want an error about master weights", err)
+	for _, c := range []struct {
+		dt     dtype.DType
+		master bool
+		want   string // "" when the optimizer takes it
+	}{
+		{dtype.F32, false, ""},
+		{dtype.F64, false, ""},
+		{dtype.BF16, true, ""},
+		{dtype.F16, true, ""},
+		{dtype.BF16, false, `parameter "w" has dtype bf16: the optimizer updates f32 or f64 parameters; set MasterWeights`},
+		{dtype.F16, false, `parameter "w" has dtype f16: the optimizer updates f32 or f64 parameters; set MasterWeights`},
+		{dtype.F32, true, `parameter "w" has dtype f32: master weights are f32 copies of f16 or bf16 parameters`},
+		{dtype.I64, false, `parameter "w" has dtype i64, want f32 or f64`},
+	} {
+		p := autograd.Param(dev, c.dt, "w", 2)
+		for kind, mk := range makers {
+			err := mk([]nn.Param{{Name: "w", T: p}}, c.master)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s over %s (master %v): %v", kind, c.dt, c.master, err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), strings.Fields(kind)[0]+": ")):
+				t.Errorf("%s over %s (master %v): error %v, want %q", kind, c.dt, c.master, err, c.want)
+			}
+		}
+		p.Release()
 	}
 }

@@ -70,6 +70,9 @@ func newBase(kind string, params []nn.Param, lr float64, master bool, names ...s
 		case seen[p.T] != "":
 			return b, fmt.Errorf("%s: parameters %q and %q are the same tensor; list it once", kind, seen[p.T], p.Name)
 		}
+		if err := checkDType(kind, p.Name, p.T.DType(), master); err != nil {
+			return b, err
+		}
 		seen[p.T] = p.Name
 		s := &slot{name: p.Name, t: p.T}
 		b.slots = append(b.slots, s)
@@ -152,11 +155,10 @@ func (b *base) pending() ([]*slot, error) {
 // contiguous (views into a flat buffer included), one shape, dtype and
 // device.
 func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
+	if err := checkDType(kind+": step", name, p.DType(), master); err != nil {
+		return err
+	}
 	switch {
-	case master && !p.DType().IsLowPrecision():
-		return fmt.Errorf("%s: step: parameter %q has dtype %s: master weights are f32 copies of f16 or bf16 parameters", kind, name, p.DType())
-	case !master && p.DType() != dtype.F32 && p.DType() != dtype.F64:
-		return fmt.Errorf("%s: step: parameter %q has dtype %s, want f32 or f64 (use MasterWeights for 16-bit parameters)", kind, name, p.DType())
 	case !dense(p):
 		return fmt.Errorf("%s: step: parameter %q (%v, strides %v) is not contiguous; the optimizer updates contiguous tensors", kind, name, p.Shape(), p.Strides())
 	case g.Released():
@@ -169,6 +171,21 @@ func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 		return fmt.Errorf("%s: step: gradient of %q is on %s, the parameter on %s", kind, name, g.Device(), p.Device())
 	case !dense(g):
 		return fmt.Errorf("%s: step: gradient of %q (%v, strides %v) is not contiguous", kind, name, g.Shape(), g.Strides())
+	}
+	return nil
+}
+
+// checkDType checks a parameter's dtype: the update kernels write F32 and
+// F64 parameters (and state of their dtype); a 16-bit parameter needs
+// master weights, an F32 copy that the kernels update and round into it.
+func checkDType(where, name string, dt dtype.DType, master bool) error {
+	switch {
+	case master && !dt.IsLowPrecision():
+		return fmt.Errorf("%s: parameter %q has dtype %s: master weights are f32 copies of f16 or bf16 parameters", where, name, dt)
+	case !master && dt.IsLowPrecision():
+		return fmt.Errorf("%s: parameter %q has dtype %s: the optimizer updates f32 or f64 parameters; set MasterWeights for 16-bit ones (an f32 copy and f32 state in the optimizer)", where, name, dt)
+	case !master && dt != dtype.F32 && dt != dtype.F64:
+		return fmt.Errorf("%s: parameter %q has dtype %s, want f32 or f64", where, name, dt)
 	}
 	return nil
 }

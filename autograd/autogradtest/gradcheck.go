@@ -1,7 +1,6 @@
 package autogradtest
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -101,7 +100,7 @@ func Check(t TB, o Options, f func(s *autograd.Scope, in []*autograd.Tensor) *au
 			vals[i] = orig
 			x.SetFloat64s(vals)
 			num := (fp - fm) / (2 * o.Eps)
-			if d := math.Abs(num - analytic[i]); d > o.Atol+o.Rtol*math.Abs(num) || math.IsNaN(analytic[i]) {
+			if d := math.Abs(num - analytic[i]); !agree(num, analytic[i], d, o) {
 				if ok {
 					t.Errorf("gradcheck: input %d %v element %d: analytic %.8g, numeric %.8g (diff %.3g)", xi, x.Shape(), i, analytic[i], num, d)
 				}
@@ -111,6 +110,15 @@ func Check(t TB, o Options, f func(s *autograd.Scope, in []*autograd.Tensor) *au
 		x.ZeroGrad()
 	}
 	return ok
+}
+
+// agree reports whether a numeric and an analytic gradient element agree
+// (d = |num − analytic|): both finite and d ≤ Atol + Rtol·|num|. A NaN or
+// an infinity on either side never agrees — the function is not
+// differentiable there, or its gradient is wrong.
+func agree(num, analytic, d float64, o Options) bool {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	return finite(num) && finite(analytic) && d <= o.Atol+o.Rtol*math.Abs(num)
 }
 
 // Rand returns an F64 leaf of the given shape with values uniform in
@@ -136,14 +144,20 @@ func Release(ts ...*autograd.Tensor) {
 	}
 }
 
-// MaxDiff returns the largest absolute difference of two equal-length slices.
+// MaxDiff returns the largest absolute difference of two slices: +Inf
+// when their lengths differ or a difference is NaN, so that a check
+// d <= tol fails for them (d > tol with a NaN would pass).
 func MaxDiff(a, b []float64) float64 {
 	if len(a) != len(b) {
-		panic(fmt.Sprintf("autogradtest.MaxDiff: lengths %d and %d", len(a), len(b)))
+		return math.Inf(1)
 	}
 	m := 0.0
 	for i := range a {
-		m = math.Max(m, math.Abs(a[i]-b[i]))
+		d := math.Abs(a[i] - b[i])
+		if math.IsNaN(d) {
+			return math.Inf(1)
+		}
+		m = math.Max(m, d)
 	}
 	return m
 }
@@ -154,4 +168,16 @@ func use(s *autograd.Scope, in []*autograd.Tensor) []*autograd.Tensor {
 		out[i] = s.Use(t)
 	}
 	return out
+}
+
+// MaxAbs returns the largest absolute value in v (+Inf when v holds a NaN).
+func MaxAbs(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		if math.IsNaN(x) {
+			return math.Inf(1)
+		}
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
 }

@@ -46,7 +46,8 @@ func attnFor(units, work int, f func(lo, hi int)) {
 
 // Attention computes scaled-dot-product attention for contiguous q, k, v
 // (b·h heads of (t, d) each): out_i = Σ_j softmax_j(scale·q_i·k_j)·v_j and
-// lse_i = log Σ_j exp(scale·q_i·k_j), with j ≤ i when causal.
+// lse_i = log Σ_j exp(scale·q_i·k_j), with j ≤ i when causal; lse (b·h·t)
+// has the inputs' type, so float64 attention keeps float64 statistics.
 //
 // Each block of query rows walks the key blocks with an online softmax,
 // FlashAttention style: S = scale·Q_i·K_jᵀ (one Gemm), a running maximum
@@ -54,7 +55,7 @@ func attnFor(units, work int, f func(lo, hi int)) {
 // exp(m_old − m_new) when a row's maximum grows and then O += P·V_j (a
 // second Gemm). Units of work are (head, query block) pairs, claimed by
 // the workers.
-func Attention[T Float](out []T, lse []float32, q, k, v []T, b, h, t, d int, scale float64, causal bool) {
+func Attention[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, causal bool) {
 	if b*h*t*d == 0 {
 		return
 	}
@@ -74,7 +75,7 @@ func Attention[T Float](out []T, lse []float32, q, k, v []T, b, h, t, d int, sca
 
 // attnForwardBlock computes the output rows [i0, i0+attnFQ) ∩ [0, t) of
 // head bh.
-func attnForwardBlock[T Float](out []T, lse []float32, q, k, v, s, acc []T, st []float64, bh, i0, t, d int, scale float64, causal bool) {
+func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, i0, t, d int, scale float64, causal bool) {
 	base := bh * t * d
 	mq := min(attnFQ, t-i0)
 	m, l := st[:mq], st[attnFQ:attnFQ+mq]
@@ -114,7 +115,7 @@ func attnForwardBlock[T Float](out []T, lse []float32, q, k, v, s, acc []T, st [
 		for x, a := range acc[r*d : (r+1)*d] {
 			o[x] = T(float64(a) * inv)
 		}
-		lse[bh*t+i0+r] = float32(m[r] + math.Log(l[r]))
+		lse[bh*t+i0+r] = T(m[r] + math.Log(l[r]))
 	}
 }
 
@@ -243,7 +244,7 @@ func attnExpShift[T Float](row []T, shift float64) float64 {
 // the output gradients (so no accumulator beyond the two tiles). A head is
 // one unit of work, because its dq rows collect from every key block; the
 // workers claim heads.
-func AttentionGrad[T Float](dq, dk, dv, dout, q, k, v, out []T, lse []float32, b, h, t, d int, scale float64, causal bool) {
+func AttentionGrad[T Float](dq, dk, dv, dout, q, k, v, out, lse []T, b, h, t, d int, scale float64, causal bool) {
 	if b*h*t*d == 0 {
 		return
 	}
@@ -260,7 +261,7 @@ func AttentionGrad[T Float](dq, dk, dv, dout, q, k, v, out []T, lse []float32, b
 }
 
 // attnBackwardHead computes the gradients of head bh.
-func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out []T, lse []float32, s, p []T, delta []float64, bh, t, d int, scale float64, causal bool) {
+func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, delta []float64, bh, t, d int, scale float64, causal bool) {
 	base := bh * t * d
 	for i := range t {
 		delta[i] = attnDot(dout[base+i*d:][:d], out[base+i*d:][:d])
@@ -304,11 +305,12 @@ func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out []T, lse []float32
 // attnProbTile sets the (mq, nb) score tile s (row stride ld) of query
 // rows i0… against keys j0… to the probabilities exp(s − lse_r), 0 for
 // masked keys.
-func attnProbTile[T Float](s []T, ld, i0, j0, mq, nb int, causal bool, lse []float32) {
+func attnProbTile[T Float](s []T, ld, i0, j0, mq, nb int, causal bool, lse []T) {
 	var lens [rowsMax]int
 	attnLens(lens[:mq], i0, j0, nb, causal)
 	if s32, ok := f32s(s); ok {
-		expRows(s32, ld, mq, attnPad(s32, ld, mq, lens[:mq]), lse, nil)
+		l32, _ := f32s(lse)
+		expRows(s32, ld, mq, attnPad(s32, ld, mq, lens[:mq]), l32, nil)
 	} else {
 		for r := range mq {
 			attnExpShift(s[r*ld:r*ld+lens[r]], float64(lse[r]))

@@ -7,7 +7,7 @@ import "math"
 // goroutine), kept as a second reference for the tests and as the
 // "before" of BenchmarkAttention.
 
-func attnScalarForward[T Float](out []T, lse []float32, q, k, v []T, b, h, t, d int, scale float64, causal bool) {
+func attnScalarForward[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, causal bool) {
 	const blk = 64
 	acc := make([]float64, d)
 	var s [blk]float64
@@ -49,12 +49,12 @@ func attnScalarForward[T Float](out []T, lse []float32, q, k, v []T, b, h, t, d 
 			for x := range o {
 				o[x] = T(acc[x] / l)
 			}
-			lse[bh*t+i] = float32(m + math.Log(l))
+			lse[bh*t+i] = T(m + math.Log(l))
 		}
 	}
 }
 
-func attnScalarBackward[T Float](dq, dk, dv, dout, q, k, v, out []T, lse []float32, b, h, t, d int, scale float64, causal bool) {
+func attnScalarBackward[T Float](dq, dk, dv, dout, q, k, v, out, lse []T, b, h, t, d int, scale float64, causal bool) {
 	delta := make([]float64, t)
 	ak := make([]float64, d)
 	av := make([]float64, d)
