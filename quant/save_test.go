@@ -174,6 +174,7 @@ func TestLoadBadFiles(t *testing.T) {
 	w := f.Tensors["resnet.fc.weight"]
 	w.DType, w.Kind, w.Data = dtype.F32, "", make([]byte, 4*len(w.Data))
 	f.Tensors["resnet.fc.weight"] = w
+	f.SetChecksums() // a file that is consistent, only of the wrong type
 	retyped := filepath.Join(dir, "retyped.safetensors")
 	if err := safetensors.WriteFile(retyped, f); err != nil {
 		t.Fatal(err)
@@ -187,6 +188,7 @@ func TestLoadBadFiles(t *testing.T) {
 	sc.Data = bytes.Clone(sc.Data)
 	sc.Data[4*3+3] |= 0x80 // the sign bit of element 3
 	f.Tensors["resnet.layer1.0.conv2.weight_scale"] = sc
+	f.SetChecksums() // as if saved so: the scale check, not the checksum, must catch it
 	negative := filepath.Join(dir, "negative.safetensors")
 	if err := safetensors.WriteFile(negative, f); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,31 @@
 // leaves out empty metadata, as the reference does for None).
 // WriteFile is atomic: a failed write leaves the old file as it was.
 //
+// # Checksums
+//
+// A file may carry a CRC-32C (Castagnoli) checksum of each tensor and of
+// its metadata, as metadata strings, so that Python's safetensors reads it
+// as any other file (its metadata stays a flat map of strings):
+//
+//	"headroom.crc32c.<tensor name>":  the CRC-32C of the tensor's type and
+//	                                  shape as text ("F32[4,3]"), then its data
+//	"headroom.crc32c.__metadata__":   the CRC-32C of the other metadata, each
+//	                                  key and value prefixed by its length
+//	                                  (see MetadataSum)
+//
+// each value 8 lower-case hexadecimal digits. File.SetChecksums computes
+// them (one pass over each tensor's Data, no copy), Encode writes them, and
+// Decode verifies them before it returns: a mismatch is a *ChecksumError
+// naming the tensor (ReadFile adds the path). A file has checksums for
+// everything or for nothing: a partial set (a tensor or the metadata
+// without one, or one for a tensor the file lacks) is an error, because a
+// tool that rewrote part of a file must not leave the rest looking
+// verified. A file without checksums — written by Python, by another tool,
+// or by headroom before they were added — decodes unverified, as before.
+// With them, every single-byte change anywhere in a file fails to decode
+// (tested byte by byte), except a padding space that becomes other JSON
+// white space, which alters nothing.
+//
 // # Element types
 //
 // Tensor.Kind is the format's name of the element type. The project's seven
@@ -62,7 +87,8 @@
 // Decode follows the reference implementation's rules (header size limit,
 // UTF-8, JSON shape, known types, sizes computed without overflow, exact
 // coverage) and is stricter in one way: a key repeated in the header is an
-// error, where the reference silently keeps the last. Decode never panics on
-// any input; a fuzz test checks that, and that whatever it accepts encodes
-// and decodes back to the same File.
+// error, where the reference silently keeps the last; and it verifies
+// checksums (above). Decode never panics on any input; a fuzz test checks
+// that, and that whatever it accepts encodes and decodes back to the same
+// File.
 package safetensors
