@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,15 +54,15 @@ func (t Tensor) Checksum() uint32 {
 // MetadataSum returns the checksum of metadata md, leaving out the keys
 // that start with ChecksumPrefix: the CRC-32C of, for each other key in
 // byte order, the key's length as an 8-byte little-endian integer, the
-// key, the value's length the same way, and the value. In Python, over the
-// UTF-8 bytes:
+// key, the value's length the same way, and the value. In Python, with md
+// the metadata less those keys:
 //
 //	crc32c(b"".join(pack("<Q", len(k)) + k + pack("<Q", len(v)) + v
-//	                for k, v in sorted(md.items())))
+//	       for k, v in sorted((k.encode(), v.encode()) for k, v in md.items())))
 func MetadataSum(md map[string]string) uint32 {
 	var crc uint32
 	var n [8]byte
-	for _, k := range sortedKeys(md) {
+	for _, k := range slices.Sorted(maps.Keys(md)) {
 		if strings.HasPrefix(k, ChecksumPrefix) {
 			continue
 		}
@@ -134,7 +135,7 @@ func verifyChecksums(f *File) error {
 	if len(f.Checksums) == 0 {
 		return nil
 	}
-	for _, name := range sortedKeys(f.Checksums) {
+	for _, name := range slices.Sorted(maps.Keys(f.Checksums)) {
 		if _, ok := f.Tensors[name]; !ok && name != MetadataKey {
 			return fmt.Errorf("metadata %q is the checksum of a tensor %q the file does not hold",
 				ChecksumPrefix+name, name)
@@ -160,13 +161,4 @@ func verifyChecksums(f *File) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }

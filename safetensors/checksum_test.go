@@ -158,7 +158,9 @@ func TestChecksumsRejects(t *testing.T) {
 	hlen := binary.LittleEndian.Uint64([]byte(good))
 	header := good[8 : 8+hlen]
 	data := good[8+hlen:]
-	sum := func(name string) string { return fmt.Sprintf(`"%s%s":"%08x"`, safetensors.ChecksumPrefix, name, checked().Checksums[name]) }
+	sum := func(name string) string {
+		return fmt.Sprintf(`"%s%s":"%08x"`, safetensors.ChecksumPrefix, name, checked().Checksums[name])
+	}
 	for _, c := range []struct{ old, new, want string }{
 		{sum("n"), `"headroom.crc32c.n":"zz"`, `want a CRC-32C as 8 lower-case hexadecimal digits`},
 		{sum("n"), `"headroom.crc32c.n":"+1234567"`, `want a CRC-32C as 8 lower-case hexadecimal digits`},

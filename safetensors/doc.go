@@ -91,4 +91,31 @@
 // checksums (above). Decode never panics on any input; a fuzz test checks
 // that, and that whatever it accepts encodes and decodes back to the same
 // File.
+//
+// # Fuzzing
+//
+// The project's readers each have a fuzz target: FuzzDecode here, FuzzLoad
+// (quant), FuzzLoadSnapshot and FuzzReadReport (train), FuzzReadCIFAR,
+// FuzzLoadText and FuzzReadIDX (data), FuzzReadTimeline (device) and
+// FuzzReadResult (bench).
+// Plain `go test` runs their seeds as tests; one fuzzes with
+//
+//	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 60s ./safetensors/
+//
+// -fuzz takes a pattern that must match one target; -run '^$' skips the
+// other tests. -fuzztime bounds the run (60s, or 100000x for a number of
+// inputs); -parallel sets the workers (default GOMAXPROCS: on a shared
+// machine, -parallel 1 leaves the other cores alone). -fuzzminimizetime
+// bounds the time spent shrinking each input that found new code (default
+// 60s); the shrinker tries removing every run of bytes, which is quadratic
+// in the input's length, and no input is fuzzed while it runs. A target
+// whose input is a whole file of a few KB and whose run takes milliseconds
+// therefore spends all its time shrinking: quant's FuzzLoad once did 29 runs
+// in 60 s and then none. The file loaders' targets take a small edit of a
+// real file instead (bytes [at, end) replaced by a patch; any file is
+// reachable), which shrinks in moments; for one with large inputs pass
+// -fuzzminimizetime 5s (or 0 to skip shrinking). The loaders' targets also
+// fuzz the file without its checksums, so the fuzzer reaches the checks
+// behind them. A failure is saved under testdata/fuzz/<target>/, where
+// plain `go test` replays it; commit it with the fix.
 package safetensors

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -143,7 +144,7 @@ func appendEntry(b []byte, name string, t Tensor, off int) ([]byte, int, error) 
 // UTF-8, no reserved key) and the checksums (complete and matching).
 func appendMetadata(b []byte, f *File) ([]byte, error) {
 	md := f.Metadata
-	for _, k := range sortedKeys(md) {
+	for _, k := range slices.Sorted(maps.Keys(md)) {
 		if v := md[k]; !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return nil, fmt.Errorf("metadata %q: %q: not valid UTF-8", k, v)
 		}
@@ -168,7 +169,7 @@ func appendMetadata(b []byte, f *File) ([]byte, error) {
 	}
 	b = appendString(b, metadataKey)
 	b = append(b, ":{"...)
-	for i, k := range sortedKeys(md) {
+	for i, k := range slices.Sorted(maps.Keys(md)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
