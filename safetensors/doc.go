@@ -96,8 +96,8 @@
 //
 // The project's readers each have a fuzz target: FuzzDecode here, FuzzLoad
 // (quant), FuzzLoadSnapshot and FuzzReadReport (train), FuzzReadCIFAR,
-// FuzzLoadText and FuzzReadIDX (data), FuzzReadTimeline (device) and
-// FuzzReadResult (bench).
+// FuzzLoadText, FuzzTextSplit and FuzzReadIDX (data), FuzzReadTimeline
+// (device) and FuzzReadResult (bench).
 // Plain `go test` runs their seeds as tests; one fuzzes with
 //
 //	go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 60s ./safetensors/
