@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
@@ -22,13 +24,82 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadResult reads what WriteJSON wrote (without the timelines).
+// ReadResult reads what WriteJSON wrote (without the timelines) and
+// checks it: no negative count, size, time or ratio; at most TrainSteps
+// skipped steps; each row's peaks fit together (train.PeakBytes.Check) and
+// its tags at the peak add up to the total (CheckHeld). An impossible file
+// is an error naming the row, the field and its value.
 func ReadResult(rd io.Reader) (*Result, error) {
 	var r Result
 	if err := json.NewDecoder(rd).Decode(&r); err != nil {
 		return nil, fmt.Errorf("bench: reading result: %w", err)
 	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("bench: reading result: %w", err)
+	}
 	return &r, nil
+}
+
+// check is ReadResult's validation.
+func (r *Result) check() error {
+	if err := nonNegative(map[string]float64{"cpus": float64(r.CPUs), "seconds": r.Seconds}); err != nil {
+		return err
+	}
+	for i, row := range r.Rows {
+		if err := row.check(); err != nil {
+			return fmt.Errorf("row %d (%s/%s): %w", i, row.Model, row.Technique, err)
+		}
+	}
+	if r.Torch == nil {
+		return nil
+	}
+	if r.Torch.Threads < 0 {
+		return fmt.Errorf("torch: threads is %d, want ≥ 0", r.Torch.Threads)
+	}
+	for i, t := range r.Torch.Rows {
+		if err := nonNegative(map[string]float64{"params": float64(t.Params), "batch": float64(t.Batch), "steps": float64(t.Steps),
+			"seconds_per_step": t.SecondsPerStep, "samples_per_sec": t.SamplesPerSec, "peak_bytes": float64(t.PeakBytes)}); err != nil {
+			return fmt.Errorf("torch row %d (%s/%s): %w", i, t.Model, t.Technique, err)
+		}
+	}
+	return nil
+}
+
+func (row *Row) check() error {
+	nums := map[string]float64{"batch": float64(row.Batch), "ranks": float64(row.Ranks), "seconds_per_step": row.SecondsPerStep,
+		"samples_per_sec": row.SamplesPerSec, "measured_step_seconds": row.MeasuredStepSeconds,
+		"train_steps": float64(row.TrainSteps), "skipped_steps": float64(row.SkippedSteps)}
+	for k, v := range row.VsPlain {
+		nums["vs_plain."+k] = v
+	}
+	if err := nonNegative(nums); err != nil {
+		return err
+	}
+	if row.SkippedSteps > row.TrainSteps {
+		return fmt.Errorf("skipped_steps %d is above train_steps %d", row.SkippedSteps, row.TrainSteps)
+	}
+	peaks := map[string]*train.PeakBytes{"peak_bytes": &row.Peak, "train_peak_bytes": &row.TrainPeak, "host_peak_bytes": row.Host}
+	for _, name := range []string{"peak_bytes", "train_peak_bytes", "host_peak_bytes"} {
+		if p := peaks[name]; p != nil {
+			if err := p.Check(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	if err := row.AtPeak.CheckHeld(); err != nil {
+		return fmt.Errorf("at_peak: %w", err)
+	}
+	return nil
+}
+
+// nonNegative names the first (by name) of nums below 0.
+func nonNegative(nums map[string]float64) error {
+	for _, k := range slices.Sorted(maps.Keys(nums)) {
+		if nums[k] < 0 {
+			return fmt.Errorf("%s is %v, want ≥ 0", k, nums[k])
+		}
+	}
+	return nil
 }
 
 // Models returns the models of the rows, in order of appearance.

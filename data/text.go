@@ -143,7 +143,8 @@ func (tx *Text) Split(valFraction float64) (train, val *Text) {
 
 // SplitSpread holds out ⌊valFraction·Len⌋ bytes for validation as
 // m = ⌈that/chunk⌉ pieces of (nearly) equal size, piece j centred in the
-// j-th of m equal stretches of the corpus, so that validation samples the
+// j-th of m equal stretches of the corpus (moved only as far as the pieces
+// need to fit when nearly all is held out), so that validation samples the
 // whole corpus rather than its end. The Go source tree sorted by path ends
 // with Unicode normalisation tables, whose last 1% a model predicts far
 // better than Go code: Split's held-out tail would flatter it. Both parts
@@ -161,7 +162,10 @@ func (tx *Text) SplitSpread(valFraction float64, chunk int) (train, val *Text) {
 	for j := range m {
 		size := v*(j+1)/m - v*j/m
 		lo, hi := n*j/m, n*(j+1)/m
-		start := lo + (hi-lo-size)/2
+		// Centred in its stretch, unless that would overlap the piece before
+		// or leave too little room for the pieces after (a piece can be
+		// longer than its stretch when nearly everything is held out).
+		start := min(max(lo+(hi-lo-size)/2, at), n-v+v*j/m)
 		tr = append(tr, tx.Bytes[at:start]...)
 		va = append(va, tx.Bytes[start:start+size]...)
 		at = start + size

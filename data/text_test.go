@@ -121,6 +121,13 @@ func TestTextSplitSpread(t *testing.T) {
 			t.Errorf("SplitSpread(%v, %d) = %q, %q; want %q, %q", c.f, c.chunk, tr.Bytes, va.Bytes, c.train, c.val)
 		}
 	}
+	// Nearly everything held out: 17 bytes in pieces of 3, 3, 4, 3, 4, the
+	// third longer than its stretch [7, 10), so the pieces shift to fit
+	// (FuzzLoadText found this panicking: slice bounds out of range).
+	long := &Text{Bytes: []byte("abcdefghijklmnopqr")}
+	if tr, va := long.SplitSpread(0.998, 4); string(tr.Bytes) != "g" || string(va.Bytes) != "abcdefhijklmnopqr" {
+		t.Errorf("SplitSpread(0.998, 4) of 18 bytes = %q, %q; want \"g\", \"abcdefhijklmnopqr\"", tr.Bytes, va.Bytes)
+	}
 	// A large corpus: the pieces cover the whole range, sizes add up, and
 	// every byte lands in exactly one part.
 	big := make([]byte, 1<<20+17)

@@ -101,13 +101,68 @@ func (t *Timeline) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadTimeline reads what WriteJSON wrote.
+// ReadTimeline reads what WriteJSON wrote and checks that a device could
+// have recorded it: a known kind and in-order Seq and times for every
+// event, no negative number, Allocated ≤ Reserved, and totals that follow
+// from the event before (alloc adds its bytes to Allocated, free subtracts
+// them, segment_alloc and segment_free do the same to Reserved, retag and
+// oom change neither; the first event's totals less its own change must
+// not be negative). An impossible file is an error naming the event, the
+// field and its value.
 func ReadTimeline(r io.Reader) (*Timeline, error) {
 	var t Timeline
 	if err := json.NewDecoder(r).Decode(&t); err != nil {
 		return nil, fmt.Errorf("device: reading timeline: %w", err)
 	}
+	if t.Capacity < 0 {
+		return nil, fmt.Errorf("device: reading timeline of %s: capacity %d is negative", t.Device, t.Capacity)
+	}
+	for i := range t.Events {
+		if err := t.checkEvent(i); err != nil {
+			return nil, fmt.Errorf("device: reading timeline of %s: event %d (%s): %w", t.Device, i, t.Events[i].Kind, err)
+		}
+	}
 	return &t, nil
+}
+
+// checkEvent checks event i against the one before it.
+func (t *Timeline) checkEvent(i int) error {
+	e := &t.Events[i]
+	var da, dr int64
+	switch e.Kind {
+	case evAlloc:
+		da = e.Bytes
+	case evFree:
+		da = -e.Bytes
+	case evSegmentAlloc:
+		dr = e.Bytes
+	case evSegmentFree:
+		dr = -e.Bytes
+	case evRetag, evOOM:
+	default:
+		return fmt.Errorf("unknown kind %q (want alloc, free, retag, segment_alloc, segment_free or oom)", e.Kind)
+	}
+	prevA, prevR, prevT := int64(0), int64(0), int64(0)
+	if i > 0 {
+		p := &t.Events[i-1]
+		prevA, prevR, prevT = p.Allocated, p.Reserved, p.T
+	}
+	switch {
+	case e.Seq != i:
+		return fmt.Errorf("seq %d, want %d (events in recording order)", e.Seq, i)
+	case e.T < prevT:
+		return fmt.Errorf("t_ns %d is before the previous event's %d", e.T, prevT)
+	case e.Bytes < 0 || e.Allocated < 0 || e.Reserved < 0:
+		return fmt.Errorf("bytes %d, allocated %d, reserved %d: want none negative", e.Bytes, e.Allocated, e.Reserved)
+	case e.Allocated > e.Reserved:
+		return fmt.Errorf("allocated %d is above reserved %d", e.Allocated, e.Reserved)
+	case i == 0 && (e.Allocated-da < 0 || e.Reserved-dr < 0):
+		return fmt.Errorf("allocated %d and reserved %d are below what %d bytes of %s need", e.Allocated, e.Reserved, e.Bytes, e.Kind)
+	case i > 0 && (e.Allocated != prevA+da || e.Reserved != prevR+dr):
+		return fmt.Errorf("allocated %d and reserved %d do not follow from the previous event's %d and %d and %d bytes of %s",
+			e.Allocated, e.Reserved, prevA, prevR, e.Bytes, e.Kind)
+	}
+	return nil
 }
 
 // Peak returns the largest Allocated value in the timeline and the index of

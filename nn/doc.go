@@ -49,7 +49,11 @@
 // # Saving
 //
 // Save and Load write and read a module's parameters and buffers, by these
-// names, as a safetensors file (see their docs).
+// names, as a safetensors file (see their docs). The file carries a CRC-32C
+// of each tensor and of the metadata ("headroom.crc32c.<name>" metadata
+// strings; safetensors.ChecksumPrefix gives the format), which every load
+// verifies before it writes anything: a flipped byte is an error naming the
+// file and the tensor. Files without checksums (Python's) load unverified.
 //
 // # Modes
 //

@@ -46,12 +46,15 @@ func stateTensors(m Module, prefix string) (map[string]*autograd.Tensor, error) 
 // Save writes every parameter and buffer of m, by full name and in its own
 // dtype, bit for bit, with the metadata meta (may be nil), to a safetensors
 // file at path, which Python opens with safetensors.torch.load_file. The
-// write is atomic (safetensors.WriteFile): if Save fails, the file that was
-// at path is unchanged. A model on a device that holds no values (meta)
-// cannot be saved.
+// file carries a CRC-32C of every tensor and of the metadata (see
+// safetensors.ChecksumPrefix), which Load verifies. The write is atomic
+// (safetensors.WriteFile): if Save fails, the file that was at path is
+// unchanged. A model on a device that holds no values (meta) cannot be
+// saved. Metadata keys may not start with safetensors.ChecksumPrefix.
 //
-// Memory: Save copies the tensors to the Go heap once (the file's size);
-// Load reads the whole file into it. Neither allocates device memory for
+// Memory: Save copies the tensors to the Go heap once (the file's size)
+// and computes the checksums from that copy; Load reads the whole file
+// into it. Neither allocates device memory for
 // tensors that cover their storage block, as parameters do; a strided view
 // goes through a device workspace copy of its size, released at once.
 func Save(path string, m Module, meta map[string]string) error {
@@ -64,10 +67,13 @@ func Save(path string, m Module, meta map[string]string) error {
 
 // Load reads the file at path, written by Save or by any safetensors
 // writer, into m's parameters and buffers and returns the file's metadata
-// (never nil). The file must hold exactly m's names, each with m's dtype
-// and shape; otherwise Load returns an error listing every missing,
-// unexpected and mismatched tensor and changes nothing. A file that cannot
-// be read or decoded changes nothing either.
+// (never nil; without the checksum keys). The file must hold exactly m's
+// names, each with m's dtype and shape; otherwise Load returns an error
+// listing every missing, unexpected and mismatched tensor and changes
+// nothing. A file that cannot be read or decoded, or whose checksums do not
+// match (an error naming the file and the tensor), changes nothing either.
+// A file without checksums (from Python, or saved before headroom wrote
+// them) loads unverified.
 func Load(path string, m Module) (map[string]string, error) {
 	ts, err := stateTensors(m, "")
 	if err != nil {
@@ -84,9 +90,10 @@ func Load(path string, m Module) (map[string]string, error) {
 }
 
 // WriteTensors writes ts, by name and each in its own dtype, with the
-// metadata meta (may be nil), to a safetensors file at path, atomically (a
-// failure leaves the old file unchanged). The tensors are laid out as
-// Python's safetensors writer lays them out (safetensors.File.Sort).
+// metadata meta (may be nil) and the checksums of both, to a safetensors
+// file at path, atomically (a failure leaves the old file unchanged). The
+// tensors are laid out as Python's safetensors writer lays them out
+// (safetensors.File.Sort).
 //
 // With distinct prefixes, one file holds several parts (a model, its
 // optimizer's state) that resume all or nothing:
@@ -105,7 +112,9 @@ func WriteTensors(path string, ts map[string]*autograd.Tensor, meta map[string]s
 	return writeTensors("nn.WriteTensors", path, ts, meta)
 }
 
-// ReadTensors reads and checks a safetensors file, for AssignTensors.
+// ReadTensors reads and checks a safetensors file, for AssignTensors: its
+// layout and, when it has them, its checksums (a mismatch is an error
+// naming the file and the tensor, wrapping a *safetensors.ChecksumError).
 func ReadTensors(path string) (*safetensors.File, error) {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -156,6 +165,7 @@ func writeTensors(op, path string, ts map[string]*autograd.Tensor, meta map[stri
 		f.Tensors[name] = safetensors.Tensor{DType: t.DType(), Shape: t.Shape(), Data: data}
 	}
 	f.Sort()
+	f.SetChecksums()
 	if err := safetensors.WriteFile(path, f); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}

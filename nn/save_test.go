@@ -245,6 +245,58 @@ func TestLoadCorruptFile(t *testing.T) {
 	nn.Release(src)
 }
 
+// A byte flipped in a tensor's data fails Load with a checksum error
+// naming the file and the tensor, and the model is left as it was; the
+// same file without checksums, as Python writes it, loads unverified.
+// (TestChecksumsCatchEveryByteChange in safetensors and
+// TestLoadSnapshotFlippedBytes in train flip every byte of a file.)
+func TestLoadFlippedByte(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	src := mlp(dev, dtype.F32, 1, 4, 8, 3, true)
+	defer nn.Release(src)
+	if err := nn.Save(good, src, map[string]string{"note": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(good)
+	f, err := safetensors.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := f.Names[len(f.Names)-1] // the tensor whose data ends the file
+	c := bytes.Clone(b)             // f's tensors point into b
+	c[len(c)-2] ^= 0x10
+	path := filepath.Join(dir, "flipped.safetensors")
+	if err := os.WriteFile(path, c, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := mlp(dev, dtype.F32, 2, 4, 8, 3, true)
+	defer nn.Release(dst)
+	before := snap(dst)
+	_, err = nn.Load(path, dst)
+	var ce *safetensors.ChecksumError
+	if !errors.As(err, &ce) || ce.Tensor != last || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("tensor %q", last)) {
+		t.Errorf("Load of a flipped byte in %q: %v, want a checksum error naming %s and the tensor", last, err, path)
+	}
+	if d := before.same(snap(dst)); d != "" {
+		t.Errorf("a failed Load changed the model: %s", d)
+	}
+	t.Logf("%v", err)
+	f.Checksums = nil
+	if err := safetensors.WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nn.Load(path, dst); err != nil {
+		t.Fatalf("a file without checksums: Load error %v", err)
+	}
+	for n, d := range snap(src).data {
+		if !bytes.Equal(snap(dst).data[n], d) {
+			t.Errorf("a file without checksums: %s differs after Load", n)
+		}
+	}
+}
+
 // badModule lists params with the names it is given.
 type badModule []nn.Param
 

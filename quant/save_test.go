@@ -174,6 +174,7 @@ func TestLoadBadFiles(t *testing.T) {
 	w := f.Tensors["resnet.fc.weight"]
 	w.DType, w.Kind, w.Data = dtype.F32, "", make([]byte, 4*len(w.Data))
 	f.Tensors["resnet.fc.weight"] = w
+	f.SetChecksums() // a file that is consistent, only of the wrong type
 	retyped := filepath.Join(dir, "retyped.safetensors")
 	if err := safetensors.WriteFile(retyped, f); err != nil {
 		t.Fatal(err)
@@ -187,6 +188,7 @@ func TestLoadBadFiles(t *testing.T) {
 	sc.Data = bytes.Clone(sc.Data)
 	sc.Data[4*3+3] |= 0x80 // the sign bit of element 3
 	f.Tensors["resnet.layer1.0.conv2.weight_scale"] = sc
+	f.SetChecksums() // as if saved so: the scale check, not the checksum, must catch it
 	negative := filepath.Join(dir, "negative.safetensors")
 	if err := safetensors.WriteFile(negative, f); err != nil {
 		t.Fatal(err)
@@ -293,9 +295,13 @@ func TestConvertedModelCannotTrain(t *testing.T) {
 	}
 }
 
-// FuzzLoad loads arbitrary bytes into a converted model: Load never
-// panics, and when it fails the model is unchanged. The seeds are a good
-// file and damaged copies of it.
+// FuzzLoad loads edited model files into a converted model: Load never
+// panics, and when it fails the model is unchanged. The input is an edit of
+// a good file (bytes [at, end) replaced by patch), with its checksums or
+// without them, so that the fuzzer gets past the checksums to the checks
+// behind them; and an input of a few bytes, not a whole file, keeps the
+// fuzzer's minimisation of each new input quick (see the safetensors
+// package documentation, Fuzzing).
 func FuzzLoad(f *testing.F) {
 	dev := cpu.New(0, device.Options{})
 	r, err := nn.NewResNet(nn.NewBuilder(dev, dtype.F32, 1), "resnet", nn.ResNetConfig{Blocks: []int{1}, Widths: []int{4}, Stem: "small", InChannels: 1, Classes: 3})
@@ -308,25 +314,41 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	dir := f.TempDir()
-	good := filepath.Join(dir, "good.safetensors")
-	if err := quant.Save(good, q, nil); err != nil {
+	path := filepath.Join(dir, "f.safetensors")
+	if err := quant.Save(path, q, nil); err != nil {
 		f.Fatal(err)
 	}
-	data, err := os.ReadFile(good)
+	good, err := os.ReadFile(path)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(data)
-	f.Add(data[:len(data)-1])
-	f.Add(append(bytes.Clone(data[:8]), '{', '}'))
-	f.Add([]byte{})
+	st, err := safetensors.Decode(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st.Checksums = nil
+	var plain bytes.Buffer
+	if err := safetensors.Encode(&plain, st); err != nil {
+		f.Fatal(err)
+	}
+	n := uint16(len(good))
+	f.Add(false, uint16(0), uint16(0), []byte{})
+	f.Add(true, uint16(0), uint16(0), []byte{})
+	f.Add(false, n-1, uint16(1), []byte{})
+	f.Add(true, uint16(8), uint16(2), []byte("[]"))
+	f.Add(false, uint16(0), n, []byte{})
 	before := snapshot(q)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(t.TempDir(), "f.safetensors")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+	f.Fuzz(func(t *testing.T, unverified bool, at, end uint16, patch []byte) {
+		base := good
+		if unverified {
+			base = plain.Bytes()
+		}
+		a := int(at) % (len(base) + 1)
+		e := a + int(end)%(len(base)+1-a)
+		if err := os.WriteFile(path, slices.Concat(base[:a], patch, base[e:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := quant.Load(p, q); err != nil {
+		if _, err := quant.Load(path, q); err != nil {
 			if !sameSnapshot(snapshot(q), before) {
 				t.Fatalf("a failed Load changed the model: %v", err)
 			}

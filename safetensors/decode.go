@@ -34,10 +34,17 @@ type entry struct {
 // (the reference keeps the last). Unknown fields of a tensor object are
 // ignored, as the reference ignores them. Every error names what is wrong.
 //
+// Checksums (metadata keys starting with ChecksumPrefix) are verified
+// before Decode returns: when the file has any, it must have one for every
+// tensor and one for the metadata, and each must match the bytes; a
+// mismatch is a *ChecksumError naming the tensor. A file without checksums
+// (written by Python or by headroom before version 13) decodes unverified.
+//
 // The returned File lists Names in the order of the tensors' data (ties,
 // possible only between empty tensors, keep the header's order); its
 // Tensors carry both Kind and, where the project has one, DType; its
-// Metadata is never nil.
+// Metadata is never nil and holds no checksum keys: those are in
+// Checksums, which is nil for a file without them.
 func Decode(b []byte) (*File, error) {
 	f, err := decode(b)
 	if err != nil {
@@ -93,6 +100,12 @@ func decode(b []byte) (*File, error) {
 	if pos != uint64(len(data)) {
 		return nil, fmt.Errorf("the tensors cover %d bytes, but %d bytes follow the header (%d unaccounted for)",
 			pos, len(data), uint64(len(data))-pos)
+	}
+	if err := splitChecksums(f); err != nil {
+		return nil, err
+	}
+	if err := verifyChecksums(f); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,7 +24,11 @@ import (
 // every key of f.Tensors exactly once, names and metadata must be valid
 // UTF-8, no tensor may be named "__metadata__", each tensor's type must be
 // known (see Tensor) and len(Data) must equal the size its shape and type
-// give. An error from w is returned as is, wrapped.
+// give; no metadata key may start with ChecksumPrefix; and f.Checksums,
+// when not empty, must hold a checksum for every tensor and the metadata
+// and nothing else, each matching (see File.SetChecksums). The checksums
+// are written into the metadata, sorted with its other keys. An error from
+// w is returned as is, wrapped.
 func Encode(w io.Writer, f *File) error {
 	h, err := header(f)
 	if err != nil {
@@ -61,29 +67,7 @@ func header(f *File) ([]byte, error) {
 		return nil, fmt.Errorf("Names lists %d names but Tensors holds %d tensors (File.Sort sets Names)",
 			len(f.Names), len(f.Tensors))
 	}
-	b := []byte{'{'}
-	if len(f.Metadata) > 0 {
-		b = appendString(b, metadataKey)
-		b = append(b, ":{"...)
-		keys := make([]string, 0, len(f.Metadata))
-		for k := range f.Metadata {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			v := f.Metadata[k]
-			if !utf8.ValidString(k) || !utf8.ValidString(v) {
-				return nil, fmt.Errorf("metadata %q: %q: not valid UTF-8", k, v)
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, v)
-		}
-		b = append(b, '}')
-	}
+	var ts []byte
 	seen := make(map[string]bool, len(f.Names))
 	off := 0
 	for i, name := range f.Names {
@@ -99,39 +83,19 @@ func header(f *File) ([]byte, error) {
 			return nil, fmt.Errorf("tensor name %q is not valid UTF-8", name)
 		}
 		seen[name] = true
-		k, _, err := t.resolve()
-		if err != nil {
+		var err error
+		if ts, off, err = appendEntry(ts, name, t, off); err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
-		n, err := numBytes(t.Shape, k)
-		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", name, err)
-		}
-		if len(t.Data) != n {
-			return nil, fmt.Errorf("tensor %q: %d bytes of data, but shape %v of %s needs %d",
-				name, len(t.Data), t.Shape, k.name, n)
-		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = appendString(b, name)
-		b = append(b, `:{"dtype":`...)
-		b = appendString(b, k.name)
-		b = append(b, `,"shape":[`...)
-		for j, d := range t.Shape {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(d), 10)
-		}
-		b = append(b, `],"data_offsets":[`...)
-		b = strconv.AppendInt(b, int64(off), 10)
-		b = append(b, ',')
-		off += n
-		b = strconv.AppendInt(b, int64(off), 10)
-		b = append(b, "]}"...)
 	}
-	b = append(b, '}')
+	b, err := appendMetadata([]byte{'{'}, f)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 1 && len(ts) > 0 {
+		b = append(b, ',')
+	}
+	b = append(append(b, ts...), '}')
 	for len(b)%8 != 0 {
 		b = append(b, ' ')
 	}
@@ -139,6 +103,81 @@ func header(f *File) ([]byte, error) {
 		return nil, fmt.Errorf("header of %d bytes is over the limit of %d", len(b), MaxHeaderSize)
 	}
 	return b, nil
+}
+
+// appendEntry appends tensor t's header member, its data starting at byte
+// off of the data part, and returns where the next tensor starts.
+func appendEntry(b []byte, name string, t Tensor, off int) ([]byte, int, error) {
+	k, _, err := t.resolve()
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := numBytes(t.Shape, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(t.Data) != n {
+		return nil, 0, fmt.Errorf("%d bytes of data, but shape %v of %s needs %d", len(t.Data), t.Shape, k.name, n)
+	}
+	if len(b) > 0 {
+		b = append(b, ',')
+	}
+	b = appendString(b, name)
+	b = append(b, `:{"dtype":`...)
+	b = appendString(b, k.name)
+	b = append(b, `,"shape":[`...)
+	for j, d := range t.Shape {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(d), 10)
+	}
+	b = append(b, `],"data_offsets":[`...)
+	b = strconv.AppendInt(b, int64(off), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(off+n), 10)
+	return append(b, "]}"...), off + n, nil
+}
+
+// appendMetadata appends the "__metadata__" member for f's metadata and
+// checksums, when there are any, keys sorted. It checks the metadata (valid
+// UTF-8, no reserved key) and the checksums (complete and matching).
+func appendMetadata(b []byte, f *File) ([]byte, error) {
+	md := f.Metadata
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		if v := md[k]; !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return nil, fmt.Errorf("metadata %q: %q: not valid UTF-8", k, v)
+		}
+		if strings.HasPrefix(k, ChecksumPrefix) {
+			return nil, fmt.Errorf("metadata key %q: the prefix %q is reserved for File.Checksums", k, ChecksumPrefix)
+		}
+	}
+	if len(f.Checksums) > 0 {
+		if err := verifyChecksums(f); err != nil {
+			return nil, fmt.Errorf("%w (call File.SetChecksums after changing the data or metadata)", err)
+		}
+		md = maps.Clone(md)
+		if md == nil {
+			md = map[string]string{}
+		}
+		for name, sum := range f.Checksums {
+			md[ChecksumPrefix+name] = fmt.Sprintf("%08x", sum)
+		}
+	}
+	if len(md) == 0 {
+		return b, nil
+	}
+	b = appendString(b, metadataKey)
+	b = append(b, ":{"...)
+	for i, k := range slices.Sorted(maps.Keys(md)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, md[k])
+	}
+	return append(b, '}'), nil
 }
 
 // appendString appends s as a JSON string escaped the way serde_json

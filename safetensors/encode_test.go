@@ -3,6 +3,7 @@ package safetensors_test
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ func diff(a, b *safetensors.File) string {
 		if w, ok := b.Metadata[k]; !ok || w != v {
 			return "metadata " + k
 		}
+	}
+	if !maps.Equal(a.Checksums, b.Checksums) {
+		return "checksums differ"
 	}
 	return ""
 }

@@ -43,8 +43,16 @@ type File struct {
 	Tensors map[string]Tensor
 	// Metadata is the header's free-form "__metadata__" object. Decode
 	// returns an empty map when the file has none; Encode writes it only
-	// when it is not empty, with keys sorted.
+	// when it is not empty, with keys sorted. Keys starting with
+	// ChecksumPrefix are reserved for Checksums.
 	Metadata map[string]string
+	// Checksums maps each tensor's name, and MetadataChecksum, to the
+	// CRC-32C of its bytes (see ChecksumPrefix). Decode sets it from the
+	// header after verifying every one, or leaves it nil when the file has
+	// none. Encode writes it into the metadata when it is not empty, after
+	// checking that it covers every tensor and the metadata and that each
+	// value matches the bytes (SetChecksums fills it in).
+	Checksums map[string]uint32
 }
 
 // resolve returns the kind of t and its rank in kinds.

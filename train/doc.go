@@ -43,4 +43,10 @@
 // may change freely. A snapshot past the run's last step is refused; one
 // at the last step resumes a finished run to evaluate or quantize it,
 // with no step trained. The run prints "resumed from step N of M".
+//
+// Snapshots are safetensors files with a CRC-32C per tensor and of the
+// metadata (see package safetensors, Checksums): LoadSnapshot refuses a
+// corrupt one, naming the tensor, before it changes the model or the
+// optimizer. ReadReport reads a run report back and refuses one whose
+// numbers no run writes (Report.Check, PeakBytes.Check, CheckStats).
 package train

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -61,6 +62,175 @@ func Peaks(st device.Stats) PeakBytes {
 		Optimizer: p(device.Optimizer), Activation: p(device.Activation), Workspace: p(device.Workspace),
 		Communication: p(device.Communication), Other: p(device.Other),
 	}
+}
+
+// ReadReport reads a report that Write wrote and checks it (see
+// Report.Check): a file with impossible numbers is refused with an error
+// naming the field and its value, rather than summarized.
+func ReadReport(rd io.Reader) (*Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("reading a report: %w", err)
+	}
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("reading a report: %w", err)
+	}
+	return &r, nil
+}
+
+// Check reports the first number of r that no run can have written: a
+// negative count, size, time or rate; peaks that do not fit together (see
+// PeakBytes.Check); or statistics whose counters contradict each other
+// (see CheckStats).
+func (r *Report) Check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"params", float64(r.Params)}, {"steps", float64(r.Steps)}, {"capacity_bytes", float64(r.CapacityBytes)},
+		{"samples_per_sec", r.SamplesPerSec}, {"seconds", r.Seconds}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s is %v, want ≥ 0", f.name, f.v)
+		}
+	}
+	if err := r.PeakBytes.Check(); err != nil {
+		return fmt.Errorf("peak_bytes: %w", err)
+	}
+	if err := CheckStats(r.Stats); err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	return nil
+}
+
+// Check reports the first field of p that cannot be a set of peaks: a
+// negative one, a tag's peak above the total's (a tag never holds more
+// than all tags together), or a total above the sum of the tags' peaks
+// (at the total's peak the tags held all of it).
+func (p PeakBytes) Check() error {
+	if p.Total < 0 {
+		return fmt.Errorf("total is %d, want ≥ 0", p.Total)
+	}
+	tags := p.tags()
+	var sum int64
+	for i, n := range tags {
+		name := device.Tag(i).String()
+		switch {
+		case n < 0:
+			return fmt.Errorf("%s is %d, want ≥ 0", name, n)
+		case n > p.Total:
+			return fmt.Errorf("%s is %d, above the total %d", name, n, p.Total)
+		}
+		sum += n
+	}
+	if p.Total > sum {
+		return fmt.Errorf("total %d is above the %d bytes of the tags' peaks together", p.Total, sum)
+	}
+	return nil
+}
+
+// CheckHeld checks p as what each tag held at one moment (the total's
+// peak): Check's rules, and the tags add up to the total.
+func (p PeakBytes) CheckHeld() error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	var sum int64
+	for _, n := range p.tags() {
+		sum += n
+	}
+	if sum != p.Total {
+		return fmt.Errorf("the tags hold %d bytes together, not the total %d", sum, p.Total)
+	}
+	return nil
+}
+
+// tags lists p's tag fields in device.Tags order.
+func (p PeakBytes) tags() [device.NumTags]int64 {
+	return [device.NumTags]int64{p.Parameter, p.Gradient, p.Optimizer, p.Activation, p.Workspace, p.Communication, p.Other}
+}
+
+// CheckStats reports the first counter of st that a device cannot have
+// produced: any negative number; a counter whose current value is above its
+// peak, whose peak is above all it ever allocated, or whose allocated minus
+// freed bytes is not its current value, or that freed more often than it
+// allocated; tags whose current bytes do not add up to the requested
+// total, or whose bytes at the peak do not add up to the requested peak or
+// exceed their own peak; or levels out of order (requested ≤ allocated ≤
+// reserved, now and at the peak).
+func CheckStats(st device.Stats) error {
+	counters := []struct {
+		name string
+		c    device.Counter
+	}{{"requested", st.Requested}, {"allocated", st.Allocated}, {"reserved", st.Reserved}}
+	for _, t := range device.Tags() {
+		counters = append(counters, struct {
+			name string
+			c    device.Counter
+		}{"by_tag." + t.String(), st.ByTag[t]})
+	}
+	for _, c := range counters {
+		if err := checkCounter(c.c); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"capacity", st.Capacity}, {"segments", int64(st.Segments)}, {"largest_free", st.LargestFree},
+		{"ooms", st.OOMs}, {"cache_flushes", st.CacheFlushes}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s is %d, want ≥ 0", f.name, f.v)
+		}
+	}
+	return checkLevels(st)
+}
+
+// checkLevels checks how st's counters relate to each other.
+func checkLevels(st device.Stats) error {
+	var cur, held int64
+	for _, t := range device.Tags() {
+		cur += st.ByTag[t].Current
+		held += st.AtPeak[t]
+		if n := st.AtPeak[t]; n < 0 || n > st.ByTag[t].Peak {
+			return fmt.Errorf("at_peak.%s is %d, want 0 to its own peak %d", t, n, st.ByTag[t].Peak)
+		}
+	}
+	r, a, v := st.Requested, st.Allocated, st.Reserved
+	switch {
+	case cur != r.Current:
+		return fmt.Errorf("the tags' current bytes add up to %d, not requested.current %d", cur, r.Current)
+	case held != r.Peak:
+		return fmt.Errorf("at_peak adds up to %d, not requested.peak %d", held, r.Peak)
+	case r.Current > a.Current || a.Current > v.Current:
+		return fmt.Errorf("current bytes: requested %d, allocated %d, reserved %d; want them in that order, each ≤ the next", r.Current, a.Current, v.Current)
+	case r.Peak > a.Peak || a.Peak > v.Peak:
+		return fmt.Errorf("peaks: requested %d, allocated %d, reserved %d; want them in that order, each ≤ the next", r.Peak, a.Peak, v.Peak)
+	case st.LargestFree > v.Current-a.Current:
+		return fmt.Errorf("largest_free %d is above the %d cached free bytes (reserved − allocated)", st.LargestFree, v.Current-a.Current)
+	}
+	return nil
+}
+
+// checkCounter checks one counter's own invariants.
+func checkCounter(c device.Counter) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"current", c.Current}, {"peak", c.Peak}, {"allocated", c.Allocated}, {"freed", c.Freed}, {"allocs", c.Allocs}, {"frees", c.Frees}} {
+		if f.v < 0 {
+			return fmt.Errorf("%s is %d, want ≥ 0", f.name, f.v)
+		}
+	}
+	switch {
+	case c.Current > c.Peak:
+		return fmt.Errorf("current %d is above peak %d", c.Current, c.Peak)
+	case c.Peak > c.Allocated:
+		return fmt.Errorf("peak %d is above the %d bytes ever allocated", c.Peak, c.Allocated)
+	case c.Allocated-c.Freed != c.Current:
+		return fmt.Errorf("allocated %d − freed %d = %d, not current %d", c.Allocated, c.Freed, c.Allocated-c.Freed, c.Current)
+	case c.Frees > c.Allocs:
+		return fmt.Errorf("%d frees of %d allocations", c.Frees, c.Allocs)
+	}
+	return nil
 }
 
 // Write writes the report as indented JSON, atomically (temporary file and

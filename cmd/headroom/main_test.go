@@ -330,6 +330,30 @@ func TestSummaryReport(t *testing.T) {
 	}
 }
 
+// TestSummaryRefusesImpossibleFiles: a report, a timeline and a bench.json
+// holding a number no run writes are refused with an error (exit 1) that
+// names the file, the field and the value, and nothing is summarized.
+func TestSummaryRefusesImpossibleFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ body, want string }{
+		"report.json": {`{"example":"resnet","peak_bytes":{"total":0},"stats":{"ooms":-1}}`, "stats: ooms is -1, want ≥ 0"},
+		"timeline.json": {`{"device":"cpu:0","events":[{"kind":"alloc","seq":0,"bytes":-5,"allocated":0,"reserved":0,"tag":"other"}]}`,
+			"event 0 (alloc): bytes -5"},
+		"bench.json": {`{"mode":"tiny","rows":[{"model":"resnet","technique":"plain","peak_bytes":{"total":-3}}]}`,
+			"row 0 (resnet/plain): peak_bytes: total is -3, want ≥ 0"},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := call("summary", p)
+		if code != 1 || out != "" || !strings.Contains(errs, p) || !strings.Contains(errs, c.want) {
+			t.Errorf("summary %s: exit %d, stdout %q, stderr %q; want 1, nothing, and an error naming the file and saying %q", name, code, out, errs, c.want)
+		}
+		t.Logf("%s", errs)
+	}
+}
+
 // TestSummaryTimeline writes a timeline and summarizes and draws it.
 func TestSummaryTimeline(t *testing.T) {
 	dev := cpu.New(0, device.Options{})

@@ -58,7 +58,7 @@ func cmdSummary(args []string, stdout, stderr io.Writer) error {
 	case has("rows") && has("mode"):
 		res, err := bench.ReadResult(bytes.NewReader(data))
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if *asJSON {
 			return writeJSON(stdout, res)
@@ -66,11 +66,11 @@ func cmdSummary(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, res.Markdown())
 		return nil
 	case has("peak_bytes") && has("stats"):
-		var r train.Report
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("reading the report %s: %w", path, err)
+		r, err := train.ReadReport(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		return summarizeReport(&r, *asJSON, stdout)
+		return summarizeReport(r, *asJSON, stdout)
 	}
 	return train.Usagef("%s is neither a run report (--report), a memory timeline nor a bench.json", path)
 }
@@ -97,28 +97,20 @@ func summarizeTimeline(path string, data []byte, around int, png, x string, asJS
 	return nil
 }
 
-// reportSummary is summary --json of a run report.
+// reportSummary is summary --json of a run report: the report's own
+// fields, and what summary derives from them.
 type reportSummary struct {
-	Kind          string            `json:"kind"`
-	Example       string            `json:"example"`
-	Model         string            `json:"model"`
-	Params        int64             `json:"params"`
-	Steps         int               `json:"steps"`
-	FinalLoss     float64           `json:"final_loss"`
-	Eval          float64           `json:"eval"`
-	EvalMetric    string            `json:"eval_metric"`
-	SamplesPerSec float64           `json:"samples_per_sec"`
-	Seconds       float64           `json:"seconds"`
-	Capacity      int64             `json:"capacity_bytes"`
-	Techniques    map[string]string `json:"techniques"`
-	PeakBytes     train.PeakBytes   `json:"peak_bytes"`
-	AtPeak        map[string]int64  `json:"at_peak"`
+	Kind string `json:"kind"`
+	*train.Report
+	// Techniques are the technique flags the run set away from their
+	// defaults; AtPeak what each tag held at the total's peak (non-zero
+	// tags only).
+	Techniques map[string]string `json:"techniques"`
+	AtPeak     map[string]int64  `json:"at_peak"`
 }
 
 func summarizeReport(r *train.Report, asJSON bool, stdout io.Writer) error {
-	s := reportSummary{Kind: "report", Example: r.Example, Model: r.Model, Params: r.Params, Steps: r.Steps,
-		FinalLoss: r.FinalLoss, Eval: r.Eval, EvalMetric: r.EvalMetric, SamplesPerSec: r.SamplesPerSec, Seconds: r.Seconds,
-		Capacity: r.CapacityBytes, Techniques: techniqueFlags(r.Flags), PeakBytes: r.PeakBytes, AtPeak: map[string]int64{}}
+	s := reportSummary{Kind: "report", Report: r, Techniques: techniqueFlags(r.Flags), AtPeak: map[string]int64{}}
 	for _, t := range device.Tags() {
 		if n := r.Stats.AtPeak[t]; n > 0 {
 			s.AtPeak[t.String()] = n
