@@ -78,6 +78,9 @@ func (c *Config) check() error {
 		train.Want(c.Sample == 0 || c.Prompt != "", "prompt", `""`, "at least one byte to start --sample's text"),
 		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
 		train.Want(c.Clip >= 0 && train.Finite(c.Clip), "clip", c.Clip, "a finite gradient-norm limit ≥ 0 (0: no clipping)"),
+		// A batch's windows and targets, int64 each, are built on the host
+		// (validation batches take --batch whole).
+		train.FitsHost("batch", c.Batch, 16*float64(c.Batch)*float64(c.Context)),
 	)
 }
 
