@@ -161,7 +161,7 @@ func TestEpochs(t *testing.T) {
 func TestBadFlagsAreRefusedFirst(t *testing.T) {
 	own := []traintest.Refusal{
 		traintest.Refuse("--context 0", "--context 0: want a context of ≥ 1 bytes"),
-		traintest.Refuse("--batch 100000000", "--batch 100000000: its host buffers need 95.37 GiB, more than this machine"),
+		traintest.Refuse("--batch 1000000000000", "--batch 1000000000000: its host buffers need"),
 		traintest.Refuse("--context -3", "--context -3: want a context"),
 		traintest.Refuse("--layers 0", "--layers 0: want ≥ 1 transformer blocks"),
 		traintest.Refuse("--width 0", "--width 0: want a model width ≥ 1"),
