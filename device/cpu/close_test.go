@@ -41,12 +41,12 @@ func allocResident(t *testing.T, d *device.Device, n int64) *device.Block {
 	return b
 }
 
-// TestCloseGivesMemoryBack makes and drops 100 devices, each with a 32 MiB
+// TestCloseGivesMemoryBack makes and drops 100 devices, each with an 8 MiB
 // block written to (so that its pages are resident) and released: the
 // process's RSS stays bounded because Close unmaps the cached segments.
-// Without Close the 100 devices would keep 3.2 GiB resident.
+// Without Close the 100 devices would keep 800 MiB resident.
 func TestCloseGivesMemoryBack(t *testing.T) {
-	const n, size = 100, 32 << 20
+	const n, size = 100, 8 << 20
 	before := rss(t)
 	for i := range n {
 		d := cpu.New(i, device.Options{})
