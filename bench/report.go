@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
@@ -42,7 +40,7 @@ func ReadResult(rd io.Reader) (*Result, error) {
 
 // check is ReadResult's validation.
 func (r *Result) check() error {
-	if err := nonNegative(map[string]float64{"cpus": float64(r.CPUs), "seconds": r.Seconds}); err != nil {
+	if err := train.NonNegative(map[string]float64{"cpus": float64(r.CPUs), "seconds": r.Seconds}); err != nil {
 		return err
 	}
 	for i, row := range r.Rows {
@@ -57,7 +55,7 @@ func (r *Result) check() error {
 		return fmt.Errorf("torch: threads is %d, want ≥ 0", r.Torch.Threads)
 	}
 	for i, t := range r.Torch.Rows {
-		if err := nonNegative(map[string]float64{"params": float64(t.Params), "batch": float64(t.Batch), "steps": float64(t.Steps),
+		if err := train.NonNegative(map[string]float64{"params": float64(t.Params), "batch": float64(t.Batch), "steps": float64(t.Steps),
 			"seconds_per_step": t.SecondsPerStep, "samples_per_sec": t.SamplesPerSec, "peak_bytes": float64(t.PeakBytes)}); err != nil {
 			return fmt.Errorf("torch row %d (%s/%s): %w", i, t.Model, t.Technique, err)
 		}
@@ -72,7 +70,7 @@ func (row *Row) check() error {
 	for k, v := range row.VsPlain {
 		nums["vs_plain."+k] = v
 	}
-	if err := nonNegative(nums); err != nil {
+	if err := train.NonNegative(nums); err != nil {
 		return err
 	}
 	if row.SkippedSteps > row.TrainSteps {
@@ -88,16 +86,6 @@ func (row *Row) check() error {
 	}
 	if err := row.AtPeak.CheckHeld(); err != nil {
 		return fmt.Errorf("at_peak: %w", err)
-	}
-	return nil
-}
-
-// nonNegative names the first (by name) of nums below 0.
-func nonNegative(nums map[string]float64) error {
-	for _, k := range slices.Sorted(maps.Keys(nums)) {
-		if nums[k] < 0 {
-			return fmt.Errorf("%s is %v, want ≥ 0", k, nums[k])
-		}
 	}
 	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
@@ -83,20 +85,27 @@ func ReadReport(rd io.Reader) (*Report, error) {
 // PeakBytes.Check); or statistics whose counters contradict each other
 // (see CheckStats).
 func (r *Report) Check() error {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"params", float64(r.Params)}, {"steps", float64(r.Steps)}, {"capacity_bytes", float64(r.CapacityBytes)},
-		{"samples_per_sec", r.SamplesPerSec}, {"seconds", r.Seconds}} {
-		if f.v < 0 {
-			return fmt.Errorf("%s is %v, want ≥ 0", f.name, f.v)
-		}
+	if err := NonNegative(map[string]float64{"params": float64(r.Params), "steps": float64(r.Steps),
+		"capacity_bytes": float64(r.CapacityBytes), "samples_per_sec": r.SamplesPerSec, "seconds": r.Seconds}); err != nil {
+		return err
 	}
 	if err := r.PeakBytes.Check(); err != nil {
 		return fmt.Errorf("peak_bytes: %w", err)
 	}
 	if err := CheckStats(r.Stats); err != nil {
 		return fmt.Errorf("stats: %w", err)
+	}
+	return nil
+}
+
+// NonNegative returns an error naming the first (in name order) of nums
+// below zero, "name is v, want ≥ 0"; nil when none is. The readers of
+// reports and bench results use it.
+func NonNegative(nums map[string]float64) error {
+	for _, k := range slices.Sorted(maps.Keys(nums)) {
+		if nums[k] < 0 {
+			return fmt.Errorf("%s is %v, want ≥ 0", k, nums[k])
+		}
 	}
 	return nil
 }
