@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"unicode/utf8"
 )
 
 // entry is one tensor as the header describes it.
@@ -58,24 +57,10 @@ func decode(b []byte) (*File, error) {
 		return nil, fmt.Errorf("file of %d bytes is too short for the 8-byte header length", len(b))
 	}
 	n := binary.LittleEndian.Uint64(b)
-	if n > MaxHeaderSize {
-		return nil, fmt.Errorf("header length %d is over the limit of %d (not a safetensors file?)", n, MaxHeaderSize)
-	}
-	if n > uint64(len(b)-8) {
-		return nil, fmt.Errorf("header length %d runs past the end of the %d-byte file (truncated?)", n, len(b))
+	if err := checkHeaderLength(n, int64(len(b))); err != nil {
+		return nil, err
 	}
 	h, data := b[8:8+n], b[8+n:]
-	if !utf8.Valid(h) {
-		bad := 0
-		for bad < len(h) {
-			r, size := utf8.DecodeRune(h[bad:])
-			if r == utf8.RuneError && size <= 1 {
-				break
-			}
-			bad += size
-		}
-		return nil, fmt.Errorf("header is not valid UTF-8 (bad byte at header offset %d)", bad)
-	}
 	es, meta, err := parseHeader(h)
 	if err != nil {
 		return nil, err
@@ -108,6 +93,18 @@ func decode(b []byte) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkHeaderLength checks the header length n that a file of size bytes
+// gives in its first 8 bytes.
+func checkHeaderLength(n uint64, size int64) error {
+	if n > MaxHeaderSize {
+		return fmt.Errorf("header length %d is over the limit of %d (not a safetensors file?)", n, MaxHeaderSize)
+	}
+	if n > uint64(size-8) {
+		return fmt.Errorf("header length %d runs past the end of the %d-byte file (truncated?)", n, size)
+	}
+	return nil
 }
 
 // checkEntry checks one tensor, given whether it is the first, where the

@@ -54,7 +54,9 @@
 // each value 8 lower-case hexadecimal digits. File.SetChecksums computes
 // them (one pass over each tensor's Data, no copy), Encode writes them, and
 // Decode verifies them before it returns: a mismatch is a *ChecksumError
-// naming the tensor (ReadFile adds the path). A file has checksums for
+// naming the tensor (ReadFile adds the path). ReadMetadata reads the
+// metadata from the header alone and verifies only its checksum. A file
+// has checksums for
 // everything or for nothing: a partial set (a tensor or the metadata
 // without one, or one for a tensor the file lacks) is an error, because a
 // tool that rewrote part of a file must not leave the rest looking
@@ -94,8 +96,9 @@
 //
 // # Fuzzing
 //
-// The project's readers each have a fuzz target: FuzzDecode here, FuzzLoad
-// (quant), FuzzLoadSnapshot and FuzzReadReport (train), FuzzReadCIFAR,
+// The project's readers each have a fuzz target: FuzzDecode and
+// FuzzReadMetadata here, FuzzLoad (quant), FuzzLoadSnapshot and
+// FuzzReadReport (train), FuzzReadCIFAR,
 // FuzzLoadText, FuzzTextSplit and FuzzReadIDX (data), FuzzReadTimeline
 // (device) and FuzzReadResult (bench).
 // Plain `go test` runs their seeds as tests; one fuzzes with
@@ -118,7 +121,7 @@
 // fuzz the file without its checksums, so the fuzzer reaches the checks
 // behind them.
 //
-// Targets that write a file each run (FuzzLoad, FuzzLoadSnapshot,
+// Targets that write a file each run (FuzzLoad, FuzzLoadSnapshot, FuzzReadMetadata,
 // FuzzReadCIFAR, FuzzLoadText) are bound by the file system: on an ext4
 // /tmp mounted with discard, rewriting a small file took 2.7-5.5 ms against
 // 0.25 ms on tmpfs, so run them with TMPDIR=/dev/shm where there is one.

@@ -7,11 +7,23 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 )
 
-// parseHeader reads the header JSON h: the tensors in header order and the
-// metadata (nil when absent or null).
+// parseHeader reads the header JSON h (which must be valid UTF-8): the
+// tensors in header order and the metadata (nil when absent or null).
 func parseHeader(h []byte) ([]entry, map[string]string, error) {
+	if !utf8.Valid(h) {
+		bad := 0
+		for bad < len(h) {
+			r, size := utf8.DecodeRune(h[bad:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		return nil, nil, fmt.Errorf("header is not valid UTF-8 (bad byte at header offset %d)", bad)
+	}
 	d := json.NewDecoder(bytes.NewReader(h))
 	d.UseNumber()
 	if err := open(d, '{', "the header"); err != nil {

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,60 @@ func ReadFile(path string) (*File, error) {
 		return nil, fmt.Errorf("safetensors.ReadFile %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// ReadMetadata reads the metadata of the safetensors file at path from its
+// header alone, without reading its tensors: the header is checked as
+// Decode checks it, the checksum keys are left out, and when the file has
+// checksums the metadata's own is verified (a mismatch is a
+// *ChecksumError). The tensors' checksums are not: ReadFile verifies them.
+func ReadMetadata(path string) (map[string]string, error) {
+	md, err := readMetadata(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors.ReadMetadata %s: %w", path, err)
+	}
+	return md, nil
+}
+
+func readMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, fmt.Errorf("file of %d bytes is too short for the 8-byte header length", fi.Size())
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if err := checkHeaderLength(size, fi.Size()); err != nil {
+		return nil, err
+	}
+	h := make([]byte, size)
+	if _, err := io.ReadFull(f, h); err != nil {
+		return nil, err
+	}
+	_, meta, err := parseHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	file := &File{Metadata: meta}
+	if file.Metadata == nil {
+		file.Metadata = map[string]string{}
+	}
+	if err := splitChecksums(file); err != nil {
+		return nil, err
+	}
+	if want, ok := file.Checksums[MetadataKey]; ok {
+		if got := MetadataSum(file.Metadata); got != want {
+			return nil, &ChecksumError{Tensor: MetadataKey, Stored: want, Computed: got}
+		}
+	}
+	return file.Metadata, nil
 }
 
 // WriteFile encodes f (see Encode) into the file at path, atomically: f is

@@ -1,11 +1,8 @@
 package train
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/headroom-ml/headroom/amp"
@@ -13,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/safetensors"
 )
 
 // Snapshot is what a resumed run needs besides the model's and the
@@ -131,37 +129,16 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 }
 
 // ReadSnapshotInfo reads a snapshot's Snapshot record from the
-// safetensors header alone, without reading or checking the tensors (as
+// safetensors header alone (safetensors.ReadMetadata: the metadata's
+// checksum is verified, the tensors are neither read nor checked as
 // LoadSnapshot does): what Parse needs to compare --resume's flags.
 func ReadSnapshotInfo(path string) (Snapshot, error) {
 	var snap Snapshot
-	f, err := os.Open(path)
+	md, err := safetensors.ReadMetadata(path)
 	if err != nil {
-		return snap, err
+		return snap, fmt.Errorf("%s: not a safetensors snapshot: %w", path, err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return snap, err
-	}
-	var n uint64
-	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
-		return snap, fmt.Errorf("%s: not a safetensors file (%d bytes)", path, fi.Size())
-	}
-	if n > uint64(fi.Size()-8) || n > 100<<20 {
-		return snap, fmt.Errorf("%s: not a safetensors file (header of %d bytes in a file of %d)", path, n, fi.Size())
-	}
-	header := make([]byte, n)
-	if _, err := io.ReadFull(f, header); err != nil {
-		return snap, fmt.Errorf("%s: %w", path, err)
-	}
-	var h struct {
-		Meta map[string]string `json:"__metadata__"`
-	}
-	if err := json.Unmarshal(header, &h); err != nil {
-		return snap, fmt.Errorf("%s: not a safetensors file: header: %w", path, err)
-	}
-	raw, ok := h.Meta[snapshotKey]
+	raw, ok := md[snapshotKey]
 	if !ok {
 		return snap, fmt.Errorf("%s: no %q metadata: not a snapshot written by --save", path, snapshotKey)
 	}
