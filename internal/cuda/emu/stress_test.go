@@ -76,3 +76,16 @@ func faultChild(t *testing.T) {
 	d.CtxSynchronize()
 	t.Fatal("the kernel's store to unmapped memory did not fault")
 }
+
+// BenchmarkBarrier measures one thread's passage through __syncthreads (two
+// fiber switches and the scheduler's check), with 1024 threads a block.
+func BenchmarkBarrier(b *testing.B) {
+	d := setup(b)
+	f := module(b, d, "barriers")[0]
+	const rounds = 100
+	for b.Loop() {
+		check(b, "cuLaunchKernel", launch(d, f, dim(1, 1, 1), dim(1024, 1, 1), 0, 0, int32(rounds)))
+		check(b, "cuCtxSynchronize", d.CtxSynchronize())
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rounds*1024), "ns/thread-barrier")
+}

@@ -109,3 +109,8 @@ extern "C" __global__ void divergent(float* out, int quit) {
 extern "C" __global__ void fill_f64(double* out, long long n, double v) {
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) out[i] = v;
 }
+
+// barriers waits at n barriers (for measuring the cost of a fiber switch).
+extern "C" __global__ void barriers(int n) {
+	for (int i = 0; i < n; i++) __syncthreads();
+}
