@@ -113,6 +113,16 @@ func TestWorkIsDeferredUntilASync(t *testing.T) {
 			t.Fatalf("a copy ordered after another stream's event read host2[%d] = %v, want 7", i, v)
 		}
 	}
+	// A synchronous copy waits for blocking streams, not for a
+	// CU_STREAM_NON_BLOCKING stream (s2).
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(64, 1, 1), 0, s2, dst, int64(n), 9.0))
+	if got := download[float64](t, d, dst, 1)[0]; got != 7 {
+		t.Errorf("a synchronous copy read %v while a non-blocking stream's fill was queued, want the old 7", got)
+	}
+	check(t, "cuStreamSynchronize", d.StreamSynchronize(s2))
+	if got := download[float64](t, d, dst, 1)[0]; got != 9 {
+		t.Errorf("after cuStreamSynchronize a copy read %v, want 9", got)
+	}
 	runtime.KeepAlive(host)
 	runtime.KeepAlive(host2)
 	check(t, "cuStreamDestroy_v2", d.StreamDestroy(s))

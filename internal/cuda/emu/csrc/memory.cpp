@@ -294,13 +294,15 @@ EMU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const AccessDesc* 
 	return CUDA_SUCCESS;
 }
 
-// Copies and sets. The synchronous copies first finish all queued work (they
-// are ordered on the legacy default stream); the Async ones are queued.
+// Copies and sets. The synchronous copies first finish the work they are
+// ordered after on the legacy default stream (the NULL stream's and every
+// blocking stream's, not a CU_STREAM_NON_BLOCKING stream's); the Async ones
+// are queued.
 EMU_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!emu_dev_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all();
+	emu_sync_legacy();
 	if (emu_sticky) return emu_sticky;
 	memcpy((void*)dst, src, n);
 	return CUDA_SUCCESS;
@@ -310,7 +312,7 @@ EMU_API CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!emu_dev_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all();
+	emu_sync_legacy();
 	if (emu_sticky) return emu_sticky;
 	memcpy(dst, (const void*)src, n);
 	return CUDA_SUCCESS;

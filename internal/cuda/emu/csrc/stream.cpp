@@ -81,6 +81,12 @@ void emu_sync_all() {
 	}
 }
 
+void emu_sync_legacy() {
+	run(&null_stream, null_stream.queued);
+	for (EmuStream* s : streams)
+		if (s->live && s->blocking) run(s, s->queued);
+}
+
 // emu_enqueue_c lets the fake cuBLAS queue work on a stream of this driver.
 extern "C" __attribute__((visibility("default"))) CUresult emu_enqueue_c(CUstream s, void (*fn)(void*), void* arg) {
 	Lock l;
