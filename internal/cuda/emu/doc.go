@@ -23,7 +23,11 @@
 // types. A launch copies the parameter values, as the driver does, and runs
 // the grid's blocks one at a time, each block's threads as fibers (256 KiB
 // stacks with a guard page) on one OS thread. A fiber runs until it reaches
-// __syncthreads, a warp operation or its end. Warp operations complete when
+// __syncthreads, a warp operation or its end; between two barriers the
+// block's threads run one after another, in increasing order in one phase
+// and decreasing in the next (alternating from block to block too), so a
+// thread that reads shared memory another thread writes without a barrier
+// between them reads it too early in one of the orders (TestMissingBarrierIsSeen). Warp operations complete when
 // every lane of the warp has reached the same one; a barrier when every
 // thread of the block has. Any other state is a launch failure, reported on
 // stderr with the kernel's name, the block and the counts ("divergent
@@ -91,11 +95,10 @@
 // # What it cannot show
 //
 // Speed (a kernel runs on one host thread; a barrier costs about 50 ns a
-// thread, BenchmarkBarrier; use small shapes). Races between threads of a block or of a
-// grid: fibers switch only at barriers and warp operations, so a missing
-// __syncthreads between a write and another thread's read of shared memory
-// may go unseen when the writer happens to run first, and atomics are
-// trivially atomic. The memory model (fences, caching, visibility between
+// thread, BenchmarkBarrier; use small shapes). Races in general: fibers switch only at barriers and
+// warp operations, so the two orders above are all the interleavings it
+// tries (a race that needs a thread to stop in the middle of a phase goes
+// unseen), blocks never run at once, and atomics are trivially atomic. The memory model (fences, caching, visibility between
 // blocks running at once). Static __shared__ memory keeps its values from
 // one block to the next (it is a static variable), where a GPU gives garbage.
 // Fresh device memory reads as zeros. Floating-point results of the host

@@ -154,3 +154,36 @@ func TestIntrinsics(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingBarrierIsSeen shows that the emulator catches a read of shared
+// memory that another thread writes without a barrier between them.
+func TestMissingBarrierIsSeen(t *testing.T) {
+	d := setup(t)
+	f := module(t, d, "neighbour")[0]
+	const blocks, block = 4, 256
+	x := make([]float32, blocks*block)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	dx, dout := alloc[float32](t, d, len(x)), alloc[float32](t, d, len(x))
+	upload(t, d, dx, x)
+	wrong := func(sync int32) int {
+		check(t, "cuLaunchKernel", launch(d, f, dim(blocks, 1, 1), dim(block, 1, 1), 0, 0, dx, dout, sync))
+		got := download[float32](t, d, dout, len(x))
+		bad := 0
+		for i := range got {
+			if want := x[i/block*block+(i%block+1)%block]; got[i] != want {
+				bad++
+			}
+		}
+		return bad
+	}
+	if bad := wrong(1); bad != 0 {
+		t.Errorf("neighbour with its barrier: %d wrong values, want 0", bad)
+	}
+	bad := wrong(0)
+	if bad == 0 {
+		t.Errorf("neighbour without its barrier gave right values: the emulator hid the race")
+	}
+	t.Logf("neighbour without its barrier: %d of %d values wrong", bad, len(x))
+}

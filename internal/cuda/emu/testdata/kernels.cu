@@ -125,3 +125,14 @@ extern "C" __global__ void wide(const unsigned int* a, const unsigned int* b, un
 	out[3 * i + 1] = __umul64hi(x, y);
 	out[3 * i + 2] = (unsigned long long)(long long)__float2int_rn((float)a[i] / 8388608.0f);
 }
+
+// neighbour: out[i] = x[i+1 within the block, wrapping] through shared
+// memory. With sync = 0 the barrier between the write and the read is
+// missing, a bug the emulator must show.
+extern "C" __global__ void neighbour(const float* x, float* out, int sync) {
+	__shared__ float s[256];
+	int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+	s[t] = x[i];
+	if (sync) __syncthreads();
+	out[i] = s[(t + 1) % blockDim.x];
+}
