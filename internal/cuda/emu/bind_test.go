@@ -16,6 +16,7 @@ import (
 // the same run-time loading (purego) as the real libraries.
 type drv struct {
 	Init              func(uint32) int32                                                                                            `sym:"cuInit"`
+	DeviceGetCount    func(*int32) int32                                                                                            `sym:"cuDeviceGetCount"`
 	DeviceGet         func(*int32, int32) int32                                                                                     `sym:"cuDeviceGet"`
 	DeviceGetName     func(*byte, int32, int32) int32                                                                               `sym:"cuDeviceGetName"`
 	DeviceGetAttr     func(*int32, int32, int32) int32                                                                              `sym:"cuDeviceGetAttribute"`

@@ -1,6 +1,10 @@
 package emu
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -122,4 +126,23 @@ func equal[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// TestEnvironment runs a child process with HEADROOM_EMU_MEMORY and
+// HEADROOM_EMU_DEVICES set (the C environment is the one a process starts with).
+func TestEnvironment(t *testing.T) {
+	if os.Getenv("HEADROOM_EMU_ENV_CHILD") == "1" {
+		d := setup(t)
+		_, total := freeBytes(t, d)
+		var n int32
+		check(t, "cuDeviceGetCount", d.DeviceGetCount(&n))
+		fmt.Printf("total=%d devices=%d\n", total, n)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnvironment$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "HEADROOM_EMU_ENV_CHILD=1", "HEADROOM_EMU_MEMORY=67108864", "HEADROOM_EMU_DEVICES=3")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "total=67108864 devices=3") {
+		t.Fatalf("child with HEADROOM_EMU_MEMORY=67108864 HEADROOM_EMU_DEVICES=3: err %v, output:\n%s\nwant total=67108864 devices=3", err, out)
+	}
 }

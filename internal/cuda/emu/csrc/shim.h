@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdint.h>
+#include <stdio.h> // printf, which NVRTC declares itself
 
 #include "invoke.h" // registration of kernels: emu.Build emits EMU_REGISTER(NAME) after each source
 
