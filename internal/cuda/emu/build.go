@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -88,6 +89,27 @@ func Build(sources map[string][]byte) (Libs, error) {
 	return libs, nil
 }
 
+// BuildFS is Build of the regular files directly in dir of fsys (an
+// embed.FS of the kernel sources, say).
+func BuildFS(fsys fs.FS, dir string) (Libs, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return Libs{}, fmt.Errorf("emu: %w", err)
+	}
+	sources := map[string][]byte{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return Libs{}, fmt.Errorf("emu: %w", err)
+		}
+		sources[e.Name()] = b
+	}
+	return Build(sources)
+}
+
 func cacheRoot() (string, error) {
 	if d := os.Getenv("HEADROOM_EMU_CACHE"); d != "" {
 		return d, nil
@@ -112,7 +134,22 @@ func key(sources map[string][]byte) string {
 		add("emu/"+e.Name(), b)
 	}
 	add("flags", []byte(strings.Join(cflags, " ")))
+	add("compiler", []byte(compilerVersion()))
 	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+var (
+	versionOnce sync.Once
+	version     string
+)
+
+// compilerVersion is g++'s version, part of every cache key.
+func compilerVersion() string {
+	versionOnce.Do(func() {
+		out, _ := exec.Command("g++", "-dumpfullversion", "-dumpversion").Output()
+		version = strings.TrimSpace(string(out))
+	})
+	return version
 }
 
 func sortedKeys(m map[string][]byte) []string {

@@ -8,6 +8,7 @@
 #include "registry.h"
 #include "fiber.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,7 +54,9 @@ std::function<void()> legacy_order(EmuStream* s) {
 } // namespace
 
 EmuStream* emu_stream(CUstream s, CUresult* r) {
-	if (!s) return &null_stream;
+	// 0, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) all name the one
+	// default stream: the emulator has no per-thread default streams.
+	if ((uintptr_t)s <= 2) return &null_stream;
 	if (!streams.count(s) || !s->live) {
 		*r = CUDA_ERROR_INVALID_HANDLE;
 		return nullptr;
