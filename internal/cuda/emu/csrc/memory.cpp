@@ -50,9 +50,15 @@ bool take(int dev, size_t n) {
 // accessible returns the end of the accessible region that holds p, or 0.
 CUdeviceptr accessible(CUdeviceptr p) {
 	auto b = blocks.upper_bound(p);
-	if (b != blocks.begin() && p < (--b)->first + b->second.size) return b->first + b->second.size;
+	if (b != blocks.begin()) {
+		--b;
+		if (p < b->first + b->second.size) return b->first + b->second.size;
+	}
 	auto m = mappings.upper_bound(p);
-	if (m != mappings.begin() && p < (--m)->first + m->second.size && m->second.rw) return m->first + m->second.size;
+	if (m != mappings.begin()) {
+		--m;
+		if (p < m->first + m->second.size && m->second.rw) return m->first + m->second.size;
+	}
 	return 0;
 }
 

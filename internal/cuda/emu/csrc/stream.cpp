@@ -1,4 +1,4 @@
-// stream.cpp: streams, events, modules and launches. Work is never run when
+// stream.cpp: streams and events. Work is never run when
 // it is queued: each stream keeps a queue that runs only when something waits
 // for it (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize or
 // cuEventQuery of a later event, a synchronous copy, or a stream that waits on
@@ -23,8 +23,6 @@ namespace {
 EmuStream null_stream;
 std::set<EmuStream*> streams{&null_stream}; // every stream ever made (dead ones too)
 std::set<EmuEvent*> events;
-std::set<EmuModule*> modules;
-
 
 // run executes s's queued work until `upto` items have begun.
 void run(EmuStream* s, unsigned long long upto) {
@@ -157,7 +155,7 @@ EMU_API CUresult cuEventRecord(CUevent e, CUstream s) {
 	CUresult r = CUDA_SUCCESS;
 	EmuStream* st = emu_stream(s, &r);
 	if (!st) return r;
-	if (std::function<void()> order = legacy_order(st)) emu_enqueue(st, [] {}); // an ordered no-op marks the point
+	if (legacy_order(st)) emu_enqueue(st, [] {}); // a no-op, ordered as any work, marks the point
 	e->s = st;
 	e->pos = st->queued;
 	return CUDA_SUCCESS;
