@@ -89,8 +89,7 @@
 // narrows float64. When beta is 0, C is not read. GEMMs are queued on the
 // handle's stream like kernels. cublasSetWorkspace_v2 touches the whole
 // workspace, and every GEMM touches it again when it runs, so a bad pointer
-// faults; emu_cublas_runs_without_workspace (an exported C function) counts
-// GEMMs that ran with none set. cuBLASLt has handles and a version only.
+// faults; Libs.GemmsWithoutWorkspace counts GEMMs that ran with none set. cuBLASLt has handles and a version only.
 //
 // # What it cannot show
 //
@@ -114,7 +113,8 @@
 //
 //   - HEADROOM_EMU_MEMORY: the device's total memory in bytes (default 4 GiB),
 //     read by each call; set it before the process starts (a Go program
-//     without cgo cannot change the C environment).
+//     without cgo cannot change the C environment), or call Libs.SetMemory,
+//     which overrides it from then on.
 //   - HEADROOM_EMU_DEVICES: the number of devices (default 1), read by cuInit.
 //   - HEADROOM_EMU_CACHE: the cache folder (default headroom/emu under
 //     os.UserCacheDir). It holds one folder of libraries per set of sources

@@ -146,3 +146,33 @@ func TestEnvironment(t *testing.T) {
 		t.Fatalf("child with HEADROOM_EMU_MEMORY=67108864 HEADROOM_EMU_DEVICES=3: err %v, output:\n%s\nwant total=67108864 devices=3", err, out)
 	}
 }
+
+func TestSetMemory(t *testing.T) {
+	d := setup(t)
+	free0, total0 := freeBytes(t, d)
+	used := total0 - free0
+	const g = 2 << 20
+	check(t, "emu.SetMemory", errCode(theLibs.SetMemory(int64(used+4*g))))
+	defer theLibs.SetMemory(0)
+	if free, total := freeBytes(t, d); total != used+4*g || free != 4*g {
+		t.Fatalf("after SetMemory(used + 8 MiB): free %d, total %d; want %d, %d", free, total, 4*g, used+4*g)
+	}
+	var h, h2 uint64
+	check(t, "cuMemCreate(8 MiB)", d.MemCreate(&h, 4*g, unsafe.Pointer(devProp()), 0))
+	if r := d.MemCreate(&h2, g, unsafe.Pointer(devProp()), 0); r != errOutOfMemory {
+		t.Errorf("cuMemCreate past a SetMemory total = %d, want %d", r, errOutOfMemory)
+	}
+	check(t, "cuMemRelease", d.MemRelease(h))
+	check(t, "emu.SetMemory(0)", errCode(theLibs.SetMemory(0)))
+	if _, total := freeBytes(t, d); total != total0 {
+		t.Errorf("after SetMemory(0) total = %d, want %d", total, total0)
+	}
+}
+
+// errCode turns a Go error into a result check can report.
+func errCode(err error) int32 {
+	if err != nil {
+		return -1
+	}
+	return 0
+}

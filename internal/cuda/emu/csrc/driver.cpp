@@ -17,7 +17,17 @@ thread_local EmuCtx* emu_current;
 size_t emu_used[64];
 static EmuCtx contexts[64];
 
+static size_t total_override; // emu_set_total_memory, 0 when unset
+
+// emu_set_total_memory sets the device's total memory (0: back to
+// HEADROOM_EMU_MEMORY or the default); emu.Libs.SetMemory calls it.
+EMU_API void emu_set_total_memory(unsigned long long bytes) {
+	Lock l;
+	total_override = (size_t)bytes;
+}
+
 size_t emu_total_memory() {
+	if (total_override) return total_override;
 	const char* s = getenv("HEADROOM_EMU_MEMORY");
 	if (s && *s) {
 		char* end;

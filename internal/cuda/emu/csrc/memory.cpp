@@ -110,7 +110,8 @@ EMU_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
 	*total = emu_total_memory();
-	*free = *total - emu_used[emu_cur_dev()];
+	size_t used = emu_used[emu_cur_dev()];
+	*free = used < *total ? *total - used : 0; // the total may have been lowered below what is in use
 	return CUDA_SUCCESS;
 }
 
