@@ -100,3 +100,28 @@ func TestModuleUnload(t *testing.T) {
 		t.Errorf("a launch queued before cuModuleUnload wrote %v, want 6", got[3])
 	}
 }
+
+// TestPageableUploadIsStaged: an async copy from pageable memory reads it at
+// the call, as the driver stages it; one from pinned memory reads it when
+// the copy runs.
+func TestPageableUploadIsStaged(t *testing.T) {
+	d := setup(t)
+	dst := alloc[uint32](t, d, 2)
+	var s uintptr
+	check(t, "cuStreamCreate", d.StreamCreate(&s, 0))
+	pageable := []uint32{1}
+	check(t, "cuMemcpyHtoDAsync_v2", d.HtoDAsync(dst, unsafe.Pointer(&pageable[0]), 4, s))
+	pageable[0] = 2
+	var pinned unsafe.Pointer
+	check(t, "cuMemAllocHost_v2", d.MemAllocHost(&pinned, 4))
+	p := unsafe.Slice((*uint32)(pinned), 1)
+	p[0] = 3
+	check(t, "cuMemcpyHtoDAsync_v2", d.HtoDAsync(dst+4, pinned, 4, s))
+	p[0] = 4
+	check(t, "cuStreamSynchronize", d.StreamSynchronize(s))
+	if got := download[uint32](t, d, dst, 2); got[0] != 1 || got[1] != 4 {
+		t.Errorf("device holds %v, want [1 4] (pageable read at the call, pinned when the copy ran)", got)
+	}
+	check(t, "cuMemFreeHost", d.MemFreeHost(pinned))
+	check(t, "cuStreamDestroy_v2", d.StreamDestroy(s))
+}

@@ -47,7 +47,11 @@
 // event first). The NULL stream is a stream with the legacy default stream's
 // ordering against blocking streams. So a host that reads results before it
 // synchronises reads stale memory: an async copy's destination is unchanged
-// until a sync.
+// until a sync. That is stricter than a GPU for one case: an async copy to
+// pageable (not cuMemAllocHost_v2) memory, which the real driver finishes
+// before it returns, is deferred like any other. An async copy from pageable
+// memory reads it at the call, as the driver stages it; from pinned memory,
+// when the copy runs.
 //
 // Memory. Device memory is host memory at the same address. cuMemAlloc_v2 is
 // an anonymous mapping; copies check that their device range lies in memory

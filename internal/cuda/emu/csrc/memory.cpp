@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <map>
+#include <memory>
+#include <vector>
 
 namespace {
 
@@ -335,10 +337,22 @@ static CUresult queue(CUstream s, std::function<void()> work) {
 	return CUDA_SUCCESS;
 }
 
+// pinned reports whether [p, p+n) lies in one cuMemAllocHost_v2 allocation.
+static bool pinned(const void* p, size_t n) {
+	auto it = host.upper_bound((void*)p);
+	if (it == host.begin()) return false;
+	--it;
+	return (const char*)p >= (const char*)it->first && (const char*)p + n <= (const char*)it->first + it->second;
+}
+
+// cuMemcpyHtoDAsync_v2 reads pinned memory when the copy runs; pageable
+// memory, as the driver stages it, at the call (the caller may reuse it).
 EMU_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
 	Lock l;
 	if (!emu_dev_range(dst, n)) return emu_check_ctx() ? emu_check_ctx() : CUDA_ERROR_INVALID_VALUE;
-	return queue(s, [=] { memcpy((void*)dst, src, n); });
+	if (pinned(src, n)) return queue(s, [=] { memcpy((void*)dst, src, n); });
+	std::shared_ptr<std::vector<char>> staged(new std::vector<char>((const char*)src, (const char*)src + n));
+	return queue(s, [=] { memcpy((void*)dst, staged->data(), n); });
 }
 
 EMU_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
