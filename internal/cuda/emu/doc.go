@@ -54,7 +54,9 @@
 // when the copy runs.
 //
 // Memory. Device memory is host memory at the same address. cuMemAlloc_v2 is
-// an anonymous mapping; copies check that their device range lies in memory
+// an anonymous mapping, the block placed right before an inaccessible guard
+// page (as close as its 256-byte alignment allows), so a kernel that writes
+// past its end faults; copies check that their device range lies in memory
 // that is allocated and accessible (else CUDA_ERROR_INVALID_VALUE). The
 // virtual-memory calls behave as on a GPU: granularity 2 MiB (sizes and
 // addresses must be multiples, else CUDA_ERROR_INVALID_VALUE);

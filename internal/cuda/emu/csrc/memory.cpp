@@ -31,6 +31,8 @@ struct Mapping {
 struct Block {
 	size_t size, counted;
 	int dev;
+	char* map;      // the mapping that holds it, a guard page at its end
+	size_t map_len;
 };
 
 std::map<CUdeviceptr, Block> blocks;        // cuMemAlloc_v2
@@ -117,19 +119,24 @@ EMU_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 	return CUDA_SUCCESS;
 }
 
+// cuMemAlloc_v2 places the block (256-byte aligned, as the driver's) as close
+// before an inaccessible guard page as its alignment allows, so a kernel
+// that writes past its end faults.
 EMU_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!dptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
 	size_t counted = round_up(n, 512);
 	if (!take(emu_cur_dev(), counted)) return CUDA_ERROR_OUT_OF_MEMORY;
-	void* p = mmap(nullptr, round_up(n, page()), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
+	size_t body = round_up(n, page()), len = body + page();
+	char* p = (char*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED || mprotect(p + body, page(), PROT_NONE) != 0) {
+		if (p != MAP_FAILED) munmap(p, len);
 		emu_used[emu_cur_dev()] -= counted;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	*dptr = (CUdeviceptr)p;
-	blocks[*dptr] = Block{n, counted, emu_cur_dev()};
+	*dptr = (CUdeviceptr)(p + body - round_up(n, 256));
+	blocks[*dptr] = Block{n, counted, emu_cur_dev(), p, len};
 	return CUDA_SUCCESS;
 }
 
@@ -139,7 +146,7 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p) {
 	auto it = blocks.find(p);
 	if (it == blocks.end()) return CUDA_ERROR_INVALID_VALUE;
 	emu_sync_all(); // as the real call, it waits for the device
-	munmap((void*)p, round_up(it->second.size, page()));
+	munmap(it->second.map, it->second.map_len);
 	emu_used[it->second.dev] -= it->second.counted;
 	blocks.erase(it);
 	return CUDA_SUCCESS;
