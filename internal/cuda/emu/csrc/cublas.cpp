@@ -1,0 +1,1 @@
+// cublas.cpp: the fake cuBLAS (in progress).

@@ -1,0 +1,1 @@
+// cublaslt.cpp: the fake cuBLASLt (in progress).
