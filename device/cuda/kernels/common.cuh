@@ -40,13 +40,19 @@
 
 // FOR_FLOAT_TYPES(X) expands X(suffix, T) for the four float dtypes;
 // FOR_INT_TYPES for the three integer ones; FOR_ALL_TYPES for all seven.
-// A source defines a macro that writes one extern "C" wrapper, e.g.
-//   #define FILL(sfx, T) extern "C" __global__ void fill_##sfx(T* p, ...) \
-//     { fill_impl<T>(p, ...); }
-//   FOR_ALL_TYPES(FILL)
+// A source defines a macro FILL(sfx, T) that writes one wrapper,
+//   extern "C" __global__ void fill_##sfx(T* p, ...) { fill_impl<T>(p, ...); }
+// and expands FOR_ALL_TYPES(FILL).
 #define FOR_FLOAT_TYPES(X) X(f64, double) X(f32, float) X(f16, half16) X(bf16, bfloat16)
 #define FOR_INT_TYPES(X) X(i8, signed char) X(i32, int) X(i64, long long)
 #define FOR_ALL_TYPES(X) FOR_FLOAT_TYPES(X) FOR_INT_TYPES(X)
+// FOR_ALL_TYPES_WITH(X, s, T) expands X(s, T, sfx2, T2) for all seven
+// dtypes: nest it inside a FOR_ALL_TYPES expansion for kernels with two
+// dtype parameters (names base_<s>_<sfx2>).
+#define FOR_ALL_TYPES_WITH(X, S, T)                                          \
+  X(S, T, f64, double) X(S, T, f32, float) X(S, T, f16, half16)              \
+  X(S, T, bf16, bfloat16) X(S, T, i8, signed char) X(S, T, i32, int)         \
+  X(S, T, i64, long long)
 
 // half16 and bfloat16 hold a 16-bit float's bit pattern.
 struct half16 { unsigned short bits; };
@@ -242,6 +248,7 @@ struct Layout {
 // layout_offset returns the element offset of the row-major linear index
 // `linear` of l's shape.
 __device__ inline long long layout_offset(const Layout& l, long long linear) {
+  if (l.rank == 1) return linear * l.stride[0];  // the dense fast path
   long long off = 0;
   for (int d = l.rank - 1; d >= 0; d--) {
     long long s = l.shape[d];
