@@ -235,6 +235,40 @@ template <> struct Elem<long long> {
   static __device__ void store64(long long* p, long long i, double v) { p[i] = sat_i64(v); }
 };
 
+// ---- run-time dtypes: codes are package dtype's DType values ----
+//
+// For operands whose dtype varies more than is worth a kernel variant (the
+// destination of a reduction, the condition of Where): the operand is a
+// void pointer plus its dtype code, and the element goes through double.
+
+enum { DT_F64 = 1, DT_F32 = 2, DT_F16 = 3, DT_BF16 = 4, DT_I8 = 5, DT_I32 = 6, DT_I64 = 7 };
+
+// load_dyn is Elem<T>::load64 of element i of a dtype-code operand.
+__device__ inline double load_dyn(const void* p, int dt, long long i) {
+  switch (dt) {
+    case DT_F64: return Elem<double>::load64((const double*)p, i);
+    case DT_F32: return Elem<float>::load64((const float*)p, i);
+    case DT_F16: return Elem<half16>::load64((const half16*)p, i);
+    case DT_BF16: return Elem<bfloat16>::load64((const bfloat16*)p, i);
+    case DT_I8: return Elem<signed char>::load64((const signed char*)p, i);
+    case DT_I32: return Elem<int>::load64((const int*)p, i);
+  }
+  return Elem<long long>::load64((const long long*)p, i);
+}
+
+// store_dyn is Elem<T>::store64 into element i of a dtype-code operand.
+__device__ inline void store_dyn(void* p, int dt, long long i, double v) {
+  switch (dt) {
+    case DT_F64: Elem<double>::store64((double*)p, i, v); return;
+    case DT_F32: Elem<float>::store64((float*)p, i, v); return;
+    case DT_F16: Elem<half16>::store64((half16*)p, i, v); return;
+    case DT_BF16: Elem<bfloat16>::store64((bfloat16*)p, i, v); return;
+    case DT_I8: Elem<signed char>::store64((signed char*)p, i, v); return;
+    case DT_I32: Elem<int>::store64((int*)p, i, v); return;
+  }
+  Elem<long long>::store64((long long*)p, i, v);
+}
+
 // ---- layouts ----
 
 // Layout is an operand's shape and strides in elements (stride 0

@@ -248,21 +248,20 @@ template <class T> __device__ void axpy_impl(const T* x, const Layout& xl, T* y,
   }
 FOR_FLOAT_TYPES(AXPY)
 
-// ---- Where: dst = cond ≠ 0 ? a : b, cond of any dtype ----
+// ---- Where: dst = cond ≠ 0 ? a : b, cond of any dtype (a run-time code) ----
 
-template <class T, class C>
-__device__ void where_impl(T* dst, const Layout& dl, const C* cond, const Layout& cl, const T* a, const Layout& al,
-                           const T* b, const Layout& bl, long long n) {
+template <class T>
+__device__ void where_impl(T* dst, const Layout& dl, const void* cond, int ct, const Layout& cl, const T* a,
+                           const Layout& al, const T* b, const Layout& bl, long long n) {
   GRID_STRIDE(i, n) {
-    bool take = Elem<C>::load64(cond, layout_offset(cl, i)) != 0.0;
+    bool take = load_dyn(cond, ct, layout_offset(cl, i)) != 0.0;
     typename Elem<T>::acc v = take ? Elem<T>::load(a, layout_offset(al, i)) : Elem<T>::load(b, layout_offset(bl, i));
     Elem<T>::store(dst, layout_offset(dl, i), v);
   }
 }
-#define WHERE(ts, T, cs, C)                                                                          \
-  extern "C" __global__ void where_##ts##_##cs(T* dst, Layout dl, const C* cond, Layout cl, const T* a, \
-                                                Layout al, const T* b, Layout bl, long long n) {        \
-    where_impl<T, C>(dst, dl, cond, cl, a, al, b, bl, n);                                            \
+#define WHERE(sfx, T)                                                                                  \
+  extern "C" __global__ void where_##sfx(T* dst, Layout dl, const void* cond, int ct, Layout cl, const T* a, \
+                                          Layout al, const T* b, Layout bl, long long n) {              \
+    where_impl<T>(dst, dl, cond, ct, cl, a, al, b, bl, n);                                             \
   }
-#define WHERE_TO(ts, T) FOR_ALL_TYPES_WITH(WHERE, ts, T)
-FOR_ALL_TYPES(WHERE_TO)
+FOR_ALL_TYPES(WHERE)
