@@ -40,13 +40,19 @@
 
 // FOR_FLOAT_TYPES(X) expands X(suffix, T) for the four float dtypes;
 // FOR_INT_TYPES for the three integer ones; FOR_ALL_TYPES for all seven.
-// A source defines a macro that writes one extern "C" wrapper, e.g.
-//   #define FILL(sfx, T) extern "C" __global__ void fill_##sfx(T* p, ...) \
-//     { fill_impl<T>(p, ...); }
-//   FOR_ALL_TYPES(FILL)
+// A source defines a macro FILL(sfx, T) that writes one wrapper,
+//   extern "C" __global__ void fill_##sfx(T* p, ...) { fill_impl<T>(p, ...); }
+// and expands FOR_ALL_TYPES(FILL).
 #define FOR_FLOAT_TYPES(X) X(f64, double) X(f32, float) X(f16, half16) X(bf16, bfloat16)
 #define FOR_INT_TYPES(X) X(i8, signed char) X(i32, int) X(i64, long long)
 #define FOR_ALL_TYPES(X) FOR_FLOAT_TYPES(X) FOR_INT_TYPES(X)
+// FOR_ALL_TYPES_WITH(X, s, T) expands X(s, T, sfx2, T2) for all seven
+// dtypes: nest it inside a FOR_ALL_TYPES expansion for kernels with two
+// dtype parameters (names base_<s>_<sfx2>).
+#define FOR_ALL_TYPES_WITH(X, S, T)                                          \
+  X(S, T, f64, double) X(S, T, f32, float) X(S, T, f16, half16)              \
+  X(S, T, bf16, bfloat16) X(S, T, i8, signed char) X(S, T, i32, int)         \
+  X(S, T, i64, long long)
 
 // half16 and bfloat16 hold a 16-bit float's bit pattern.
 struct half16 { unsigned short bits; };
@@ -229,6 +235,40 @@ template <> struct Elem<long long> {
   static __device__ void store64(long long* p, long long i, double v) { p[i] = sat_i64(v); }
 };
 
+// ---- run-time dtypes: codes are package dtype's DType values ----
+//
+// For operands whose dtype varies more than is worth a kernel variant (the
+// destination of a reduction, the condition of Where): the operand is a
+// void pointer plus its dtype code, and the element goes through double.
+
+enum { DT_F64 = 1, DT_F32 = 2, DT_F16 = 3, DT_BF16 = 4, DT_I8 = 5, DT_I32 = 6, DT_I64 = 7 };
+
+// load_dyn is Elem<T>::load64 of element i of a dtype-code operand.
+__device__ inline double load_dyn(const void* p, int dt, long long i) {
+  switch (dt) {
+    case DT_F64: return Elem<double>::load64((const double*)p, i);
+    case DT_F32: return Elem<float>::load64((const float*)p, i);
+    case DT_F16: return Elem<half16>::load64((const half16*)p, i);
+    case DT_BF16: return Elem<bfloat16>::load64((const bfloat16*)p, i);
+    case DT_I8: return Elem<signed char>::load64((const signed char*)p, i);
+    case DT_I32: return Elem<int>::load64((const int*)p, i);
+  }
+  return Elem<long long>::load64((const long long*)p, i);
+}
+
+// store_dyn is Elem<T>::store64 into element i of a dtype-code operand.
+__device__ inline void store_dyn(void* p, int dt, long long i, double v) {
+  switch (dt) {
+    case DT_F64: Elem<double>::store64((double*)p, i, v); return;
+    case DT_F32: Elem<float>::store64((float*)p, i, v); return;
+    case DT_F16: Elem<half16>::store64((half16*)p, i, v); return;
+    case DT_BF16: Elem<bfloat16>::store64((bfloat16*)p, i, v); return;
+    case DT_I8: Elem<signed char>::store64((signed char*)p, i, v); return;
+    case DT_I32: Elem<int>::store64((int*)p, i, v); return;
+  }
+  Elem<long long>::store64((long long*)p, i, v);
+}
+
 // ---- layouts ----
 
 // Layout is an operand's shape and strides in elements (stride 0
@@ -242,6 +282,7 @@ struct Layout {
 // layout_offset returns the element offset of the row-major linear index
 // `linear` of l's shape.
 __device__ inline long long layout_offset(const Layout& l, long long linear) {
+  if (l.rank == 1) return linear * l.stride[0];  // the dense fast path
   long long off = 0;
   for (int d = l.rank - 1; d >= 0; d--) {
     long long s = l.shape[d];
