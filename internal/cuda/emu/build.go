@@ -42,7 +42,7 @@ func (l Libs) Setenv(t testing.TB) {
 }
 
 // cflags are the flags of every compilation; they are part of the cache key.
-var cflags = []string{"-O1", "-fPIC", "-std=c++17", "-w", "-fno-strict-aliasing"}
+var cflags = []string{"-O1", "-fPIC", "-std=c++17", "-w", "-fno-strict-aliasing", "-fvisibility=hidden"}
 
 // Build compiles the kernel sources (file name → contents; every .cu is a
 // translation unit, other files such as common.cuh are only included) for the
@@ -153,7 +153,7 @@ func compileAll(tmp string, sources map[string][]byte) error {
 			units = append(units, unit{kernel: filepath.Join(src, n), obj: filepath.Join(obj, n+".o")})
 		}
 	}
-	for _, n := range []string{"sched.cpp", "registry.cpp", "driver.cpp"} {
+	for _, n := range []string{"sched.cpp", "registry.cpp", "driver.cpp", "memory.cpp", "stream.cpp", "module.cpp"} {
 		units = append(units, unit{file: filepath.Join(emuDir, n), obj: filepath.Join(obj, n+".o")})
 	}
 	if err := compileUnits(units, emuDir, src); err != nil {
@@ -214,7 +214,7 @@ func (u unit) compile(emuDir, src string) error {
 	if err := os.WriteFile(wrap, w.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("emu: %w", err)
 	}
-	return gxx(append(append(append([]string{}, cflags...), inc...), "-fvisibility=hidden", "-x", "c++", "-include", "shim.h", "-c", "-o", u.obj, wrap)...)
+	return gxx(append(append(append([]string{}, cflags...), inc...), "-x", "c++", "-include", "shim.h", "-c", "-o", u.obj, wrap)...)
 }
 
 // entryRE matches an entry point in preprocessed source, where the shim spells

@@ -5,7 +5,7 @@
 // wait at a warp operation, or the block when all its threads wait at
 // __syncthreads. Any other state (some threads at a barrier, others returned
 // or at another operation) is a divergent barrier: the block fails.
-#include "sched.h"
+#include "fiber.h"
 
 #if !defined(__x86_64__)
 #error "the emulator's fiber switch is written for x86-64"

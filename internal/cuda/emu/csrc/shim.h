@@ -14,6 +14,8 @@
 #include <string.h>
 #include <stdint.h>
 
+#include "invoke.h" // registration of kernels: emu.Build emits EMU_REGISTER(NAME) after each source
+
 #define HEADROOM_EMU 1
 #ifdef EMU_SCAN
 #define __global__ EMU_GLOBAL_ENTRY
@@ -23,7 +25,6 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __shared__ static
 #define __constant__ static
 #define __restrict__ __restrict
@@ -144,8 +145,5 @@ static inline float min(float a, float b) { return fminf(a, b); }
 static inline float max(float a, float b) { return fmaxf(a, b); }
 static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
-
-// Registration of kernels (the generated file per source uses EMU_REGISTER).
-#include "invoke.h"
 
 #endif

@@ -1,6 +1,6 @@
-// sched.h: the fiber block scheduler (sched.cpp) as the fake driver sees it.
-#ifndef HEADROOM_EMU_SCHED_H
-#define HEADROOM_EMU_SCHED_H
+// fiber.h: the fiber block scheduler (sched.cpp) as the fake driver sees it.
+#ifndef HEADROOM_EMU_FIBER_H
+#define HEADROOM_EMU_FIBER_H
 
 #include <string>
 #include "shim.h"
