@@ -15,11 +15,14 @@ import (
 // reduceThreads is the block size of reduce_block_* (REDUCE_THREADS).
 const reduceThreads = 256
 
-// Reduce picks one thread an output for short reductions or when there are
-// outputs enough to fill the device that way, and a block an output else.
+// Reduce picks one thread an output for short reductions, when there are
+// outputs enough to fill the device that way, or when the outputs are
+// adjacent in the source (columns: adjacent threads then read adjacent
+// elements), and a block an output else.
 const (
 	reduceShort    = 32   // reduced elements up to which one thread does an output
 	reduceManyOuts = 8192 // outputs from which one thread does an output
+	reduceColumns  = 256  // adjacent outputs from which one thread does an output
 	maxGrid        = 1 << 16
 )
 
@@ -51,7 +54,7 @@ func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) 
 	kl := layouts(name, keep, device.Operand{Shape: keep, Strides: keepSt})
 	rl := layouts(name, red, device.Operand{Shape: red, Strides: redSt})
 	args := []Arg{k.Ptr(dst), Int(int(dst.DType)), k.Ptr(src), kl[0], rl[0], I64(int64(outs)), I64(int64(count)), Int(int(op)), F64(arg)}
-	if count <= reduceShort || outs >= reduceManyOuts {
+	if count <= reduceShort || outs >= reduceManyOuts || columns(keep, keepSt, outs) {
 		k.launch("reduce_thread_"+Suffix(src.DType), Linear(outs), args...)
 		return
 	}
@@ -92,6 +95,13 @@ func (k *kern) SumSquares(dst, src device.Operand) {
 		}
 		k.launch("sumsq_total", one, k.Ptr(dst), I64(int64(chunks)), Int(acc))
 	}
+}
+
+// columns reports whether the kept axes end in a dense run of at least
+// reduceColumns outputs.
+func columns(keep, keepSt []int, outs int) bool {
+	sh, st := coalesce(keep, keepSt)
+	return outs >= reduceColumns && len(sh) > 0 && st[0][len(sh)-1] == 1 && sh[len(sh)-1] >= reduceColumns
 }
 
 func prod(s []int) int {

@@ -28,6 +28,7 @@ type reduceCase struct {
 var reduceCases = []reduceCase{
 	{"inner", opnd{n: 24, shape: []int{4, 6}}, []int{4, 1}},
 	{"outer", opnd{n: 60, shape: []int{3, 20}}, []int{1, 20}},
+	{"columns", opnd{n: 40 * 300, shape: []int{40, 300}}, []int{1, 300}},
 	{"transposed-02", opnd{n: 60, shape: []int{3, 4, 5}, strides: []int{1, 15, 3}}, []int{1, 4, 1}},
 	{"all", opnd{n: 32, off: 2, shape: []int{2, 14}, strides: []int{15, 1}}, []int{1, 1}},
 	{"broadcast", opnd{n: 5, shape: []int{3, 5}, strides: []int{0, 1}}, []int{3, 1}},
