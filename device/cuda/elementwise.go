@@ -6,6 +6,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
@@ -219,9 +220,14 @@ func layouts(op string, shape []int, ops ...device.Operand) []Arg {
 	return args
 }
 
-// badInput panics with a message naming the cuda op that got bad operands.
+// errBadOperands is the cause of the *device.KernelError raised for
+// operands a kernel cannot take.
+var errBadOperands = errors.New("bad operands")
+
+// badInput raises a *device.KernelError naming the cuda op that got bad
+// operands, what they were and what was expected.
 func badInput(op, format string, args ...any) {
-	panic(fmt.Sprintf("cuda: %s: %s", op, fmt.Sprintf(format, args...)))
+	panic(&device.KernelError{Device: "cuda", Op: op, Err: fmt.Errorf("%w: %s", errBadOperands, fmt.Sprintf(format, args...))})
 }
 
 // sameShape panics unless a and b have the same shape.

@@ -21,6 +21,7 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
+	icuda "github.com/headroom-ml/headroom/internal/cuda"
 )
 
 type drv struct {
@@ -165,10 +166,10 @@ func (b backend) Alloc(n int64) (device.Memory, error) {
 	}
 	return device.Memory{Ptr: p}, nil
 }
-func (b backend) Commit(m device.Memory, off, n int64)   {}
-func (b backend) Decommit(m device.Memory, off, n int64) {}
-func (b backend) Free(m device.Memory)                   { b.k.g.enter(); b.k.g.d.MemFree(m.Ptr) }
-func (b backend) Kernels() device.Kernels                { return b.k }
+func (b backend) Commit(m device.Memory, off, n int64) error { return nil }
+func (b backend) Decommit(m device.Memory, off, n int64)     {}
+func (b backend) Free(m device.Memory)                       { b.k.g.enter(); b.k.g.d.MemFree(m.Ptr) }
+func (b backend) Kernels() device.Kernels                    { return b.k }
 
 func Open(index int, o device.Options) (*device.Device, error) {
 	lib, err := purego.Dlopen(os.Getenv("HEADROOM_LIBCUDA"), purego.RTLD_NOW|purego.RTLD_GLOBAL)
@@ -190,7 +191,7 @@ func Open(index int, o device.Options) (*device.Device, error) {
 	g.d.Init(0)
 	g.d.PrimaryRetain(&g.ctx, 0)
 	g.d.CtxSetCurrent(g.ctx)
-	rtc, err := openNVRTC()
+	rtc, err := icuda.LoadNVRTC()
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +209,9 @@ func Open(index int, o device.Options) (*device.Device, error) {
 			continue
 		}
 		b, _ := fs.ReadFile(srcs, n)
-		ptx, log, err := rtc.compile(n, b, headers, "compute_90")
+		ptx, err := rtc.Compile(n, b, headers, "compute_90")
 		if err != nil {
-			return nil, fmt.Errorf("%v %s", err, log)
+			return nil, err
 		}
 		ptx = append(ptx, 0)
 		var m uintptr
