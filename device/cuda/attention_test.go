@@ -6,8 +6,10 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
@@ -54,4 +56,42 @@ func attentionCase(g *rig, dt dtype.DType, b, h, t, d int, causal bool) {
 	g.checkNorm("AttentionGrad dq", dq, 4*tol)
 	g.checkNorm("AttentionGrad dk", dk, 4*tol)
 	g.checkNorm("AttentionGrad dv", dv, 4*tol)
+}
+
+// TestRowOpsBadInput: operands of the wrong dtypes raise a
+// *device.KernelError naming the op and what it wanted, before anything is
+// queued.
+func TestRowOpsBadInput(t *testing.T) {
+	g := newRig(t)
+	q, l16 := g.rand(dtype.F16, 1, 1, 2, 4), g.rand(dtype.F16, 1, 1, 2)
+	x32, x64, i32, r32 := g.rand(dtype.F32, 2, 3), g.rand(dtype.F64, 2, 3), g.rand(dtype.I32, 2), g.rand(dtype.F32, 2)
+	k := g.p.gpu.Kernels()
+	cases := []struct {
+		name, want string
+		call       func()
+	}{
+		{"Attention", "lse of dtype f16 for f16 inputs: want f32", func() {
+			k.Attention(q.gpu, l16.gpu, q.gpu, q.gpu, q.gpu, 1, 1, 2, 4, 0.5, true)
+		}},
+		{"Softmax", "operands of dtypes f32 and f64", func() { k.Softmax(x32.gpu, x64.gpu, 2, 3, false) }},
+		{"CrossEntropy", "index operand of dtype f32", func() {
+			k.CrossEntropy(r32.gpu, r32.gpu, x32.gpu, r32.gpu, 2, 3, -1, 0)
+		}},
+		{"IndexSelect", "from f64 into f32", func() { k.IndexSelect(x32.gpu, x64.gpu, i32.gpu, 1, 2, 3) }},
+	}
+	for _, c := range cases {
+		err := func() (err error) {
+			defer func() {
+				if e, ok := recover().(error); ok {
+					err = e
+				}
+			}()
+			c.call()
+			return nil
+		}()
+		var ke *device.KernelError
+		if !errors.As(err, &ke) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with bad operands raised %v, want a *device.KernelError naming %s and saying %q", c.name, err, c.name, c.want)
+		}
+	}
 }

@@ -51,8 +51,12 @@ func sameFloat(op string, os ...device.Operand) dtype.DType {
 // operand has dtype s for float operands of dtype t: S must be the
 // compute dtype of t or t itself.
 func statSuffix(op string, t, s dtype.DType) string {
-	if s != computeDType(t) && s != t {
-		badInput(op, "statistics of dtype %s for %s operands: want %s or %s", s, t, computeDType(t), t)
+	switch c := computeDType(t); {
+	case s == c || s == t:
+	case c == t:
+		badInput(op, "statistics of dtype %s for %s operands: want %s", s, t, c)
+	default:
+		badInput(op, "statistics of dtype %s for %s operands: want %s or %s", s, t, c, t)
 	}
 	return Suffix(t) + "_" + Suffix(s)
 }
