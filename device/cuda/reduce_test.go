@@ -64,8 +64,9 @@ func TestReduce(t *testing.T) {
 					ddt = dtype.I64
 				}
 				dst := p.put(t, dense(ddt, rc.dshape...), nil)
-				p.cpu.Kernels().Reduce(op, dst.cpu, src.cpu, 1)
-				p.gpu.Kernels().Reduce(op, dst.gpu, src.gpu, 1)
+				corr := float64(len(name) % 2) // Var: population (0) and sample (1) variance
+				p.cpu.Kernels().Reduce(op, dst.cpu, src.cpu, corr)
+				p.gpu.Kernels().Reduce(op, dst.gpu, src.gpu, corr)
 				c, g := p.read(dst)
 				switch op {
 				case device.Max, device.Min, device.ArgMax:
