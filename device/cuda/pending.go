@@ -4,7 +4,7 @@ package cuda
 // in their own files of this package (h3: elementwise.go, reduce.go,
 // optim.go, dropout.go; h4: softmax.go, norm.go, loss.go, index.go,
 // attention.go). h3 and h4: when you merge h1, delete your methods from
-// this file (and the file when it is empty). Each raises a
+// this file (and the file when it is empty). h3's are gone (merged). Each raises a
 // *device.KernelError wrapping ErrUnsupported.
 
 import (
@@ -17,22 +17,6 @@ import (
 func (k *kern) pending(op string) {
 	k.g.raise(op, fmt.Errorf("%w: %s: kernel adapter not merged yet", ErrUnsupported, op))
 }
-
-// h3
-func (k *kern) Copy(dst, src device.Operand)                                  { k.pending("Copy") }
-func (k *kern) Fill(dst device.Operand, v float64)                            { k.pending("Fill") }
-func (k *kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) { k.pending("Unary") }
-func (k *kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float64) {
-	k.pending("UnaryGrad")
-}
-func (k *kern) Binary(op device.BinaryOp, dst, a, b device.Operand)             { k.pending("Binary") }
-func (k *kern) Axpy(alpha float64, x, y device.Operand)                         { k.pending("Axpy") }
-func (k *kern) Where(dst, cond, a, b device.Operand)                            { k.pending("Where") }
-func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) { k.pending("Reduce") }
-func (k *kern) SumSquares(dst, src device.Operand)                              { k.pending("SumSquares") }
-func (k *kern) AdamStep(p, g, m, v device.Operand, a device.AdamArgs)           { k.pending("AdamStep") }
-func (k *kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs)              { k.pending("SGDStep") }
-func (k *kern) Dropout(dst, src device.Operand, p float64, seed, offset uint64) { k.pending("Dropout") }
 
 // h4
 func (k *kern) Softmax(dst, src device.Operand, rows, cols int, log bool) { k.pending("Softmax") }

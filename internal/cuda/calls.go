@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -22,7 +23,18 @@ const (
 	AttrVMMSupported           = 102
 )
 
-func ptr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
+// ptr is p's address for an out-parameter of a C call. It makes p escape to
+// the heap (pinned there: the Go heap does not move): a variable left on the
+// goroutine's stack could move when the stack grows during the call, and the
+// C function would then write to the old stack (seen: cuDevicePrimaryCtxRetain
+// returning context 0 on a fresh worker goroutine).
+func ptr[T any](p *T) uintptr {
+	ptrSink.Store((*byte)(unsafe.Pointer(p)))
+	return uintptr(unsafe.Pointer(p))
+}
+
+// ptrSink only defeats escape analysis for ptr.
+var ptrSink atomic.Pointer[byte]
 
 // DeviceCount returns the number of devices.
 func (d *Driver) DeviceCount() (int, error) {
