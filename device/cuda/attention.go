@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged, this file
-// builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -39,13 +34,13 @@ func attnQBytes(tile, d, size int) int {
 
 // attnTile returns the largest power-of-two tile ≤ attnMaxTile whose
 // footprint fits attnSmem, and that footprint.
-func attnTile(op string, d, size int, bytes func(tile, d, size int) int) (int, int) {
+func (k *kern) attnTile(op string, d, size int, bytes func(tile, d, size int) int) (int, int) {
 	for tile := attnMaxTile; tile >= 1; tile /= 2 {
 		if b := bytes(tile, d, size); b <= attnSmem {
 			return tile, b
 		}
 	}
-	badInput(op, "head dimension %d: the %d-byte shared memory of a block cannot hold one row of each tile", d, attnSmem)
+	k.bad(op, "head dimension %d: the %d-byte shared memory of a block cannot hold one row of each tile", d, attnSmem)
 	return 0, 0
 }
 
@@ -58,21 +53,21 @@ func attnLaunch(heads, t, tile, smem int) Launch {
 
 // attnCheck checks attention's dtypes: one float dtype for the tensors, lse
 // in its compute dtype (F64 for F64, F32 otherwise).
-func attnCheck(op string, lse device.Operand, os ...device.Operand) dtype.DType {
-	dt := sameFloat(op, os...)
+func (k *kern) attnCheck(op string, lse device.Operand, os ...device.Operand) dtype.DType {
+	dt := k.sameFloat(op, os...)
 	if lse.DType != computeDType(dt) {
-		badInput(op, "lse of dtype %s for %s inputs: want %s", lse.DType, dt, computeDType(dt))
+		k.bad(op, "lse of dtype %s for %s inputs: want %s", lse.DType, dt, computeDType(dt))
 	}
 	return dt
 }
 
 // Attention runs attention_T (kernels/attention.cu).
 func (k *kern) Attention(out, lse, q, kk, v device.Operand, b, h, t, d int, scale float64, causal bool) {
-	dt := attnCheck("Attention", lse, out, q, kk, v)
+	dt := k.attnCheck("Attention", lse, out, q, kk, v)
 	if b*h*t*d == 0 {
 		return
 	}
-	tile, smem := attnTile("Attention", d, computeDType(dt).Size(), attnFwdBytes)
+	tile, smem := k.attnTile("Attention", d, computeDType(dt).Size(), attnFwdBytes)
 	k.launch("attention_"+Suffix(dt), attnLaunch(b*h, t, tile, smem), k.Ptr(out), k.Ptr(lse), k.Ptr(q), k.Ptr(kk), k.Ptr(v),
 		I64(int64(b*h)), I64(int64(t)), Int(d), F64(scale), Int(b2i(causal)), Int(tile))
 }
@@ -80,15 +75,15 @@ func (k *kern) Attention(out, lse, q, kk, v device.Operand, b, h, t, d int, scal
 // AttentionGrad runs attention_grad_kv_T for dk and dv, then
 // attention_grad_q_T for dq (kernels/attention.cu).
 func (k *kern) AttentionGrad(dq, dk, dv, dout, q, kk, v, out, lse device.Operand, b, h, t, d int, scale float64, causal bool) {
-	dt := attnCheck("AttentionGrad", lse, dq, dk, dv, dout, q, kk, v, out)
+	dt := k.attnCheck("AttentionGrad", lse, dq, dk, dv, dout, q, kk, v, out)
 	if b*h*t*d == 0 {
 		return
 	}
 	size := computeDType(dt).Size()
-	tile, smem := attnTile("AttentionGrad", d, size, attnKVBytes)
+	tile, smem := k.attnTile("AttentionGrad", d, size, attnKVBytes)
 	k.launch("attention_grad_kv_"+Suffix(dt), attnLaunch(b*h, t, tile, smem), k.Ptr(dk), k.Ptr(dv), k.Ptr(dout), k.Ptr(q), k.Ptr(kk), k.Ptr(v),
 		k.Ptr(out), k.Ptr(lse), I64(int64(b*h)), I64(int64(t)), Int(d), F64(scale), Int(b2i(causal)), Int(tile))
-	tile, smem = attnTile("AttentionGrad", d, size, attnQBytes)
+	tile, smem = k.attnTile("AttentionGrad", d, size, attnQBytes)
 	k.launch("attention_grad_q_"+Suffix(dt), attnLaunch(b*h, t, tile, smem), k.Ptr(dq), k.Ptr(dout), k.Ptr(q), k.Ptr(kk), k.Ptr(v),
 		k.Ptr(out), k.Ptr(lse), I64(int64(b*h)), I64(int64(t)), Int(d), F64(scale), Int(b2i(causal)), Int(tile))
 }

@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged into branch h3,
-// this file builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -17,12 +12,12 @@ import (
 // (layouts) so that dense operands take the kernels' rank-1 fast path.
 
 func (k *kern) Copy(dst, src device.Operand) {
-	sameShape("copy", dst, src)
+	k.sameShape("copy", dst, src)
 	n := dst.Len()
 	if n == 0 {
 		return
 	}
-	l := layouts("copy", dst.Shape, dst, src)
+	l := k.layouts("copy", dst.Shape, dst, src)
 	k.launch("copy_"+Suffix(dst.DType)+"_"+Suffix(src.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(src), l[1], I64(int64(n)))
 }
 
@@ -31,37 +26,37 @@ func (k *kern) Fill(dst device.Operand, v float64) {
 	if n == 0 {
 		return
 	}
-	l := layouts("fill", dst.Shape, dst)
+	l := k.layouts("fill", dst.Shape, dst)
 	k.launch("fill_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], I64(int64(n)), F64(v))
 }
 
 func (k *kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 	if op >= device.NumUnaryOps {
-		badInput("unary", "unknown op %d", op)
+		k.bad("unary", "unknown op %d", op)
 	}
-	sameDType("unary "+op.String(), dst, src)
+	k.sameDType("unary "+op.String(), dst, src)
 	n := dst.Len()
 	if n == 0 {
 		return
 	}
-	l := layouts("unary "+op.String(), dst.Shape, dst, src)
+	l := k.layouts("unary "+op.String(), dst.Shape, dst, src)
 	k.launch("unary_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(src), l[1], I64(int64(n)), Int(int(op)), F64(arg))
 }
 
 func (k *kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float64) {
 	name := "unary_grad " + op.String()
 	if op >= device.NumUnaryOps {
-		badInput("unary_grad", "unknown op %d", op)
+		k.bad("unary_grad", "unknown op %d", op)
 	}
-	floatDType(name, dx)
+	k.floatDType(name, dx)
 	for _, o := range []device.Operand{dy, x, y} {
 		if !o.Nil() {
-			sameDType(name, dx, o)
-			sameLen(name, dx, o)
-			contiguous(name, o)
+			k.sameDType(name, dx, o)
+			k.sameLen(name, dx, o)
+			k.contiguous(name, o)
 		}
 	}
-	contiguous(name, dx)
+	k.contiguous(name, dx)
 	n := dx.Len()
 	if n == 0 {
 		return
@@ -71,72 +66,72 @@ func (k *kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg flo
 
 func (k *kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 	if op >= device.NumBinaryOps {
-		badInput("binary", "unknown op %d", op)
+		k.bad("binary", "unknown op %d", op)
 	}
 	name := "binary " + op.String()
-	sameDType(name, dst, a)
-	sameDType(name, dst, b)
+	k.sameDType(name, dst, a)
+	k.sameDType(name, dst, b)
 	n := dst.Len()
 	if n == 0 {
 		return
 	}
-	l := layouts(name, dst.Shape, dst, a, b)
+	l := k.layouts(name, dst.Shape, dst, a, b)
 	k.launch("binary_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(a), l[1], k.Ptr(b), l[2], I64(int64(n)), Int(int(op)))
 }
 
 func (k *kern) Axpy(alpha float64, x, y device.Operand) {
-	floatDType("axpy", y)
-	sameDType("axpy", y, x)
-	sameShape("axpy", y, x)
-	contiguous("axpy", y)
+	k.floatDType("axpy", y)
+	k.sameDType("axpy", y, x)
+	k.sameShape("axpy", y, x)
+	k.contiguous("axpy", y)
 	n := y.Len()
 	if n == 0 {
 		return
 	}
-	l := layouts("axpy", x.Shape, x)
+	l := k.layouts("axpy", x.Shape, x)
 	k.launch("axpy_"+Suffix(y.DType), Linear(n), k.Ptr(x), l[0], k.Ptr(y), I64(int64(n)), F64(alpha))
 }
 
 func (k *kern) Where(dst, cond, a, b device.Operand) {
-	sameDType("where", dst, a)
-	sameDType("where", dst, b)
+	k.sameDType("where", dst, a)
+	k.sameDType("where", dst, b)
 	if !cond.DType.Valid() {
-		badInput("where", "condition dtype %s", cond.DType)
+		k.bad("where", "condition dtype %s", cond.DType)
 	}
 	n := dst.Len()
 	if n == 0 {
 		return
 	}
-	l := layouts("where", dst.Shape, dst, cond, a, b)
+	l := k.layouts("where", dst.Shape, dst, cond, a, b)
 	k.launch("where_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(cond), Int(int(cond.DType)), l[1],
 		k.Ptr(a), l[2], k.Ptr(b), l[3], I64(int64(n)))
 }
 
 // sameDType panics unless b has a's dtype.
-func sameDType(op string, a, b device.Operand) {
+func (k *kern) sameDType(op string, a, b device.Operand) {
 	if a.DType != b.DType {
-		badInput(op, "operands of dtypes %s and %s, want one dtype", a.DType, b.DType)
+		k.bad(op, "operands of dtypes %s and %s, want one dtype", a.DType, b.DType)
 	}
 }
 
 // floatDType panics unless o has a float dtype.
-func floatDType(op string, o device.Operand) {
+func (k *kern) floatDType(op string, o device.Operand) {
 	if !o.DType.IsFloat() {
-		badInput(op, "dtype %s, want F64, F32, F16 or BF16", o.DType)
+		k.bad(op, "dtype %s, want F64, F32, F16 or BF16", o.DType)
 	}
 }
 
 // sameLen panics unless b has a's length.
-func sameLen(op string, a, b device.Operand) {
+func (k *kern) sameLen(op string, a, b device.Operand) {
 	if a.Len() != b.Len() {
-		badInput(op, "operands of %d and %d elements (shapes %v, %v), want one length", a.Len(), b.Len(), a.Shape, b.Shape)
+		k.bad(op, "operands of %d and %d elements (shapes %v, %v), want one length", a.Len(), b.Len(), a.Shape, b.Shape)
 	}
 }
 
 // contiguous panics unless o is dense in row-major order.
-func contiguous(op string, o device.Operand) {
+func (k *kern) contiguous(op string, o device.Operand) {
 	if !o.Contiguous() {
-		badInput(op, "operand %v with strides %v is not contiguous", o.Shape, o.Strides)
+		k.bad(op, "operand %v with strides %v is not contiguous", o.Shape, o.Strides)
 	}
 }
 
@@ -201,17 +196,17 @@ func coalesce(shape []int, strides ...[]int) ([]int, [][]int) {
 // output's), coalesced together; each operand's strides must have shape's
 // rank. It panics with a message naming op when the coalesced rank passes
 // maxRank.
-func layouts(op string, shape []int, ops ...device.Operand) []Arg {
+func (k *kern) layouts(op string, shape []int, ops ...device.Operand) []Arg {
 	strides := make([][]int, len(ops))
 	for j, o := range ops {
 		strides[j] = stridesOf(o)
 		if len(strides[j]) != len(shape) {
-			badInput(op, "operand %d has rank %d (strides %v), want rank %d of shape %v", j, len(strides[j]), o.Strides, len(shape), shape)
+			k.bad(op, "operand %d has rank %d (strides %v), want rank %d of shape %v", j, len(strides[j]), o.Strides, len(shape), shape)
 		}
 	}
 	sh, st := coalesce(shape, strides...)
 	if len(sh) > maxRank {
-		badInput(op, "shape %v with strides %v needs %d dimensions after merging, at most %d fit a kernel layout", shape, strides, len(sh), maxRank)
+		k.bad(op, "shape %v with strides %v needs %d dimensions after merging, at most %d fit a kernel layout", shape, strides, len(sh), maxRank)
 	}
 	args := make([]Arg, len(ops))
 	for j := range ops {
@@ -224,20 +219,20 @@ func layouts(op string, shape []int, ops ...device.Operand) []Arg {
 // operands a kernel cannot take.
 var errBadOperands = errors.New("bad operands")
 
-// badInput raises a *device.KernelError naming the cuda op that got bad
+// bad raises a *device.KernelError naming the cuda op that got bad
 // operands, what they were and what was expected.
-func badInput(op, format string, args ...any) {
-	panic(&device.KernelError{Device: "cuda", Op: op, Err: fmt.Errorf("%w: %s", errBadOperands, fmt.Sprintf(format, args...))})
+func (k *kern) bad(op, format string, args ...any) {
+	k.g.raise(op, fmt.Errorf("%w: %s", errBadOperands, fmt.Sprintf(format, args...)))
 }
 
 // sameShape panics unless a and b have the same shape.
-func sameShape(op string, a, b device.Operand) {
+func (k *kern) sameShape(op string, a, b device.Operand) {
 	if len(a.Shape) != len(b.Shape) {
-		badInput(op, "shapes %v and %v differ", a.Shape, b.Shape)
+		k.bad(op, "shapes %v and %v differ", a.Shape, b.Shape)
 	}
 	for i := range a.Shape {
 		if a.Shape[i] != b.Shape[i] {
-			badInput(op, "shapes %v and %v differ", a.Shape, b.Shape)
+			k.bad(op, "shapes %v and %v differ", a.Shape, b.Shape)
 		}
 	}
 }

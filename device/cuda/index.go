@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged, this file
-// builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import "github.com/headroom-ml/headroom/device"
@@ -17,9 +12,9 @@ const (
 )
 
 // widthSuffix names the element width of the bit-exact copies.
-func widthSuffix(op string, dst, src device.Operand) string {
+func (k *kern) widthSuffix(op string, dst, src device.Operand) string {
 	if dst.DType != src.DType {
-		badInput(op, "from %s into %s: want one dtype", src.DType, dst.DType)
+		k.bad(op, "from %s into %s: want one dtype", src.DType, dst.DType)
 	}
 	switch dst.DType.Size() {
 	case 1:
@@ -31,14 +26,14 @@ func widthSuffix(op string, dst, src device.Operand) string {
 	case 8:
 		return "b64"
 	}
-	badInput(op, "dtype %s of element size %d: want 1, 2, 4 or 8 bytes", dst.DType, dst.DType.Size())
+	k.bad(op, "dtype %s of element size %d: want 1, 2, 4 or 8 bytes", dst.DType, dst.DType.Size())
 	return ""
 }
 
 // IndexSelect runs index_select_W_I (kernels/index.cu): one thread per
 // output element. An index outside [0, n) writes zero bits.
 func (k *kern) IndexSelect(dst, src, idx device.Operand, outer, n, inner int) {
-	suf := widthSuffix("IndexSelect", dst, src) + "_" + indexSuffix("IndexSelect", idx)
+	suf := k.widthSuffix("IndexSelect", dst, src) + "_" + k.indexSuffix("IndexSelect", idx)
 	m := idx.Len()
 	if outer*m*inner == 0 {
 		return
@@ -50,7 +45,7 @@ func (k *kern) IndexSelect(dst, src, idx device.Operand, outer, n, inner int) {
 // Gather runs gather_W_I (kernels/index.cu): one thread per output
 // element.
 func (k *kern) Gather(dst, src, idx device.Operand, outer, n, m, inner int) {
-	suf := widthSuffix("Gather", dst, src) + "_" + indexSuffix("Gather", idx)
+	suf := k.widthSuffix("Gather", dst, src) + "_" + k.indexSuffix("Gather", idx)
 	if outer*m*inner == 0 {
 		return
 	}
@@ -73,8 +68,8 @@ func (k *kern) ScatterAdd(dst, idx, src device.Operand, outer, n, m, inner int) 
 // idxBuckets buckets, enough bucket groups for n rows (at most
 // idxGroups), blocks striding over (outer, column tile).
 func (k *kern) addRows(op, base string, dst, idx, src device.Operand, outer, n, m, inner int) {
-	dt := sameFloat(op, dst, src)
-	suf := Suffix(dt) + "_" + indexSuffix(op, idx)
+	dt := k.sameFloat(op, dst, src)
+	suf := Suffix(dt) + "_" + k.indexSuffix(op, idx)
 	if outer*m*inner == 0 || n == 0 {
 		return
 	}

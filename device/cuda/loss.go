@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged, this file
-// builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -12,34 +7,34 @@ import (
 
 // indexSuffix checks that idx has an integer dtype the kernels read (I64,
 // I32, I8) and returns its suffix.
-func indexSuffix(op string, idx device.Operand) string {
+func (k *kern) indexSuffix(op string, idx device.Operand) string {
 	switch idx.DType {
 	case dtype.I64, dtype.I32, dtype.I8:
 		return Suffix(idx.DType)
 	}
-	badInput(op, "index operand of dtype %s: want I64, I32 or I8", idx.DType)
+	k.bad(op, "index operand of dtype %s: want I64, I32 or I8", idx.DType)
 	return ""
 }
 
 // ceSuffix checks CrossEntropy's dtypes: float logits (and their
 // gradient), loss, lse (and dloss) in one statistics dtype, integer
 // targets.
-func ceSuffix(op string, logits, target device.Operand, stats ...device.Operand) string {
-	dt := sameFloat(op, logits)
-	suf := statSuffix(op, dt, stats[0].DType)
+func (k *kern) ceSuffix(op string, logits, target device.Operand, stats ...device.Operand) string {
+	dt := k.sameFloat(op, logits)
+	suf := k.statSuffix(op, dt, stats[0].DType)
 	for _, s := range stats[1:] {
 		if s.DType != stats[0].DType {
-			badInput(op, "loss statistics of dtypes %s and %s: want one dtype", stats[0].DType, s.DType)
+			k.bad(op, "loss statistics of dtypes %s and %s: want one dtype", stats[0].DType, s.DType)
 		}
 	}
-	return suf + "_" + indexSuffix(op, target)
+	return suf + "_" + k.indexSuffix(op, target)
 }
 
 // CrossEntropy runs cross_entropy_T_S_I (kernels/loss.cu). A target
 // outside [0, cols) that is not ignore gives a NaN loss (the autograd op
 // checks targets before the call).
 func (k *kern) CrossEntropy(loss, lse, logits, target device.Operand, rows, cols, ignore int, smoothing float64) {
-	suf := ceSuffix("CrossEntropy", logits, target, loss, lse)
+	suf := k.ceSuffix("CrossEntropy", logits, target, loss, lse)
 	if rows == 0 {
 		return
 	}
@@ -50,8 +45,8 @@ func (k *kern) CrossEntropy(loss, lse, logits, target device.Operand, rows, cols
 // CrossEntropyGrad runs cross_entropy_grad_T_S_I (kernels/loss.cu), one
 // thread per logit.
 func (k *kern) CrossEntropyGrad(dlogits, dloss, logits, lse, target device.Operand, rows, cols, ignore int, smoothing float64) {
-	sameFloat("CrossEntropyGrad", logits, dlogits)
-	suf := ceSuffix("CrossEntropyGrad", logits, target, dloss, lse)
+	k.sameFloat("CrossEntropyGrad", logits, dlogits)
+	suf := k.ceSuffix("CrossEntropyGrad", logits, target, dloss, lse)
 	if rows*cols == 0 {
 		return
 	}

@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged, this file
-// builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import "github.com/headroom-ml/headroom/device"
@@ -14,11 +9,11 @@ const lnLanes = 16
 // LayerNorm runs layer_norm_T_S (kernels/norm.cu); mean and rstd have the
 // compute dtype of x (or x's own).
 func (k *kern) LayerNorm(y, mean, rstd, x, w, b device.Operand, rows, cols int, eps float64) {
-	dt := sameFloat("LayerNorm", y, x, w, b)
-	suf := statSuffix("LayerNorm", dt, mean.DType)
-	statSuffix("LayerNorm", dt, rstd.DType)
+	dt := k.sameFloat("LayerNorm", y, x, w, b)
+	suf := k.statSuffix("LayerNorm", dt, mean.DType)
+	k.statSuffix("LayerNorm", dt, rstd.DType)
 	if mean.DType != rstd.DType {
-		badInput("LayerNorm", "mean of dtype %s and rstd of dtype %s: want one dtype", mean.DType, rstd.DType)
+		k.bad("LayerNorm", "mean of dtype %s and rstd of dtype %s: want one dtype", mean.DType, rstd.DType)
 	}
 	if rows*cols == 0 {
 		return
@@ -31,10 +26,10 @@ func (k *kern) LayerNorm(y, mean, rstd, x, w, b device.Operand, rows, cols int, 
 // layer_norm_grad_wb_T_S for dw and db (kernels/norm.cu), each only when
 // wanted.
 func (k *kern) LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd device.Operand, rows, cols int) {
-	dt := sameFloat("LayerNormGrad", dy, dx, dw, db, x, w)
-	suf := statSuffix("LayerNormGrad", dt, mean.DType)
+	dt := k.sameFloat("LayerNormGrad", dy, dx, dw, db, x, w)
+	suf := k.statSuffix("LayerNormGrad", dt, mean.DType)
 	if mean.DType != rstd.DType {
-		badInput("LayerNormGrad", "mean of dtype %s and rstd of dtype %s: want one dtype", mean.DType, rstd.DType)
+		k.bad("LayerNormGrad", "mean of dtype %s and rstd of dtype %s: want one dtype", mean.DType, rstd.DType)
 	}
 	if cols == 0 {
 		return

@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged into branch h3,
-// this file builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -16,7 +11,7 @@ import (
 // the element are computed here exactly as package kernels computes them.
 
 func (k *kern) AdamStep(p, g, m, v device.Operand, a device.AdamArgs) {
-	optimOperands("adam_step", p, g, m, v)
+	k.optimOperands("adam_step", p, g, m, v)
 	n := p.Len()
 	if n == 0 {
 		return
@@ -36,9 +31,9 @@ func (k *kern) AdamStep(p, g, m, v device.Operand, a device.AdamArgs) {
 
 func (k *kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
 	if a.Momentum != 0 && buf.Nil() {
-		badInput("sgd_step", "momentum %g without a buffer", a.Momentum)
+		k.bad("sgd_step", "momentum %g without a buffer", a.Momentum)
 	}
-	optimOperands("sgd_step", p, g, buf)
+	k.optimOperands("sgd_step", p, g, buf)
 	n := p.Len()
 	if n == 0 {
 		return
@@ -50,24 +45,24 @@ func (k *kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
 // optimOperands panics unless p is F32 or F64 and every present operand is
 // contiguous, of p's length and of p's dtype, but the gradient (the first
 // of os), which may be F16 or BF16 for an F32 parameter.
-func optimOperands(op string, p device.Operand, os ...device.Operand) {
+func (k *kern) optimOperands(op string, p device.Operand, os ...device.Operand) {
 	if p.DType != dtype.F32 && p.DType != dtype.F64 {
-		badInput(op, "parameter dtype %s, want F32 or F64", p.DType)
+		k.bad(op, "parameter dtype %s, want F32 or F64", p.DType)
 	}
-	contiguous(op, p)
+	k.contiguous(op, p)
 	for i, o := range os {
 		if o.Nil() {
 			if i == 0 {
-				badInput(op, "no gradient")
+				k.bad(op, "no gradient")
 			}
 			continue
 		}
 		half := i == 0 && p.DType == dtype.F32 && o.DType.IsLowPrecision()
 		if o.DType != p.DType && !half {
-			badInput(op, "operand %d has dtype %s, parameter %s", i+1, o.DType, p.DType)
+			k.bad(op, "operand %d has dtype %s, parameter %s", i+1, o.DType, p.DType)
 		}
-		sameLen(op, p, o)
-		contiguous(op, o)
+		k.sameLen(op, p, o)
+		k.contiguous(op, o)
 	}
 }
 

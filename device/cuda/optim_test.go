@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged into branch h3,
-// this file builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (

@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged into branch h3,
-// this file builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -23,18 +18,17 @@ const (
 	reduceShort    = 32   // reduced elements up to which one thread does an output
 	reduceManyOuts = 8192 // outputs from which one thread does an output
 	reduceColumns  = 256  // adjacent outputs from which one thread does an output
-	maxGrid        = 1 << 16
 )
 
 func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
 	if op >= device.NumReduceOps {
-		badInput("reduce", "unknown op %d", op)
+		k.bad("reduce", "unknown op %d", op)
 	}
 	name := "reduce " + op.String()
 	if len(dst.Shape) != len(src.Shape) {
-		badInput(name, "destination shape %v and source shape %v differ in rank", dst.Shape, src.Shape)
+		k.bad(name, "destination shape %v and source shape %v differ in rank", dst.Shape, src.Shape)
 	}
-	contiguous(name, dst)
+	k.contiguous(name, dst)
 	sst := stridesOf(src)
 	var keep, keepSt, red, redSt []int
 	for i, s := range src.Shape {
@@ -44,15 +38,15 @@ func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) 
 		case dst.Shape[i] == s:
 			keep, keepSt = append(keep, s), append(keepSt, sst[i])
 		default:
-			badInput(name, "destination shape %v does not reduce source shape %v (axis %d)", dst.Shape, src.Shape, i)
+			k.bad(name, "destination shape %v does not reduce source shape %v (axis %d)", dst.Shape, src.Shape, i)
 		}
 	}
 	outs, count := prod(keep), prod(red)
 	if outs == 0 {
 		return
 	}
-	kl := layouts(name, keep, device.Operand{Shape: keep, Strides: keepSt})
-	rl := layouts(name, red, device.Operand{Shape: red, Strides: redSt})
+	kl := k.layouts(name, keep, device.Operand{Shape: keep, Strides: keepSt})
+	rl := k.layouts(name, red, device.Operand{Shape: red, Strides: redSt})
 	args := []Arg{k.Ptr(dst), Int(int(dst.DType)), k.Ptr(src), kl[0], rl[0], I64(int64(outs)), I64(int64(count)), Int(int(op)), F64(arg)}
 	if count <= reduceShort || outs >= reduceManyOuts || columns(keep, keepSt, outs) {
 		k.launch("reduce_thread_"+Suffix(src.DType), Linear(outs), args...)
@@ -72,10 +66,10 @@ const (
 
 func (k *kern) SumSquares(dst, src device.Operand) {
 	if dst.DType != dtype.F64 || dst.Len() != 1 {
-		badInput("sum_squares", "destination %s %v, want one F64 element", dst.DType, dst.Shape)
+		k.bad("sum_squares", "destination %s %v, want one F64 element", dst.DType, dst.Shape)
 	}
-	floatDType("sum_squares", src)
-	contiguous("sum_squares", src)
+	k.floatDType("sum_squares", src)
+	k.contiguous("sum_squares", src)
 	n := src.Len()
 	one := Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
 	if n == 0 {

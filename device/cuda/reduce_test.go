@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged into branch h3,
-// this file builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -64,8 +59,9 @@ func TestReduce(t *testing.T) {
 					ddt = dtype.I64
 				}
 				dst := p.put(t, dense(ddt, rc.dshape...), nil)
-				p.cpu.Kernels().Reduce(op, dst.cpu, src.cpu, 1)
-				p.gpu.Kernels().Reduce(op, dst.gpu, src.gpu, 1)
+				corr := float64(len(name) % 2) // Var: population (0) and sample (1) variance
+				p.cpu.Kernels().Reduce(op, dst.cpu, src.cpu, corr)
+				p.gpu.Kernels().Reduce(op, dst.gpu, src.gpu, corr)
 				c, g := p.read(dst)
 				switch op {
 				case device.Max, device.Min, device.ArgMax:

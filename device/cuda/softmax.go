@@ -1,8 +1,3 @@
-// Until h1's launch API (kern, Arg, launch, Open) is merged, this file
-// builds only with -tags cudakernels (zz_stub_test.go stands in).
-
-//go:build cudakernels
-
 package cuda
 
 import (
@@ -34,14 +29,14 @@ func computeDType(dt dtype.DType) dtype.DType {
 
 // sameFloat checks that every operand has the float dtype of the first
 // (nil-Block operands are skipped) and returns that dtype.
-func sameFloat(op string, os ...device.Operand) dtype.DType {
+func (k *kern) sameFloat(op string, os ...device.Operand) dtype.DType {
 	dt := os[0].DType
 	if !dt.IsFloat() {
-		badInput(op, "operand of dtype %s: want F64, F32, F16 or BF16", dt)
+		k.bad(op, "operand of dtype %s: want F64, F32, F16 or BF16", dt)
 	}
 	for _, o := range os[1:] {
 		if !o.Nil() && o.DType != dt {
-			badInput(op, "operands of dtypes %s and %s: want one dtype", dt, o.DType)
+			k.bad(op, "operands of dtypes %s and %s: want one dtype", dt, o.DType)
 		}
 	}
 	return dt
@@ -50,20 +45,20 @@ func sameFloat(op string, os ...device.Operand) dtype.DType {
 // statSuffix names the (T, S) variant of a kernel whose statistics
 // operand has dtype s for float operands of dtype t: S must be the
 // compute dtype of t or t itself.
-func statSuffix(op string, t, s dtype.DType) string {
+func (k *kern) statSuffix(op string, t, s dtype.DType) string {
 	switch c := computeDType(t); {
 	case s == c || s == t:
 	case c == t:
-		badInput(op, "statistics of dtype %s for %s operands: want %s", s, t, c)
+		k.bad(op, "statistics of dtype %s for %s operands: want %s", s, t, c)
 	default:
-		badInput(op, "statistics of dtype %s for %s operands: want %s or %s", s, t, c, t)
+		k.bad(op, "statistics of dtype %s for %s operands: want %s or %s", s, t, c, t)
 	}
 	return Suffix(t) + "_" + Suffix(s)
 }
 
 // Softmax runs softmax_T (kernels/softmax.cu).
 func (k *kern) Softmax(dst, src device.Operand, rows, cols int, log bool) {
-	dt := sameFloat("Softmax", dst, src)
+	dt := k.sameFloat("Softmax", dst, src)
 	if rows*cols == 0 {
 		return
 	}
@@ -72,7 +67,7 @@ func (k *kern) Softmax(dst, src device.Operand, rows, cols int, log bool) {
 
 // SoftmaxGrad runs softmax_grad_T (kernels/softmax.cu).
 func (k *kern) SoftmaxGrad(dx, dy, y device.Operand, rows, cols int, log bool) {
-	dt := sameFloat("SoftmaxGrad", dx, dy, y)
+	dt := k.sameFloat("SoftmaxGrad", dx, dy, y)
 	if rows*cols == 0 {
 		return
 	}
