@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/internal/cuda"
@@ -87,7 +88,18 @@ func Open(index int, o device.Options) (*device.Device, error) {
 		dev.Close()
 		return nil, fmt.Errorf("%s: cuBLAS workspace: %w", name, err)
 	}
+	backends.Store(dev, b)
 	return dev, nil
+}
+
+// backends maps each open device to its backend.
+var backends sync.Map
+
+// backendOf returns the backend of a device opened by Open (nil for others).
+func backendOf(d *device.Device) *backend {
+	b, _ := backends.Load(d)
+	be, _ := b.(*backend)
+	return be
 }
 
 // init runs on the worker: it reads the compute capability, decides on
