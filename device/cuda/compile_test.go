@@ -2,15 +2,15 @@ package cuda
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path"
+	"sort"
 	"testing"
 
 	icuda "github.com/headroom-ml/headroom/internal/cuda"
 )
 
-// TestKernelsCompile compiles every kernel source of the kernels folder with
+// TestKernelsCompile compiles every kernel source of the kernels folder (Sources) with
 // NVRTC for compute_80 (A100) and compute_90 (H100, H200) and checks that
 // the PTX declares kernels, with the options the backend compiles with
 // (internal/cuda's NVRTC.Compile). It is CI's compile check of the CUDA C:
@@ -24,30 +24,23 @@ func TestKernelsCompile(t *testing.T) {
 		}
 		t.Skipf("no NVRTC here: %v", err)
 	}
-	srcs := os.DirFS("kernels")
 	headers := map[string][]byte{}
 	var units []string
-	err = fs.WalkDir(srcs, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(srcs, p)
-		switch path.Ext(p) {
+	srcs := Sources() // the embedded kernels folder
+	for name, b := range srcs {
+		switch path.Ext(name) {
 		case ".cuh", ".h":
-			headers[p] = b
+			headers[name] = b
 		case ".cu":
-			units = append(units, p)
+			units = append(units, name)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	sort.Strings(units)
 	if len(units) == 0 {
 		t.Fatal("no .cu sources in kernels/")
 	}
 	for _, u := range units {
-		src, _ := fs.ReadFile(srcs, u)
+		src := srcs[u]
 		for _, arch := range []string{"compute_80", "compute_90"} {
 			t.Run(u+"/"+arch, func(t *testing.T) {
 				t.Parallel()

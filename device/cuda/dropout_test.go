@@ -21,7 +21,7 @@ func TestDropout(t *testing.T) {
 			for _, c := range []struct {
 				p            float64
 				seed, offset uint64
-			}{{0.1, 1, 0}, {0.5, 0xdeadbeefcafe, 3}, {0.9, 42, 1<<33 + 6}, {0, 7, 5}} {
+			}{{0.1, 1, 0}, {0.5, 0xdeadbeefcafe, 3}, {0.9, 42, 1<<33 + 6}, {0, 7, 5}, {1, 3, 0}} {
 				name := fmt.Sprintf("%s/%s/p %g/offset %d", dt, lc.name, c.p, c.offset)
 				src := p.put(t, lc.src(dt), positive(r, dt, lc.srcN))
 				dst := p.put(t, lc.dst(dt), nil)

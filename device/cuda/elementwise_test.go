@@ -79,6 +79,19 @@ func TestUnary(t *testing.T) {
 			}
 			inPlace(t, p, r, op, dt)
 		}
+		if !unaryExact[op] {
+			continue
+		}
+		for _, dt := range []dtype.DType{dtype.I8, dtype.I32, dtype.I64} {
+			// Integers are computed in float, as the cpu device does.
+			lc := layoutCases[2]
+			src := p.put(t, lc.src(dt), values(r, dt, lc.srcN, true))
+			dst := p.put(t, lc.dst(dt), nil)
+			p.cpu.Kernels().Unary(op, dst.cpu, src.cpu, -2.5)
+			p.gpu.Kernels().Unary(op, dst.gpu, src.gpu, -2.5)
+			c, g := p.read(dst)
+			exact(t, fmt.Sprintf("%s/%s", op, dt), dt, c, g)
+		}
 	}
 }
 

@@ -2,22 +2,18 @@ package cuda
 
 import (
 	"fmt"
-	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
-	"github.com/headroom-ml/headroom/internal/cuda/emu"
 )
 
 // The kernel tests run each method on the cpu device and on a cuda device
-// over the host emulator (emu.Build of the kernels folder, the real NVRTC)
+// over the host emulator (TestMain: emu.Build of Sources(), the real NVRTC)
 // with the same operands, and compare every byte of the output blocks:
 // exactly, or within a tolerance for the ops whose float math differs
 // between Go's math package and CUDA's built-ins.
@@ -28,42 +24,12 @@ var (
 	emuErr  error
 )
 
-// kernelSources reads the kernels folder as emu.Build takes it.
-func kernelSources() (map[string][]byte, error) {
-	srcs := map[string][]byte{}
-	err := fs.WalkDir(os.DirFS("kernels"), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile("kernels/" + p)
-		srcs[p] = b
-		return err
-	})
-	return srcs, err
-}
-
 // pair is the cpu device and the emulated cuda device.
 type pair struct{ cpu, gpu *device.Device }
 
 func devices(t *testing.T) pair {
 	t.Helper()
-	emuOnce.Do(func() {
-		srcs, err := kernelSources()
-		if err != nil {
-			emuErr = err
-			return
-		}
-		libs, err := emu.Build(srcs)
-		if err != nil {
-			emuErr = err
-			return
-		}
-		for _, kv := range libs.Env() {
-			k, v, _ := strings.Cut(kv, "=")
-			os.Setenv(k, v)
-		}
-		emuDev, emuErr = Open(0, device.Options{})
-	})
+	emuOnce.Do(func() { emuDev, emuErr = Open(0, device.Options{}) }) // the emulator: see TestMain
 	if emuErr != nil {
 		t.Fatalf("emulated cuda device: %v", emuErr)
 	}

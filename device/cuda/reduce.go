@@ -64,6 +64,10 @@ const (
 	sumSquaresMaxChunks = 1 << 16
 )
 
+// sumSquaresRound is the chunks of one round: sumSquaresMaxChunks, less in
+// the test of the rounds.
+var sumSquaresRound = sumSquaresMaxChunks
+
 func (k *kern) SumSquares(dst, src device.Operand) {
 	if dst.DType != dtype.F64 || dst.Len() != 1 {
 		k.bad("sum_squares", "destination %s %v, want one F64 element", dst.DType, dst.Shape)
@@ -76,7 +80,7 @@ func (k *kern) SumSquares(dst, src device.Operand) {
 		k.launch("sumsq_total", one, k.Ptr(dst), I64(0), Int(0))
 		return
 	}
-	round := sumSquaresChunk * sumSquaresMaxChunks
+	round := sumSquaresChunk * sumSquaresRound
 	for lo := 0; lo < n; lo += round {
 		m := min(n-lo, round)
 		chunks := (m + sumSquaresChunk - 1) / sumSquaresChunk

@@ -99,10 +99,37 @@ func tiesAndNaNs(r *rand.Rand, dt dtype.DType, n int) []byte {
 }
 
 // TestSumSquares: Σx² into one F64, for sizes around the 4096-element
-// chunk, bit for bit the cpu device's (the same chunks, lanes and order).
+// chunk, bit for bit the cpu device's (the same chunks, lanes and order),
+// in one round and in rounds of two chunks (a source of more than 2^28
+// elements takes several).
 func TestSumSquares(t *testing.T) {
 	p := devices(t)
 	r := rand.New(rand.NewPCG(23, 24))
+	defer func(n int) { sumSquaresRound = n }(sumSquaresRound)
+	for _, round := range []int{sumSquaresMaxChunks, 2} {
+		sumSquaresRound = round
+		sumSquaresSizes(t, p, r)
+	}
+}
+
+// TestReduceDTypes: a 16-bit or integer source reduced into a wider
+// destination (the sum is stored from double, as the cpu stores it).
+func TestReduceDTypes(t *testing.T) {
+	p := devices(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, sd := range allDTypes() {
+		for _, dd := range []dtype.DType{dtype.F64, dtype.F32, dtype.I64} {
+			src := p.put(t, dense(sd, 5, 40), values(r, sd, 200, false))
+			dst := p.put(t, dense(dd, 5, 1), nil)
+			p.cpu.Kernels().Reduce(device.Sum, dst.cpu, src.cpu, 0)
+			p.gpu.Kernels().Reduce(device.Sum, dst.gpu, src.gpu, 0)
+			c, g := p.read(dst)
+			near(t, fmt.Sprintf("sum %s into %s", sd, dd), dd, c, g, math.Max(tolerance(dd), 1e-12))
+		}
+	}
+}
+
+func sumSquaresSizes(t *testing.T, p pair, r *rand.Rand) {
 	for _, dt := range floatDTypes() {
 		for _, n := range []int{0, 1, 7, 4096, 4099, 3*4096 + 5, 20000} {
 			src := p.put(t, opnd{dt: dt, n: n + 3, off: 3, shape: []int{n}}, values(r, dt, n+3, false))
@@ -110,7 +137,7 @@ func TestSumSquares(t *testing.T) {
 			p.cpu.Kernels().SumSquares(dst.cpu, src.cpu)
 			p.gpu.Kernels().SumSquares(dst.gpu, src.gpu)
 			c, g := p.read(dst)
-			exact(t, fmt.Sprintf("%s/%d", dt, n), dtype.F64, c, g)
+			exact(t, fmt.Sprintf("%s/%d/round %d", dt, n, sumSquaresRound), dtype.F64, c, g)
 		}
 	}
 }
