@@ -54,7 +54,9 @@ func (k *kern) Gather(dst, src, idx device.Operand, outer, n, m, inner int) {
 }
 
 // IndexAdd runs index_add_T_I (kernels/index.cu): deterministic, in the
-// cpu's order, without atomics.
+// cpu's order, without atomics, so F32 and F64 results are the cpu's bit
+// for bit; a 16-bit dst is rounded after each addition (on the cpu, once
+// at the end). Indices outside [0, n) are skipped.
 func (k *kern) IndexAdd(dst, idx, src device.Operand, outer, n, inner int) {
 	k.addRows("IndexAdd", "index_add_", dst, idx, src, outer, n, idx.Len(), inner)
 }
