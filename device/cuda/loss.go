@@ -38,7 +38,7 @@ func (k *kern) CrossEntropy(loss, lse, logits, target device.Operand, rows, cols
 	if rows == 0 {
 		return
 	}
-	k.launch("cross_entropy_"+suf, rowsLaunch(rows), k.Ptr(loss), k.Ptr(lse), k.Ptr(logits), k.Ptr(target),
+	k.launch("cross_entropy_"+suf, rowsLaunch(rows, cols), k.Ptr(loss), k.Ptr(lse), k.Ptr(logits), k.Ptr(target),
 		I64(int64(rows)), I64(int64(cols)), I64(int64(ignore)), F64(smoothing))
 }
 

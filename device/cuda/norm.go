@@ -18,7 +18,7 @@ func (k *kern) LayerNorm(y, mean, rstd, x, w, b device.Operand, rows, cols int, 
 	if rows*cols == 0 {
 		return
 	}
-	k.launch("layer_norm_"+suf, rowsLaunch(rows), k.Ptr(y), k.Ptr(mean), k.Ptr(rstd), k.Ptr(x), k.Ptr(w), k.Ptr(b),
+	k.launch("layer_norm_"+suf, rowsLaunch(rows, cols), k.Ptr(y), k.Ptr(mean), k.Ptr(rstd), k.Ptr(x), k.Ptr(w), k.Ptr(b),
 		I64(int64(rows)), I64(int64(cols)), F64(eps))
 }
 
@@ -35,7 +35,7 @@ func (k *kern) LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd device.Operand, ro
 		return
 	}
 	if !dx.Nil() && rows > 0 {
-		k.launch("layer_norm_grad_dx_"+suf, rowsLaunch(rows), k.Ptr(dx), k.Ptr(dy), k.Ptr(x), k.Ptr(w), k.Ptr(mean), k.Ptr(rstd),
+		k.launch("layer_norm_grad_dx_"+suf, rowsLaunch(rows, cols), k.Ptr(dx), k.Ptr(dy), k.Ptr(x), k.Ptr(w), k.Ptr(mean), k.Ptr(rstd),
 			I64(int64(rows)), I64(int64(cols)))
 	}
 	if dw.Nil() && db.Nil() {

@@ -22,7 +22,7 @@ func TestLayerNorm(t *testing.T) {
 	g := newRig(t)
 	for _, dt := range floatDTypes() {
 		for _, sdt := range statDTypes(dt) {
-			for _, sh := range [][2]int{{3, 7}, {4, 600}, {1, 1}} {
+			for _, sh := range [][2]int{{3, 7}, {2, 40}, {4, 600}, {1, 1}} {
 				for _, affine := range []string{"wb", "w", "none"} {
 					t.Run(fmt.Sprintf("%s/stats=%s/%dx%d/%s", dt, sdt, sh[0], sh[1], affine), func(t *testing.T) {
 						g.t = t

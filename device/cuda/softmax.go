@@ -5,17 +5,19 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 )
 
-// Row kernels (softmax, layer norm, cross entropy) run one block of
-// rowThreads threads per row, at most rowBlocks blocks striding over the
-// rows (kernels/softmax.cu, norm.cu, loss.cu).
+// Row kernels (softmax, layer norm, cross entropy) run one block per row,
+// at most rowBlocks blocks striding over the rows (kernels/softmax.cu,
+// norm.cu, loss.cu); a block has a thread per column, rounded up to whole
+// warps, at most rowThreads (then threads stride over the columns).
 const (
 	rowThreads = 256
 	rowBlocks  = 1 << 16
 )
 
-// rowsLaunch is the launch of a row kernel over rows rows.
-func rowsLaunch(rows int) Launch {
-	return Launch{Grid: [3]uint32{uint32(max(1, min(rows, rowBlocks))), 1, 1}, Block: [3]uint32{rowThreads, 1, 1}}
+// rowsLaunch is the launch of a row kernel over rows rows of cols columns.
+func rowsLaunch(rows, cols int) Launch {
+	threads := min(rowThreads, max(32, (cols+31)/32*32))
+	return Launch{Grid: [3]uint32{uint32(max(1, min(rows, rowBlocks))), 1, 1}, Block: [3]uint32{uint32(threads), 1, 1}}
 }
 
 // computeDType is the dtype a kernel computes float operands of dt in:
@@ -62,7 +64,7 @@ func (k *kern) Softmax(dst, src device.Operand, rows, cols int, log bool) {
 	if rows*cols == 0 {
 		return
 	}
-	k.launch("softmax_"+Suffix(dt), rowsLaunch(rows), k.Ptr(dst), k.Ptr(src), I64(int64(rows)), I64(int64(cols)), Int(b2i(log)))
+	k.launch("softmax_"+Suffix(dt), rowsLaunch(rows, cols), k.Ptr(dst), k.Ptr(src), I64(int64(rows)), I64(int64(cols)), Int(b2i(log)))
 }
 
 // SoftmaxGrad runs softmax_grad_T (kernels/softmax.cu).
@@ -71,5 +73,5 @@ func (k *kern) SoftmaxGrad(dx, dy, y device.Operand, rows, cols int, log bool) {
 	if rows*cols == 0 {
 		return
 	}
-	k.launch("softmax_grad_"+Suffix(dt), rowsLaunch(rows), k.Ptr(dx), k.Ptr(dy), k.Ptr(y), I64(int64(rows)), I64(int64(cols)), Int(b2i(log)))
+	k.launch("softmax_grad_"+Suffix(dt), rowsLaunch(rows, cols), k.Ptr(dx), k.Ptr(dy), k.Ptr(y), I64(int64(rows)), I64(int64(cols)), Int(b2i(log)))
 }

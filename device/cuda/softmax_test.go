@@ -141,7 +141,7 @@ func none() twin { return nilTwin(dtype.F32) }
 func TestSoftmax(t *testing.T) {
 	g := newRig(t)
 	for _, dt := range floatDTypes() {
-		for _, sh := range [][2]int{{3, 5}, {2, 700}, {1, 1}} {
+		for _, sh := range [][2]int{{3, 5}, {4, 40}, {2, 700}, {1, 1}} {
 			for _, log := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%dx%d/log=%v", dt, sh[0], sh[1], log), func(t *testing.T) {
 					g.t = t
