@@ -26,7 +26,7 @@ func operand(t testing.TB, d *device.Device, dt dtype.DType, vals []float64) dev
 	return o
 }
 
-func values(o device.Operand, d *device.Device) []float64 {
+func readF64(o device.Operand, d *device.Device) []float64 {
 	buf := make([]byte, o.Len()*o.DType.Size())
 	d.Kernels().Read(buf, o)
 	out := make([]float64, o.Len())
@@ -80,7 +80,7 @@ func gemmCase(t *testing.T, gd, cd *device.Device, dt dtype.DType, ta, tb bool, 
 		q := p
 		q.A, q.B, q.C = operand(t, d, dt, av), operand(t, d, dt, bv), operand(t, d, dt, cv)
 		d.Kernels().Gemm(q)
-		return values(q.C, d)
+		return readF64(q.C, d)
 	}
 	got, want := run(gd), run(cd)
 	for i := range want {

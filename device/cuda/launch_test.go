@@ -27,7 +27,7 @@ func TestDeferred(t *testing.T) {
 	half := o
 	half.Shape = []int{1500}
 	fill(k, half, -1)
-	got := values(o, d)
+	got := readF64(o, d)
 	for i, v := range got {
 		want := 20.0
 		if i < 1500 {
@@ -50,7 +50,7 @@ func TestSecondDevice(t *testing.T) {
 	ob := operand(t, b, dtype.F64, make([]float64, 10))
 	fill(a.Kernels().(*kern), oa, math.Pi)
 	fill(b.Kernels().(*kern), ob, math.E)
-	if va, vb := values(oa, a)[9], values(ob, b)[9]; va != math.Pi || vb != math.E {
+	if va, vb := readF64(oa, a)[9], readF64(ob, b)[9]; va != math.Pi || vb != math.E {
 		t.Fatalf("devices read %v and %v, want π and e", va, vb)
 	}
 }
@@ -68,7 +68,7 @@ func BenchmarkLaunch(b *testing.B) {
 	for b.Loop() {
 		fill(k, o, 1)
 	}
-	values(o, d)
+	readF64(o, d)
 }
 
 // BenchmarkGemm reports GEMM TFLOP/s through headroom's path, F32 and
@@ -95,12 +95,12 @@ func BenchmarkGemm(b *testing.B) {
 			p := device.Gemm{M: n, N: n, K: n, Alpha: 1, A: mk(), B: mk(), C: mk(), LdA: n, LdB: n, LdC: n, Batch: 1}
 			k := d.Kernels()
 			k.Gemm(p)
-			values(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
+			readF64(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
 			b.ResetTimer()
 			for b.Loop() {
 				k.Gemm(p)
 			}
-			values(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
+			readF64(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
 	}
