@@ -116,12 +116,15 @@ func (m *modules) load(g *gpu, u string) error {
 	var ptx []byte
 	if v, ok := ptxCache.Load(key); ok {
 		ptx = v.([]byte)
+	} else if ptx = m.cachedPTX(u); ptx != nil {
+		ptxCache.Store(key, ptx)
 	} else {
 		var err error
 		if ptx, err = m.rtc.Compile(u, m.srcs[u], m.hdrs, m.arch); err != nil {
 			return err
 		}
 		ptxCache.Store(key, ptx)
+		m.storePTX(u, ptx)
 	}
 	mod, err := g.drv.ModuleLoad(ptx)
 	if err != nil {

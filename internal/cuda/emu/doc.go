@@ -131,7 +131,8 @@
 // # Cost
 //
 // Build compiles with g++ -O1, in parallel on every CPU: on 2 cores, this
-// package's tests take about 10 s cold (the build and NVRTC), 0.7 s cached; all of device/cuda/kernels
+// package's tests take 10–20 s cold (the build and NVRTC, depending on the
+// machine's load) and about 3 s cached (child processes included); all of device/cuda/kernels
 // (238 entries in 10 sources) in about 20 s cold, 3 s after one source
 // changed, and about 2 ms when nothing changed. Each fiber's stack is
 // 256 KiB of address space (1024 fibers: 256 MiB reserved once, touched
