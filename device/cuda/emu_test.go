@@ -123,7 +123,7 @@ func TestGranules(t *testing.T) {
 			t.Fatalf("%s: driver used %d more bytes, mapped %d more", when, u, mapped-mapped0)
 		}
 	}
-		check("open")
+	check("open")
 	var live []*device.Block
 	for i, n := range []int64{512, 700 << 10, 3 << 20, 11 << 20, 25 << 20, 1, 1 << 20} {
 		live = append(live, alloc(t, d, n))
