@@ -12,7 +12,7 @@ import (
 )
 
 // operand allocates a contiguous operand of n elements on d and writes vals.
-func operand(t testing.TB, d *device.Device, dt dtype.DType, vals []float64) device.Operand {
+func newOp(t testing.TB, d *device.Device, dt dtype.DType, vals []float64) device.Operand {
 	t.Helper()
 	b, err := d.Alloc(int64(len(vals)*dt.Size()), device.Label{Tag: device.Activation, Op: "test"})
 	if err != nil {
@@ -78,7 +78,7 @@ func gemmCase(t *testing.T, gd, cd *device.Device, dt dtype.DType, ta, tb bool, 
 		LdA: lda, LdB: ldb, LdC: ldc, Batch: batch, StrideA: sa, StrideB: sb, StrideC: sc}
 	run := func(d *device.Device) []float64 {
 		q := p
-		q.A, q.B, q.C = operand(t, d, dt, av), operand(t, d, dt, bv), operand(t, d, dt, cv)
+		q.A, q.B, q.C = newOp(t, d, dt, av), newOp(t, d, dt, bv), newOp(t, d, dt, cv)
 		d.Kernels().Gemm(q)
 		return readF64(q.C, d)
 	}

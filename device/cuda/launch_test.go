@@ -20,7 +20,7 @@ func TestDeferred(t *testing.T) {
 	d, _ := open(t, device.Options{})
 	defer d.Close()
 	k := d.Kernels().(*kern)
-	o := operand(t, d, dtype.F32, make([]float64, 3000))
+	o := newOp(t, d, dtype.F32, make([]float64, 3000))
 	for i := 1; i <= 20; i++ {
 		fill(k, o, float64(i))
 	}
@@ -46,8 +46,8 @@ func TestSecondDevice(t *testing.T) {
 	defer a.Close()
 	b, _ := open(t, device.Options{})
 	defer b.Close()
-	oa := operand(t, a, dtype.F64, make([]float64, 10))
-	ob := operand(t, b, dtype.F64, make([]float64, 10))
+	oa := newOp(t, a, dtype.F64, make([]float64, 10))
+	ob := newOp(t, b, dtype.F64, make([]float64, 10))
 	fill(a.Kernels().(*kern), oa, math.Pi)
 	fill(b.Kernels().(*kern), ob, math.E)
 	if va, vb := readF64(oa, a)[9], readF64(ob, b)[9]; va != math.Pi || vb != math.E {
@@ -63,7 +63,7 @@ func BenchmarkLaunch(b *testing.B) {
 	d, _ := open(b, device.Options{})
 	defer d.Close()
 	k := d.Kernels().(*kern)
-	o := operand(b, d, dtype.F32, make([]float64, 256))
+	o := newOp(b, d, dtype.F32, make([]float64, 256))
 	b.ReportAllocs()
 	for b.Loop() {
 		fill(k, o, 1)
@@ -103,5 +103,52 @@ func BenchmarkGemm(b *testing.B) {
 			readF64(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
 			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
+	}
+}
+
+// TestStickyLaunchError: a launch the driver refuses (a block of 2048
+// threads) is raised by the next call as a KernelError naming the kernel,
+// once; the device then works on.
+func TestStickyLaunchError(t *testing.T) {
+	d, _ := open(t, device.Options{})
+	defer d.Close()
+	k := d.Kernels().(*kern)
+	o := newOp(t, d, dtype.F32, make([]float64, 4))
+	bad := Launch{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{2048, 1, 1}}
+	k.launch("fill_f32", bad, k.Ptr(o), Lay(o), I64(4), F64(1))
+	func() {
+		defer func() {
+			ke, ok := recover().(*device.KernelError)
+			if !ok || ke.Op != "fill_f32" || ke.Device != d.Name() {
+				t.Fatalf("recovered %v, want a KernelError for fill_f32 on %s", ke, d.Name())
+			}
+			t.Log(ke)
+		}()
+		readF64(o, d)
+	}()
+	fill(k, o, 2)
+	if v := readF64(o, d)[3]; v != 2 {
+		t.Fatalf("after the raised error the device computes %v, want 2", v)
+	}
+}
+
+// BenchmarkLaunchHost measures the calling goroutine's time per queued
+// launch alone: bursts of 512 launches (they fit the queue, so the caller
+// never waits for the worker), the device synchronised between bursts
+// with the timer stopped. This is the host time an op costs its caller.
+func BenchmarkLaunchHost(b *testing.B) {
+	d, _ := open(b, device.Options{})
+	defer d.Close()
+	k := d.Kernels().(*kern)
+	o := newOp(b, d, dtype.F32, make([]float64, 256))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		fill(k, o, 1)
+		if i%512 == 511 {
+			b.StopTimer()
+			readF64(o, d)
+			b.StartTimer()
+		}
 	}
 }

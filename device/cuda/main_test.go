@@ -14,7 +14,13 @@ const emuMemory = 512 << 20
 // TestMain points the loader at the host emulator's fake libcuda and
 // libcublas, built from this package's kernel sources (cached), and at the
 // real NVRTC; every test here runs through them.
+//
+// HEADROOM_CUDA_TESTS=gpu runs them on the machine's real driver instead
+// (scripts/gpu-check.sh), with the capacity tests' numbers from it.
 func TestMain(m *testing.M) {
+	if os.Getenv("HEADROOM_CUDA_TESTS") == "gpu" {
+		os.Exit(m.Run())
+	}
 	libs, err := emu.Build(Sources())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "device/cuda tests need the host emulator:", err)
