@@ -3,7 +3,9 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
@@ -18,8 +20,10 @@ type Options struct {
 	// NoData says the device holds no data (meta): only the accounting,
 	// OOM and leak checks run, against a cpu device's accounting.
 	NoData bool
-	// DTypes are the dtypes to check; default F32, F64, BF16, F16. The
-	// OOM check runs in the first of them only.
+	// DTypes are the dtypes to check; default the comma-separated list in
+	// the environment variable HEADROOM_CONFORMANCE_DTYPES (for example
+	// "f32", as scripts/test.sh sets for its race and noasm runs), else
+	// F32, F64, BF16, F16. The OOM check runs in the first of them only.
 	DTypes []dtype.DType
 }
 
@@ -30,9 +34,9 @@ var DefaultDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.BF16, dtype.F16}
 // case and dtype (open may return a cached device only if it holds
 // nothing and its peaks are reset).
 func Run(t *testing.T, open func(t testing.TB) *device.Device, o Options) {
-	dts := o.DTypes
-	if len(dts) == 0 {
-		dts = DefaultDTypes
+	dts, err := dtypes(o)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,6 +52,26 @@ func Run(t *testing.T, open func(t testing.TB) *device.Device, o Options) {
 			}
 		})
 	}
+}
+
+// dtypes returns the dtypes Run checks.
+func dtypes(o Options) ([]dtype.DType, error) {
+	if len(o.DTypes) > 0 {
+		return o.DTypes, nil
+	}
+	env := os.Getenv("HEADROOM_CONFORMANCE_DTYPES")
+	if env == "" {
+		return DefaultDTypes, nil
+	}
+	var dts []dtype.DType
+	for _, name := range strings.Split(env, ",") {
+		dt, err := dtype.Parse(strings.TrimSpace(name))
+		if err != nil || !dt.IsFloat() {
+			return nil, fmt.Errorf("HEADROOM_CONFORMANCE_DTYPES=%q: %q is not a float dtype (want f64, f32, bf16 or f16, comma-separated)", env, name)
+		}
+		dts = append(dts, dt)
+	}
+	return dts, nil
 }
 
 // checkCase runs one case in one dtype on dev and checks it.
