@@ -1,0 +1,253 @@
+package emu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+//go:embed csrc/*.h csrc/*.cpp
+var csrc embed.FS
+
+// Libs names the fake libraries that Build made.
+type Libs struct {
+	Cuda, Cublas, CublasLt string // full paths of the fake libcuda, libcublas, libcublasLt
+}
+
+// Env returns the environment entries that point headroom's loader at the
+// fake libraries: HEADROOM_LIBCUDA, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT.
+func (l Libs) Env() []string {
+	return []string{"HEADROOM_LIBCUDA=" + l.Cuda, "HEADROOM_LIBCUBLAS=" + l.Cublas, "HEADROOM_LIBCUBLASLT=" + l.CublasLt}
+}
+
+// Setenv sets the entries of Env for the duration of the test t.
+func (l Libs) Setenv(t testing.TB) {
+	for _, kv := range l.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// cflags are the flags of every compilation; they are part of the cache key.
+var cflags = []string{"-O1", "-fPIC", "-std=c++17", "-w", "-fno-strict-aliasing", "-fvisibility=hidden"}
+
+// Build compiles the kernel sources (file name → contents; every .cu is a
+// translation unit, other files such as common.cuh are only included) for the
+// host under the emulator's shim, and links them with the fake driver into
+// libcuda.so.1 beside a fake libcublas.so and libcublasLt.so. The result is
+// cached in a folder named by a hash of all sources, the emulator's own
+// sources and the compiler flags (HEADROOM_EMU_CACHE, or headroom/emu under
+// os.UserCacheDir), so only the first call for a set of sources compiles.
+func Build(sources map[string][]byte) (Libs, error) {
+	root, err := cacheRoot()
+	if err != nil {
+		return Libs{}, err
+	}
+	dir := filepath.Join(root, key(sources))
+	libs := Libs{filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "libcublas.so"), filepath.Join(dir, "libcublasLt.so")}
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
+		return libs, nil
+	}
+	if _, err := exec.LookPath("g++"); err != nil {
+		return Libs{}, fmt.Errorf("emu: the host emulator needs g++: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return Libs{}, fmt.Errorf("emu: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, "build-")
+	if err != nil {
+		return Libs{}, fmt.Errorf("emu: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := compileAll(tmp, sources); err != nil {
+		return Libs{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "ok"), nil, 0o644); err != nil {
+		return Libs{}, fmt.Errorf("emu: %w", err)
+	}
+	// A rename publishes the folder whole; when a parallel build won the race,
+	// its folder (built from the same sources) is kept.
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "ok")); serr != nil {
+			return Libs{}, fmt.Errorf("emu: publishing %s: %w", dir, err)
+		}
+	}
+	return libs, nil
+}
+
+func cacheRoot() (string, error) {
+	if d := os.Getenv("HEADROOM_EMU_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("emu: no cache folder (set HEADROOM_EMU_CACHE): %w", err)
+	}
+	return filepath.Join(d, "headroom", "emu"), nil
+}
+
+// key hashes the kernel sources, the emulator's sources and the flags.
+func key(sources map[string][]byte) string {
+	h := sha256.New()
+	add := func(name string, b []byte) { fmt.Fprintf(h, "%s\x00%d\x00", name, len(b)); h.Write(b) }
+	for _, n := range sortedKeys(sources) {
+		add("src/"+n, sources[n])
+	}
+	ents, _ := fs.ReadDir(csrc, "csrc")
+	for _, e := range ents {
+		b, _ := csrc.ReadFile("csrc/" + e.Name())
+		add("emu/"+e.Name(), b)
+	}
+	add("flags", []byte(strings.Join(cflags, " ")))
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// compileAll writes the sources under tmp and builds the three libraries there.
+func compileAll(tmp string, sources map[string][]byte) error {
+	src, emuDir, obj := filepath.Join(tmp, "src"), filepath.Join(tmp, "emu"), filepath.Join(tmp, "obj")
+	for _, d := range []string{src, emuDir, obj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	for n, b := range sources {
+		if strings.ContainsAny(n, `/\`) || n == "" || n[0] == '.' {
+			return fmt.Errorf("emu: source name %q: want a plain file name", n)
+		}
+		if err := os.WriteFile(filepath.Join(src, n), b, 0o644); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	ents, _ := fs.ReadDir(csrc, "csrc")
+	for _, e := range ents {
+		b, _ := csrc.ReadFile("csrc/" + e.Name())
+		if err := os.WriteFile(filepath.Join(emuDir, e.Name()), b, 0o644); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	var units []unit
+	for _, n := range sortedKeys(sources) {
+		if strings.HasSuffix(n, ".cu") {
+			units = append(units, unit{kernel: filepath.Join(src, n), obj: filepath.Join(obj, n+".o")})
+		}
+	}
+	for _, n := range []string{"sched.cpp", "registry.cpp", "driver.cpp", "memory.cpp", "stream.cpp", "module.cpp"} {
+		units = append(units, unit{file: filepath.Join(emuDir, n), obj: filepath.Join(obj, n+".o")})
+	}
+	if err := compileUnits(units, emuDir, src); err != nil {
+		return err
+	}
+	var objs []string
+	for _, u := range units {
+		objs = append(objs, u.obj)
+	}
+	cuda := filepath.Join(tmp, "libcuda.so.1")
+	if err := gxx(append(append([]string{"-shared", "-o", cuda, "-Wl,-soname,libcuda.so.1"}, objs...), "-lpthread")...); err != nil {
+		return err
+	}
+	if err := gxx(append(cflags, "-shared", "-I", emuDir, "-o", filepath.Join(tmp, "libcublas.so"), "-Wl,-soname,libcublas.so",
+		filepath.Join(emuDir, "cublas.cpp"), cuda, "-Wl,--disable-new-dtags,-rpath,$ORIGIN")...); err != nil {
+		return err
+	}
+	return gxx(append(cflags, "-shared", "-I", emuDir, "-o", filepath.Join(tmp, "libcublasLt.so"), "-Wl,-soname,libcublasLt.so",
+		filepath.Join(emuDir, "cublaslt.cpp"))...)
+}
+
+// unit is one compilation: a kernel source (scanned for entries and compiled
+// with the shim and a registration of each) or an emulator source.
+type unit struct{ kernel, file, obj string }
+
+func compileUnits(units []unit, emuDir, src string) error {
+	errs := make([]error, len(units))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = u.compile(emuDir, src)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (u unit) compile(emuDir, src string) error {
+	inc := []string{"-I", emuDir, "-I", src}
+	if u.kernel == "" {
+		return gxx(append(append(append([]string{}, cflags...), inc...), "-c", "-o", u.obj, u.file)...)
+	}
+	names, err := entries(u.kernel, inc)
+	if err != nil {
+		return err
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "// Code generated by emu.Build for %s. DO NOT EDIT.\n#include %q\n", filepath.Base(u.kernel), u.kernel)
+	for _, n := range names {
+		fmt.Fprintf(&w, "EMU_REGISTER(%s)\n", n)
+	}
+	wrap := u.obj + ".cpp"
+	if err := os.WriteFile(wrap, w.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	return gxx(append(append(append([]string{}, cflags...), inc...), "-x", "c++", "-include", "shim.h", "-c", "-o", u.obj, wrap)...)
+}
+
+// entryRE matches an entry point in preprocessed source, where the shim spells
+// __global__ as EMU_GLOBAL_ENTRY.
+var entryRE = regexp.MustCompile(`extern\s+"C"\s+EMU_GLOBAL_ENTRY\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+
+// entries lists the extern "C" __global__ functions of a kernel source after
+// preprocessing (so entries made by macros count).
+func entries(path string, inc []string) ([]string, error) {
+	args := append(append(append([]string{}, cflags...), inc...), "-DEMU_SCAN", "-E", "-P", "-x", "c++", "-include", "shim.h", path)
+	out, err := exec.Command("g++", args...).Output()
+	if err != nil {
+		msg := err.Error()
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		return nil, fmt.Errorf("emu: preprocessing %s: %s", filepath.Base(path), msg)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range entryRE.FindAllSubmatch(out, -1) {
+		if n := string(m[1]); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func gxx(args ...string) error {
+	out, err := exec.Command("g++", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("emu: g++ %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}

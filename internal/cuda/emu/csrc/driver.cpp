@@ -1,0 +1,230 @@
+// driver.cpp: the fake driver's initialisation, devices, primary contexts and
+// error names. See drv.h.
+#include "drv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static std::recursive_mutex mu;
+Lock::Lock() { mu.lock(); }
+Lock::~Lock() { mu.unlock(); }
+
+bool emu_initialized;
+int emu_devices = 1;
+CUresult emu_sticky;
+thread_local EmuCtx* emu_current;
+size_t emu_used[64];
+static EmuCtx contexts[64];
+
+size_t emu_total_memory() {
+	const char* s = getenv("HEADROOM_EMU_MEMORY");
+	if (s && *s) {
+		char* end;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (*end == 0 && v > 0) return (size_t)v;
+		fprintf(stderr, "emu: HEADROOM_EMU_MEMORY=%s is not a byte count; using 4 GiB\n", s);
+	}
+	return (size_t)4 << 30;
+}
+
+CUresult emu_check_ctx() {
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!emu_current || emu_current->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+	return emu_sticky;
+}
+
+int emu_cur_dev() { return emu_current ? emu_current->dev : 0; }
+
+static bool valid_dev(CUdevice d) { return emu_initialized && d >= 0 && d < emu_devices; }
+
+EMU_API CUresult cuInit(unsigned flags) {
+	Lock l;
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	const char* s = getenv("HEADROOM_EMU_DEVICES");
+	if (s && *s) {
+		int n = atoi(s);
+		if (n < 0 || n > 64) n = 1;
+		emu_devices = n;
+	}
+	if (emu_devices == 0) return CUDA_ERROR_NO_DEVICE;
+	for (int i = 0; i < emu_devices; i++) contexts[i].dev = i;
+	emu_initialized = true;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDriverGetVersion(int* v) {
+	if (!v) return CUDA_ERROR_INVALID_VALUE;
+	*v = 12040;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDeviceGetCount(int* n) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!n) return CUDA_ERROR_INVALID_VALUE;
+	*n = emu_devices;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!d) return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_dev(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+	snprintf(name, (size_t)len, "%s", "headroom emulator");
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+	*bytes = emu_total_memory();
+	return CUDA_SUCCESS;
+}
+
+// attribute gives the value of a CUdevice_attribute, as an H200 (sm_90) has
+// it, and false for attributes the emulator does not know.
+static bool attribute(int a, int* v) {
+	switch (a) {
+	case 1: *v = 1024; return true;         // MAX_THREADS_PER_BLOCK
+	case 2: case 3: *v = 1024; return true; // MAX_BLOCK_DIM_X, Y
+	case 4: *v = 64; return true;           // MAX_BLOCK_DIM_Z
+	case 5: *v = 2147483647; return true;   // MAX_GRID_DIM_X
+	case 6: case 7: *v = 65535; return true; // MAX_GRID_DIM_Y, Z
+	case 8: *v = 49152; return true;        // MAX_SHARED_MEMORY_PER_BLOCK
+	case 9: *v = 65536; return true;        // TOTAL_CONSTANT_MEMORY
+	case 10: *v = 32; return true;          // WARP_SIZE
+	case 12: *v = 65536; return true;       // MAX_REGISTERS_PER_BLOCK
+	case 13: *v = 1980000; return true;     // CLOCK_RATE (kHz)
+	case 16: *v = 132; return true;         // MULTIPROCESSOR_COUNT
+	case 18: *v = 0; return true;           // INTEGRATED
+	case 19: *v = 1; return true;           // CAN_MAP_HOST_MEMORY
+	case 31: *v = 1; return true;           // CONCURRENT_KERNELS
+	case 36: *v = 2619000; return true;     // MEMORY_CLOCK_RATE (kHz)
+	case 37: *v = 6144; return true;        // GLOBAL_MEMORY_BUS_WIDTH
+	case 38: *v = 52428800; return true;    // L2_CACHE_SIZE
+	case 39: *v = 2048; return true;        // MAX_THREADS_PER_MULTIPROCESSOR
+	case 41: *v = 1; return true;           // UNIFIED_ADDRESSING
+	case 75: *v = 9; return true;           // COMPUTE_CAPABILITY_MAJOR
+	case 76: *v = 0; return true;           // COMPUTE_CAPABILITY_MINOR
+	case 81: *v = 233472; return true;      // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+	case 82: *v = 65536; return true;       // MAX_REGISTERS_PER_MULTIPROCESSOR
+	case 97: *v = 232448; return true;      // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+	case 102: *v = 1; return true;          // VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+	}
+	return false;
+}
+
+EMU_API CUresult cuDeviceGetAttribute(int* v, int attrib, CUdevice d) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (!v) return CUDA_ERROR_INVALID_VALUE;
+	if (!attribute(attrib, v)) {
+		fprintf(stderr, "emu: cuDeviceGetAttribute: attribute %d is not emulated\n", attrib);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (!c) return CUDA_ERROR_INVALID_VALUE;
+	contexts[d].refs++;
+	*c = &contexts[d];
+	return CUDA_SUCCESS;
+}
+
+// cuDevicePrimaryCtxRelease_v2 drops a reference; the last one ends the
+// context's sticky error (its memory is not freed: see doc.go).
+EMU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (contexts[d].refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (--contexts[d].refs == 0) {
+		emu_sync_all();
+		emu_sticky = CUDA_SUCCESS;
+	}
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuCtxSetCurrent(CUcontext c) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (c && (c < contexts || c >= contexts + emu_devices || c->refs == 0)) return CUDA_ERROR_INVALID_CONTEXT;
+	emu_current = c;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuCtxGetCurrent(CUcontext* c) {
+	Lock l;
+	if (!emu_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!c) return CUDA_ERROR_INVALID_VALUE;
+	*c = emu_current;
+	return CUDA_SUCCESS;
+}
+
+EMU_API CUresult cuCtxSynchronize(void) {
+	Lock l;
+	CUresult r = emu_check_ctx();
+	if (r == CUDA_ERROR_NOT_INITIALIZED || r == CUDA_ERROR_INVALID_CONTEXT) return r;
+	emu_sync_all();
+	return emu_sticky;
+}
+
+struct ErrName {
+	CUresult code;
+	const char *name, *text;
+};
+static const ErrName errs[] = {
+	{CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+	{CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	{CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+	{CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+	{CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+static const ErrName* find_err(CUresult e) {
+	for (const ErrName& x : errs)
+		if (x.code == e) return &x;
+	return nullptr;
+}
+
+EMU_API CUresult cuGetErrorName(CUresult e, const char** s) {
+	if (!s) return CUDA_ERROR_INVALID_VALUE;
+	const ErrName* x = find_err(e);
+	*s = x ? x->name : nullptr;
+	return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_API CUresult cuGetErrorString(CUresult e, const char** s) {
+	if (!s) return CUDA_ERROR_INVALID_VALUE;
+	const ErrName* x = find_err(e);
+	*s = x ? x->text : nullptr;
+	return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
