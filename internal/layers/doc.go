@@ -12,7 +12,7 @@ var Order = [][]string{
 	{"dtype"},
 	{"internal/kernels", "safetensors", "internal/cuda/emu"},
 	{"device"},
-	{"device/cpu", "device/meta"},
+	{"device/cpu", "device/meta", "device/cuda"},
 	{"autograd"},
 	{"autograd/autogradtest"},
 	{"nn"},
