@@ -30,9 +30,10 @@ type Options struct {
 // DefaultDTypes are the dtypes Run checks when Options.DTypes is empty.
 var DefaultDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.BF16, dtype.F16}
 
-// Run runs the suite on the devices open returns: one fresh device per
-// case and dtype (open may return a cached device only if it holds
-// nothing and its peaks are reset).
+// Run runs the suite on the devices open returns, called once per case and
+// dtype. open may return a fresh device each time or the same one (a
+// device that is slow to open): each step starts from an empty device
+// (it fails otherwise), resets its peaks and counts its totals from there.
 func Run(t *testing.T, open func(t testing.TB) *device.Device, o Options) {
 	dts, err := dtypes(o)
 	if err != nil {

@@ -121,6 +121,17 @@ func step(dev *device.Device, c opCase, dt, auto dtype.DType, d data, read bool)
 
 	host := cpu.New(1, device.Options{})
 	defer func() { r.hostLeaks = host.Leaks(); host.Close() }()
+	if n := dev.LiveBlocks(); n != 0 {
+		r.err = fmt.Errorf("%s holds %d blocks before the step (%+v): want an empty device", dev, n, dev.Live())
+		return r
+	}
+	dev.ResetPeak()
+	base := dev.Stats()
+	defer func() {
+		for m := range r.marks {
+			r.marks[m] = since(r.marks[m], base)
+		}
+	}()
 	var xs []*autograd.Tensor
 	if r.err = autograd.Try(func() { xs = leaves(dev, c, dt, d) }); r.err != nil {
 		r.err = fmt.Errorf("making the inputs: %w", r.err)
@@ -169,6 +180,26 @@ func step(dev *device.Device, c opCase, dt, auto dtype.DType, d data, read bool)
 	}
 	r.marks[markDone] = dev.Stats()
 	return r
+}
+
+// since returns the counters of s counted from base, a snapshot of an empty
+// device taken right after ResetPeak: totals and counts less base's, so
+// that a device that served earlier steps compares with a fresh one.
+func since(s, base device.Stats) device.Stats {
+	sub := func(c, b device.Counter) device.Counter {
+		c.Allocated -= b.Allocated
+		c.Freed -= b.Freed
+		c.Allocs -= b.Allocs
+		c.Frees -= b.Frees
+		return c
+	}
+	s.Requested = sub(s.Requested, base.Requested)
+	s.Allocated = sub(s.Allocated, base.Allocated)
+	s.Reserved = sub(s.Reserved, base.Reserved)
+	for t := range s.ByTag {
+		s.ByTag[t] = sub(s.ByTag[t], base.ByTag[t])
+	}
+	return s
 }
 
 func values(t *autograd.Tensor) []float64 {

@@ -6,6 +6,7 @@ import (
 	"github.com/headroom-ml/headroom/autograd/conformance"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
 )
 
 // TestConformance runs the conformance suite on the cpu device, against
@@ -16,4 +17,12 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { d.Close() })
 		return d
 	}, conformance.Options{})
+}
+
+// TestConformanceOneDevice runs the suite (in F32) on one device that
+// serves every step, the way a device that is slow to open is tested.
+func TestConformanceOneDevice(t *testing.T) {
+	d := cpu.New(0, device.Options{})
+	defer d.Close()
+	conformance.Run(t, func(testing.TB) *device.Device { return d }, conformance.Options{DTypes: []dtype.DType{dtype.F32}})
 }
