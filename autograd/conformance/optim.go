@@ -70,9 +70,17 @@ func optimData(name string, dt dtype.DType) (ps [][]float64, gs [][][]float64) {
 }
 
 // runOptim runs the steps with parameters in dt on values rounded to vt.
-func runOptim(t *testing.T, dev *device.Device, c optimCase, dt, vt dtype.DType, read bool) optimRun {
+func runOptim(t *testing.T, dev *device.Device, c optimCase, dt, vt dtype.DType, read bool) (r optimRun) {
 	t.Helper()
-	var r optimRun
+	base, err := start(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for m := range r.marks {
+			r.marks[m] = since(r.marks[m], base)
+		}
+	}()
 	pv, gv := optimData(c.name, vt)
 	var ps []nn.Param
 	for i, sh := range optimShapes {

@@ -121,12 +121,10 @@ func step(dev *device.Device, c opCase, dt, auto dtype.DType, d data, read bool)
 
 	host := cpu.New(1, device.Options{})
 	defer func() { r.hostLeaks = host.Leaks(); host.Close() }()
-	if n := dev.LiveBlocks(); n != 0 {
-		r.err = fmt.Errorf("%s holds %d blocks before the step (%+v): want an empty device", dev, n, dev.Live())
+	base, err := start(dev)
+	if r.err = err; err != nil {
 		return r
 	}
-	dev.ResetPeak()
-	base := dev.Stats()
 	defer func() {
 		for m := range r.marks {
 			r.marks[m] = since(r.marks[m], base)
@@ -180,6 +178,16 @@ func step(dev *device.Device, c opCase, dt, auto dtype.DType, d data, read bool)
 	}
 	r.marks[markDone] = dev.Stats()
 	return r
+}
+
+// start checks that dev holds nothing, resets its peaks and returns the
+// snapshot that the step's counters are counted from (since).
+func start(dev *device.Device) (device.Stats, error) {
+	if n := dev.LiveBlocks(); n != 0 {
+		return device.Stats{}, fmt.Errorf("%s holds %d blocks before the step (%+v): want an empty device", dev, n, dev.Live())
+	}
+	dev.ResetPeak()
+	return dev.Stats(), nil
 }
 
 // since returns the counters of s counted from base, a snapshot of an empty
