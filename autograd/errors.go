@@ -36,7 +36,8 @@ func fail(op, format string, args ...any) {
 }
 
 // Try runs f and returns the project's typed panics as errors: *Error for
-// misuse and *device.OOMError for memory. Any other panic is not the
+// misuse, *device.OOMError for memory and *device.KernelError for a device
+// that failed to compute (a launch failure on a GPU). Any other panic is not the
 // project's and propagates unchanged. A step is better written with
 // Scope.Run, which also returns f's error and releases the scope; Try is
 // for work outside a step, such as building a model from layers whose
@@ -105,6 +106,8 @@ func asError(r any) error {
 	case *Error:
 		return e
 	case *device.OOMError:
+		return e
+	case *device.KernelError:
 		return e
 	}
 	return nil

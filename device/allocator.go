@@ -143,10 +143,18 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 			return nil, err
 		}
 	}
+	if !c.committed {
+		if err := d.commitBlock(c, p.block); err != nil {
+			if p.c == nil {
+				d.ungrow(c)
+			}
+			return nil, d.oom(n, p, l, err)
+		}
+	}
 	d.poolFor(size).remove(c)
 	d.split(c, size)
 	if !c.committed {
-		d.commit(c)
+		d.committed(c)
 	}
 	c.free = false
 
@@ -227,9 +235,8 @@ func (d *Device) grow(p placement, n int64, l Label) (*chunk, error) {
 	d.st.Segments = d.segments
 	c := &chunk{seg: s, size: p.segSize, free: true}
 	var committed int64
-	if d.room(p.segSize) {
+	if d.room(p.segSize) && d.be.Commit(mem, 0, p.segSize) == nil {
 		committed = p.segSize
-		d.be.Commit(mem, 0, committed)
 		c.committed = true
 	}
 	d.st.Reserved.add(committed)

@@ -78,9 +78,35 @@ func (d *Device) makeRoom(p placement, n int64, l Label) error {
 	return nil
 }
 
-// commit backs a free, uncommitted chunk with memory.
-func (d *Device) commit(c *chunk) {
-	d.be.Commit(c.seg.mem, c.off, c.size)
+// commitBlock backs the first n bytes of free, uncommitted chunk c (the
+// block about to be cut from it) with memory. When the backend fails (a GPU
+// whose driver ran out), the cache gives its memory back and the commit is
+// tried once more; the error is returned when that fails too, with nothing
+// committed.
+func (d *Device) commitBlock(c *chunk, n int64) error {
+	err := d.be.Commit(c.seg.mem, c.off, n)
+	if err == nil {
+		return nil
+	}
+	d.decommitCache()
+	if err2 := d.be.Commit(c.seg.mem, c.off, n); err2 == nil {
+		return nil
+	}
+	return err
+}
+
+// ungrow gives back the segment that grow has just made for a request that
+// then failed: its one free chunk c, not committed.
+func (d *Device) ungrow(c *chunk) {
+	d.segPool(c.seg).remove(c)
+	d.be.Free(c.seg.mem)
+	d.segments--
+	d.st.Segments = d.segments
+	d.record(evSegmentFree, 0, c.seg.addr, Label{})
+}
+
+// committed accounts a chunk whose memory commitBlock has just backed.
+func (d *Device) committed(c *chunk) {
 	c.committed = true
 	d.st.Reserved.add(c.size)
 	d.record(evSegmentCommit, c.size, c.addr(), Label{})

@@ -27,10 +27,13 @@ type Backend interface {
 	// Commit backs the n bytes at offset off of a segment with memory, and
 	// Decommit gives them back, keeping their addresses; the allocator
 	// commits a range before any block uses it and decommits only free
-	// ranges. A backend that backs pages lazily (mmap) needs nothing for
-	// Commit and returns whole pages on Decommit. Neither may fail: a
-	// backend that can run short reserves its memory in Alloc.
-	Commit(m Memory, off, n int64)
+	// ranges, and never commits a byte twice. A backend that backs pages
+	// lazily (mmap) needs nothing for Commit and returns whole pages on
+	// Decommit. Commit fails only when the backend itself runs short (a GPU
+	// whose driver has no physical memory left): it then commits nothing,
+	// and the allocator reports an *OOMError with the error as its Cause.
+	// Decommit may not fail.
+	Commit(m Memory, off, n int64) error
 	Decommit(m Memory, off, n int64)
 	// Free returns a segment obtained from Alloc, committed or not.
 	Free(m Memory)

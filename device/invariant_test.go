@@ -50,7 +50,10 @@ func (c *countingBackend) Free(m Memory) {
 	delete(c.granules, m.Ptr)
 	c.live -= int64(len(g)) * Granularity
 }
-func (c *countingBackend) Commit(m Memory, off, n int64)   { c.mark(m, off, n, true) }
+func (c *countingBackend) Commit(m Memory, off, n int64) error {
+	c.mark(m, off, n, true)
+	return nil
+}
 func (c *countingBackend) Decommit(m Memory, off, n int64) { c.mark(m, off, n, false) }
 
 // mark sets the granules of a range committed or not, noting a misuse when

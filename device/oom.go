@@ -57,6 +57,11 @@ type OOMError struct {
 	Unsaved []LiveGroup `json:"unsaved,omitempty"`
 	// Hints are suggestions that follow from the numbers above.
 	Hints []string `json:"hints"`
+	// DriverFree and DriverTotal are the bytes the hardware's driver
+	// reported free and in total at the failure, on backends that know
+	// (MemInfo: a GPU); 0 elsewhere.
+	DriverFree  int64 `json:"driver_free,omitempty"`
+	DriverTotal int64 `json:"driver_total,omitempty"`
 	// Cause is the backend's error when the backend itself failed.
 	Cause error `json:"-"`
 }
@@ -102,6 +107,9 @@ func (e *OOMError) Error() string {
 		b.WriteString("\n  hint: ")
 		b.WriteString(h)
 	}
+	if e.DriverTotal > 0 {
+		fmt.Fprintf(&b, "\n  driver: %s free of %s", FormatBytes(e.DriverFree), FormatBytes(e.DriverTotal))
+	}
 	if e.Cause != nil {
 		fmt.Fprintf(&b, "\n  backend: %v", e.Cause)
 	}
@@ -131,6 +139,9 @@ func (d *Device) oom(n int64, p placement, l Label, cause error) *OOMError {
 	e.Top = d.liveGroups(func(Tag) bool { return true })
 	if len(e.Top) > 10 {
 		e.Top = e.Top[:10]
+	}
+	if mi, ok := d.be.(MemInfo); ok {
+		e.DriverFree, e.DriverTotal = mi.MemInfo()
 	}
 	d.explain(e, p)
 	e.Unsaved = d.unsaved()

@@ -43,7 +43,7 @@ func (backend) Free(m device.Memory) { osFree(m.Host) }
 
 // Commit needs nothing: the operating system backs a mapping's pages when
 // they are first touched.
-func (backend) Commit(device.Memory, int64, int64) {}
+func (backend) Commit(device.Memory, int64, int64) error { return nil }
 
 // Decommit gives back the whole pages inside the range; the pages it
 // shares with neighbouring blocks stay.

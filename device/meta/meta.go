@@ -19,9 +19,9 @@ func New(index int, o device.Options) *device.Device {
 
 type backend struct{}
 
-func (backend) Kind() string                         { return "meta" }
-func (backend) Alloc(n int64) (device.Memory, error) { return device.Memory{}, nil }
-func (backend) Commit(device.Memory, int64, int64)   {}
-func (backend) Decommit(device.Memory, int64, int64) {}
-func (backend) Free(device.Memory)                   {}
-func (backend) Kernels() device.Kernels              { return nil }
+func (backend) Kind() string                             { return "meta" }
+func (backend) Alloc(n int64) (device.Memory, error)     { return device.Memory{}, nil }
+func (backend) Commit(device.Memory, int64, int64) error { return nil }
+func (backend) Decommit(device.Memory, int64, int64)     {}
+func (backend) Free(device.Memory)                       {}
+func (backend) Kernels() device.Kernels                  { return nil }
