@@ -10,7 +10,7 @@ package layers
 // any layer.
 var Order = [][]string{
 	{"dtype"},
-	{"internal/kernels", "safetensors", "internal/cuda/emu"},
+	{"internal/kernels", "safetensors", "internal/cuda", "internal/cuda/emu"},
 	{"device"},
 	{"device/cpu", "device/meta", "device/cuda"},
 	{"autograd"},
