@@ -10,14 +10,15 @@ import (
 // the memory goes back to the device's cache when the last is dropped — at
 // that moment, never later, and never by Go's garbage collector.
 type Block struct {
-	dev     *Device
-	c       *chunk // nil once freed
-	n       int64  // requested bytes
-	label   Label
-	id      uint64
-	refs    atomic.Int32
-	saved   atomic.Int32 // the references that are saved ones (RetainSaved)
-	version atomic.Uint64
+	dev      *Device
+	c        *chunk // nil once freed
+	n        int64  // requested bytes
+	label    Label
+	id       uint64
+	refs     atomic.Int32
+	saved    atomic.Int32 // the references that are saved ones (RetainSaved)
+	version  atomic.Uint64
+	resident bool // MarkResident: held by the backend, never a leak
 
 	// the device's list of live blocks, newest first
 	older, newer *Block
@@ -75,6 +76,15 @@ func (b *Block) Ptr() uintptr {
 		return 0
 	}
 	return c.seg.mem.Ptr + uintptr(c.off)
+}
+
+// MarkResident marks a block that a backend holds for the device's whole
+// life (a GPU library's workspace, released by the backend at Close): it
+// counts as memory like any block, but Leaks never reports it.
+func (b *Block) MarkResident() {
+	b.dev.mu.Lock()
+	b.resident = true
+	b.dev.mu.Unlock()
 }
 
 // Refs returns the current number of references.

@@ -44,6 +44,9 @@ func (e *LeakError) Error() string {
 // makes devices in a loop (a planner probing many configurations) must
 // Close each one.
 func (d *Device) Close() error {
+	if c, ok := d.be.(Closer); ok && !d.Closed() {
+		c.Close()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -60,6 +63,16 @@ func (d *Device) Close() error {
 		e.Blocks += g.Blocks
 	}
 	return e
+}
+
+// Closer is implemented by backends that hold resources of their own (an
+// accelerator's context, streams, libraries, blocks of the device's memory
+// for a library's workspace). Device.Close calls Close first, outside the
+// device's lock, so that the backend can release its blocks; the backend
+// gives the rest back when the device frees its last segment (at once when
+// no block is live).
+type Closer interface {
+	Close()
 }
 
 // Closed reports whether Close has been called.

@@ -30,7 +30,7 @@ func (d *Device) Leaks(keep ...Tag) []LiveGroup {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.liveGroups(func(t Tag) bool { return !kept[t] })
+	return d.liveGroupsOf(func(b *Block) bool { return !kept[b.label.Tag] && !b.resident })
 }
 
 // LiveBlocks returns the number of live blocks.

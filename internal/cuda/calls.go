@@ -22,26 +22,25 @@ const (
 	AttrVMMSupported           = 102
 )
 
-func ptr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
 
 // DeviceCount returns the number of devices.
 func (d *Driver) DeviceCount() (int, error) {
 	var n int32
-	err := d.call("cuDeviceGetCount", d.cuDeviceGetCount, ptr(&n))
+	err := d.call("cuDeviceGetCount", d.cuDeviceGetCount, uintptr(unsafe.Pointer(&n)))
 	return int(n), err
 }
 
 // Device returns the handle of device ordinal i.
 func (d *Driver) Device(i int) (int, error) {
 	var h int32
-	err := d.call("cuDeviceGet", d.cuDeviceGet, ptr(&h), uintptr(i))
+	err := d.call("cuDeviceGet", d.cuDeviceGet, uintptr(unsafe.Pointer(&h)), uintptr(i))
 	return int(h), err
 }
 
 // DeviceName returns the device's name.
 func (d *Driver) DeviceName(dev int) (string, error) {
 	b := make([]byte, 256)
-	if err := d.call("cuDeviceGetName", d.cuDeviceGetName, ptr(&b[0]), uintptr(len(b)), uintptr(dev)); err != nil {
+	if err := d.call("cuDeviceGetName", d.cuDeviceGetName, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(dev)); err != nil {
 		return "", err
 	}
 	return cString(&b[0]), nil
@@ -50,21 +49,21 @@ func (d *Driver) DeviceName(dev int) (string, error) {
 // Attribute returns a device attribute.
 func (d *Driver) Attribute(dev, attr int) (int, error) {
 	var v int32
-	err := d.call("cuDeviceGetAttribute", d.cuDeviceGetAttribute, ptr(&v), uintptr(attr), uintptr(dev))
+	err := d.call("cuDeviceGetAttribute", d.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(attr), uintptr(dev))
 	return int(v), err
 }
 
 // TotalMem returns the device's memory in bytes.
 func (d *Driver) TotalMem(dev int) (int64, error) {
 	var v uint64
-	err := d.call("cuDeviceTotalMem_v2", d.cuDeviceTotalMem, ptr(&v), uintptr(dev))
+	err := d.call("cuDeviceTotalMem_v2", d.cuDeviceTotalMem, uintptr(unsafe.Pointer(&v)), uintptr(dev))
 	return int64(v), err
 }
 
 // RetainPrimary retains the device's primary context.
 func (d *Driver) RetainPrimary(dev int) (Context, error) {
 	var c Context
-	err := d.call("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, ptr(&c), uintptr(dev))
+	err := d.call("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&c)), uintptr(dev))
 	return c, err
 }
 
@@ -81,14 +80,14 @@ func (d *Driver) SetCurrent(c Context) error {
 // MemInfo returns the current context's device's free and total bytes.
 func (d *Driver) MemInfo() (free, total int64, err error) {
 	var f, t uint64
-	err = d.call("cuMemGetInfo_v2", d.cuMemGetInfo, ptr(&f), ptr(&t))
+	err = d.call("cuMemGetInfo_v2", d.cuMemGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
 	return int64(f), int64(t), err
 }
 
 // MemAlloc allocates n bytes of device memory (no VMM).
 func (d *Driver) MemAlloc(n int64) (DevPtr, error) {
 	var p DevPtr
-	err := d.call("cuMemAlloc_v2", d.cuMemAlloc, ptr(&p), uintptr(n))
+	err := d.call("cuMemAlloc_v2", d.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(n))
 	return p, err
 }
 
@@ -98,7 +97,7 @@ func (d *Driver) MemFree(p DevPtr) error { return d.call("cuMemFree_v2", d.cuMem
 // MemAllocHost allocates n bytes of page-locked host memory.
 func (d *Driver) MemAllocHost(n int) ([]byte, error) {
 	var p unsafe.Pointer
-	if err := d.call("cuMemAllocHost_v2", d.cuMemAllocHost, ptr(&p), uintptr(n)); err != nil {
+	if err := d.call("cuMemAllocHost_v2", d.cuMemAllocHost, uintptr(unsafe.Pointer(&p)), uintptr(n)); err != nil {
 		return nil, err
 	}
 	return unsafe.Slice((*byte)(p), n), nil
@@ -135,7 +134,7 @@ func (d *Driver) MemsetD8(p DevPtr, v byte, n int64, s Stream) error {
 // default stream; 1: non-blocking).
 func (d *Driver) StreamCreate(flags uint) (Stream, error) {
 	var s Stream
-	err := d.call("cuStreamCreate", d.cuStreamCreate, ptr(&s), uintptr(flags))
+	err := d.call("cuStreamCreate", d.cuStreamCreate, uintptr(unsafe.Pointer(&s)), uintptr(flags))
 	return s, err
 }
 
@@ -157,7 +156,7 @@ func (d *Driver) StreamWaitEvent(s Stream, e Event) error {
 // EventCreate creates an event (flags 2: CU_EVENT_DISABLE_TIMING).
 func (d *Driver) EventCreate(flags uint) (Event, error) {
 	var e Event
-	err := d.call("cuEventCreate", d.cuEventCreate, ptr(&e), uintptr(flags))
+	err := d.call("cuEventCreate", d.cuEventCreate, uintptr(unsafe.Pointer(&e)), uintptr(flags))
 	return e, err
 }
 
@@ -181,14 +180,14 @@ func (d *Driver) ModuleLoad(ptx []byte) (Module, error) {
 	img := make([]byte, len(ptx)+1)
 	copy(img, ptx)
 	var m Module
-	err := d.call("cuModuleLoadData", d.cuModuleLoadData, ptr(&m), uintptr(unsafe.Pointer(&img[0])))
+	err := d.call("cuModuleLoadData", d.cuModuleLoadData, uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&img[0])))
 	return m, err
 }
 
 // ModuleFunction returns the kernel name of module m.
 func (d *Driver) ModuleFunction(m Module, name string) (Function, error) {
 	var f Function
-	err := d.call("cuModuleGetFunction", d.cuModuleGetFunction, ptr(&f), uintptr(m), uintptr(unsafe.Pointer(cStr(name))))
+	err := d.call("cuModuleGetFunction", d.cuModuleGetFunction, uintptr(unsafe.Pointer(&f)), uintptr(m), uintptr(unsafe.Pointer(cStr(name))))
 	return f, err
 }
 

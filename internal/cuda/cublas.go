@@ -122,11 +122,11 @@ type Handle struct {
 // cores for F32.
 func (c *Cublas) NewHandle(s Stream, tf32 bool) (*Handle, error) {
 	h := &Handle{c: c, tf32: tf32}
-	if err := c.check("cublasCreate_v2", sys(c.create, ptr(&h.h))); err != nil {
+	if err := c.check("cublasCreate_v2", sys(c.create, uintptr(unsafe.Pointer(&h.h)))); err != nil {
 		return nil, err
 	}
 	var v int32
-	if err := c.check("cublasGetVersion_v2", sys(c.getVersion, h.h, ptr(&v))); err == nil {
+	if err := c.check("cublasGetVersion_v2", sys(c.getVersion, h.h, uintptr(unsafe.Pointer(&v)))); err == nil {
 		c.Version = int(v)
 	}
 	mode := MathPedantic
@@ -136,7 +136,7 @@ func (c *Cublas) NewHandle(s Stream, tf32 bool) (*Handle, error) {
 	for _, e := range []error{
 		c.check("cublasSetStream_v2", sys(c.setStream, h.h, uintptr(s))),
 		c.check("cublasSetMathMode", sys(c.setMath, h.h, uintptr(mode))),
-		c.check("cublasLtCreate", sys(c.ltCreate, ptr(&h.lt))),
+		c.check("cublasLtCreate", sys(c.ltCreate, uintptr(unsafe.Pointer(&h.lt)))),
 	} {
 		if e != nil {
 			h.Destroy()
@@ -146,6 +146,7 @@ func (c *Cublas) NewHandle(s Stream, tf32 bool) (*Handle, error) {
 	return h, nil
 }
 
+//go:uintptrescapes
 func sys(fn uintptr, args ...uintptr) uintptr {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return r

@@ -48,13 +48,14 @@ func loadNVRTC() (*NVRTC, error) {
 		return nil, err
 	}
 	var maj, min int32
-	if err := n.call("nvrtcVersion", n.version, ptr(&maj), ptr(&min)); err != nil {
+	if err := n.call("nvrtcVersion", n.version, uintptr(unsafe.Pointer(&maj)), uintptr(unsafe.Pointer(&min))); err != nil {
 		return nil, err
 	}
 	n.Major, n.Minor = int(maj), int(min)
 	return n, nil
 }
 
+//go:uintptrescapes
 func (n *NVRTC) call(name string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
 	if r == 0 {
@@ -88,17 +89,17 @@ func (n *NVRTC) Compile(name string, src []byte, headers map[string][]byte, arch
 		hsrc[i], hinc[i] = cs(headers[h]), cs([]byte(h))
 	}
 	var prog uintptr
-	if err := n.call("nvrtcCreateProgram", n.create, ptr(&prog), uintptr(unsafe.Pointer(cs(src))), uintptr(unsafe.Pointer(cs([]byte(name)))),
+	if err := n.call("nvrtcCreateProgram", n.create, uintptr(unsafe.Pointer(&prog)), uintptr(unsafe.Pointer(cs(src))), uintptr(unsafe.Pointer(cs([]byte(name)))),
 		uintptr(len(hnames)), uintptr(unsafe.Pointer(&hsrc[0])), uintptr(unsafe.Pointer(&hinc[0]))); err != nil {
 		return nil, &CompileError{Source: name, Arch: arch, Err: err}
 	}
-	defer n.call("nvrtcDestroyProgram", n.destroy, ptr(&prog))
+	defer n.call("nvrtcDestroyProgram", n.destroy, uintptr(unsafe.Pointer(&prog)))
 	opts := []*byte{cs([]byte("--gpu-architecture=" + arch)), cs([]byte("--std=c++14")), nil}
 	if err := n.call("nvrtcCompileProgram", n.compile, prog, 2, uintptr(unsafe.Pointer(&opts[0]))); err != nil {
 		return nil, &CompileError{Source: name, Arch: arch, Err: err, Log: n.programLog(prog)}
 	}
 	var size uint64
-	if err := n.call("nvrtcGetPTXSize", n.ptxSize, prog, ptr(&size)); err != nil {
+	if err := n.call("nvrtcGetPTXSize", n.ptxSize, prog, uintptr(unsafe.Pointer(&size))); err != nil {
 		return nil, &CompileError{Source: name, Arch: arch, Err: err}
 	}
 	out := make([]byte, size+1)
@@ -114,7 +115,7 @@ func (n *NVRTC) Compile(name string, src []byte, headers map[string][]byte, arch
 
 func (n *NVRTC) programLog(prog uintptr) string {
 	var size uint64
-	if n.call("nvrtcGetProgramLogSize", n.logSize, prog, ptr(&size)) != nil || size == 0 {
+	if n.call("nvrtcGetProgramLogSize", n.logSize, prog, uintptr(unsafe.Pointer(&size))) != nil || size == 0 {
 		return ""
 	}
 	b := make([]byte, size+1)

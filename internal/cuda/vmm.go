@@ -26,7 +26,7 @@ func prop(dev int) allocProp { return allocProp{typ: 1, locType: 1, locID: int32
 func (d *Driver) Granularity(dev int) (int64, error) {
 	p := prop(dev)
 	var g uint64
-	err := d.call("cuMemGetAllocationGranularity", d.cuMemGetAllocationGranularity, ptr(&g), uintptr(unsafe.Pointer(&p)), 0)
+	err := d.call("cuMemGetAllocationGranularity", d.cuMemGetAllocationGranularity, uintptr(unsafe.Pointer(&g)), uintptr(unsafe.Pointer(&p)), 0)
 	return int64(g), err
 }
 
@@ -34,7 +34,7 @@ func (d *Driver) Granularity(dev int) (int64, error) {
 // the granularity).
 func (d *Driver) AddressReserve(n int64) (DevPtr, error) {
 	var p DevPtr
-	err := d.call("cuMemAddressReserve", d.cuMemAddressReserve, ptr(&p), uintptr(n), 0, 0, 0)
+	err := d.call("cuMemAddressReserve", d.cuMemAddressReserve, uintptr(unsafe.Pointer(&p)), uintptr(n), 0, 0, 0)
 	return p, err
 }
 
@@ -49,7 +49,7 @@ func (d *Driver) AddressFree(p DevPtr, n int64) error {
 func (d *Driver) MapNew(dev int, p DevPtr, n int64) (uint64, error) {
 	pr := prop(dev)
 	var h uint64
-	if err := d.call("cuMemCreate", d.cuMemCreate, ptr(&h), uintptr(n), uintptr(unsafe.Pointer(&pr)), 0); err != nil {
+	if err := d.call("cuMemCreate", d.cuMemCreate, uintptr(unsafe.Pointer(&h)), uintptr(n), uintptr(unsafe.Pointer(&pr)), 0); err != nil {
 		return 0, err
 	}
 	if err := d.call("cuMemMap", d.cuMemMap, uintptr(p), uintptr(n), 0, uintptr(h), 0); err != nil {

@@ -32,6 +32,17 @@
 #define DYN_SMEM(T, name) extern __shared__ T name[]
 #endif
 
+// dmul_rn and fmul_rn are products that the compiler may not fuse into a
+// following addition (NVRTC contracts a*b+c into an FMA by default): for
+// sums that must match the cpu device bit for bit.
+#ifdef HEADROOM_EMU
+static inline double dmul_rn(double a, double b) { return a * b; }
+static inline float fmul_rn(float a, float b) { return a * b; }
+#else
+__device__ inline double dmul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline float fmul_rn(float a, float b) { return __fmul_rn(a, b); }
+#endif
+
 // GRID_STRIDE(i, n) loops i over [0, n) across every thread of a 1-D grid,
 // consecutive threads on consecutive i (coalesced).
 #define GRID_STRIDE(i, n)                                                  \

@@ -82,6 +82,18 @@ __device__ inline double unary_double(int op, double x, double arg) {
   return x;
 }
 
+// gelu_sigmoids sets s = σ(w) and r = 1 − σ(w) for the tanh GELU's
+// w = 2·√(2/π)·(x + 0.044715x³), both from one e^−|w| (no cancellation):
+// GELU(x) = x·σ(w), GELU'(x) = σ(w) + x·σ(w)·(1 − σ(w))·w′, as the cpu
+// device's float32 functions write them.
+__device__ inline void gelu_sigmoids(float x, float* s, float* r) {
+  float w = 2.0f * (float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x);
+  float e = expf(-fabsf(w));
+  float a = 1.0f / (1.0f + e), b = e / (1.0f + e);
+  *s = w >= 0.0f ? a : b;
+  *r = w >= 0.0f ? b : a;
+}
+
 // unary_float computes in float what the cpu device computes in float32
 // (Neg, Abs, Relu, Scale exactly; Exp, Tanh, Sigmoid and GeluTanh, which
 // the cpu takes from fast float32 approximations, with the built-in float
@@ -97,8 +109,11 @@ __device__ inline float unary_float(int op, float x, double arg) {
     case U_SIGMOID:
       if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
       else { float e = expf(x); return e / (1.0f + e); }
-    case U_GELU_TANH:
-      return 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI * (x + (float)GELU_C * x * x * x)));
+    case U_GELU_TANH: {
+      float s, r;
+      gelu_sigmoids(x, &s, &r);
+      return x * s;
+    }
   }
   return (float)unary_double(op, (double)x, arg);
 }
@@ -171,9 +186,10 @@ __device__ inline float grad_acc(int op, float dy, float x, float y, double arg)
     case U_TANH: return dy * ((1.0f - y) * (1.0f + y));
     case U_SIGMOID: return dy * (y * (1.0f - y));
     case U_GELU_TANH: {
-      const float c = (float)SQRT_2_OVER_PI, g = (float)GELU_C;
-      float t = tanhf(c * (x + g * x * x * x));
-      return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * c * (1.0f + 3.0f * g * x * x));
+      float s, r;
+      gelu_sigmoids(x, &s, &r);
+      float dw = 2.0f * (float)SQRT_2_OVER_PI * (1.0f + 3.0f * (float)GELU_C * x * x);
+      return dy * (s + x * s * r * dw);
     }
   }
   return (float)((double)dy * deriv_double(op, (double)x, (double)y, arg));

@@ -179,12 +179,12 @@ template <class T> __device__ void sumsq_chunks_impl(const T* src, long long n, 
       long long q = len / 4;
       for (long long k = 0; k < q; k++) {
         double x = elem(src, lo + 4 * k + lane);
-        s += x * x;
+        s += dmul_rn(x, x);
       }
       if (lane == 0)
         for (long long k = 4 * q; k < len; k++) {
           double x = elem(src, lo + k);
-          s += x * x;
+          s += dmul_rn(x, x);
         }
     }
     double pair = s + __shfl_down_sync(0xffffffffu, s, 1);  // lanes 0 and 2: s0+s1, s2+s3

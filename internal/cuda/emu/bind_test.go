@@ -16,6 +16,7 @@ import (
 // the same run-time loading (purego) as the real libraries.
 type drv struct {
 	Init              func(uint32) int32                                                                                            `sym:"cuInit"`
+	DeviceGetCount    func(*int32) int32                                                                                            `sym:"cuDeviceGetCount"`
 	DeviceGet         func(*int32, int32) int32                                                                                     `sym:"cuDeviceGet"`
 	DeviceGetName     func(*byte, int32, int32) int32                                                                               `sym:"cuDeviceGetName"`
 	DeviceGetAttr     func(*int32, int32, int32) int32                                                                              `sym:"cuDeviceGetAttribute"`
@@ -32,6 +33,14 @@ type drv struct {
 	HtoDAsync         func(uintptr, unsafe.Pointer, uintptr, uintptr) int32                                                         `sym:"cuMemcpyHtoDAsync_v2"`
 	DtoHAsync         func(unsafe.Pointer, uintptr, uintptr, uintptr) int32                                                         `sym:"cuMemcpyDtoHAsync_v2"`
 	MemsetD32Async    func(uintptr, uint32, uintptr, uintptr) int32                                                                 `sym:"cuMemsetD32Async"`
+	MemsetD8Async     func(uintptr, uint8, uintptr, uintptr) int32                                                                  `sym:"cuMemsetD8Async"`
+	DtoDAsync         func(uintptr, uintptr, uintptr, uintptr) int32                                                                `sym:"cuMemcpyDtoDAsync_v2"`
+	MemAllocHost      func(*unsafe.Pointer, uintptr) int32                                                                          `sym:"cuMemAllocHost_v2"`
+	MemFreeHost       func(unsafe.Pointer) int32                                                                                    `sym:"cuMemFreeHost"`
+	GetErrorString    func(int32, **byte) int32                                                                                     `sym:"cuGetErrorString"`
+	ModuleUnload      func(uintptr) int32                                                                                           `sym:"cuModuleUnload"`
+	DeviceTotalMem    func(*uintptr, int32) int32                                                                                   `sym:"cuDeviceTotalMem_v2"`
+	DriverGetVersion  func(*int32) int32                                                                                            `sym:"cuDriverGetVersion"`
 	StreamCreate      func(*uintptr, uint32) int32                                                                                  `sym:"cuStreamCreate"`
 	StreamDestroy     func(uintptr) int32                                                                                           `sym:"cuStreamDestroy_v2"`
 	StreamSynchronize func(uintptr) int32                                                                                           `sym:"cuStreamSynchronize"`

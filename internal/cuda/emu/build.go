@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -72,7 +73,7 @@ func Build(sources map[string][]byte) (Libs, error) {
 		return Libs{}, fmt.Errorf("emu: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := compileAll(tmp, sources); err != nil {
+	if err := compileAll(root, tmp, sources); err != nil {
 		return Libs{}, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "ok"), nil, 0o644); err != nil {
@@ -86,6 +87,27 @@ func Build(sources map[string][]byte) (Libs, error) {
 		}
 	}
 	return libs, nil
+}
+
+// BuildFS is Build of the regular files directly in dir of fsys (an
+// embed.FS of the kernel sources, say).
+func BuildFS(fsys fs.FS, dir string) (Libs, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return Libs{}, fmt.Errorf("emu: %w", err)
+	}
+	sources := map[string][]byte{}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return Libs{}, fmt.Errorf("emu: %w", err)
+		}
+		sources[e.Name()] = b
+	}
+	return Build(sources)
 }
 
 func cacheRoot() (string, error) {
@@ -112,7 +134,22 @@ func key(sources map[string][]byte) string {
 		add("emu/"+e.Name(), b)
 	}
 	add("flags", []byte(strings.Join(cflags, " ")))
+	add("compiler", []byte(compilerVersion()))
 	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+var (
+	versionOnce sync.Once
+	version     string
+)
+
+// compilerVersion is g++'s version, part of every cache key.
+func compilerVersion() string {
+	versionOnce.Do(func() {
+		out, _ := exec.Command("g++", "-dumpfullversion", "-dumpversion").Output()
+		version = strings.TrimSpace(string(out))
+	})
+	return version
 }
 
 func sortedKeys(m map[string][]byte) []string {
@@ -125,7 +162,7 @@ func sortedKeys(m map[string][]byte) []string {
 }
 
 // compileAll writes the sources under tmp and builds the three libraries there.
-func compileAll(tmp string, sources map[string][]byte) error {
+func compileAll(root, tmp string, sources map[string][]byte) error {
 	src, emuDir, obj := filepath.Join(tmp, "src"), filepath.Join(tmp, "emu"), filepath.Join(tmp, "obj")
 	for _, d := range []string{src, emuDir, obj} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -147,21 +184,13 @@ func compileAll(tmp string, sources map[string][]byte) error {
 			return fmt.Errorf("emu: %w", err)
 		}
 	}
-	var units []unit
-	for _, n := range sortedKeys(sources) {
-		if strings.HasSuffix(n, ".cu") {
-			units = append(units, unit{kernel: filepath.Join(src, n), obj: filepath.Join(obj, n+".o")})
-		}
-	}
-	for _, n := range []string{"sched.cpp", "registry.cpp", "driver.cpp", "memory.cpp", "stream.cpp", "module.cpp"} {
-		units = append(units, unit{file: filepath.Join(emuDir, n), obj: filepath.Join(obj, n+".o")})
-	}
+	units := planUnits(root, sources, src, emuDir, obj)
 	if err := compileUnits(units, emuDir, src); err != nil {
 		return err
 	}
 	var objs []string
 	for _, u := range units {
-		objs = append(objs, u.obj)
+		objs = append(objs, u.cached)
 	}
 	cuda := filepath.Join(tmp, "libcuda.so.1")
 	if err := gxx(append(append([]string{"-shared", "-o", cuda, "-Wl,-soname,libcuda.so.1"}, objs...), "-lpthread")...); err != nil {
@@ -176,8 +205,39 @@ func compileAll(tmp string, sources map[string][]byte) error {
 }
 
 // unit is one compilation: a kernel source (scanned for entries and compiled
-// with the shim and a registration of each) or an emulator source.
-type unit struct{ kernel, file, obj string }
+// with the shim and a registration of each) or an emulator source. Its object
+// is cached under root/obj by a hash of what it is built from, so changing
+// one kernel source recompiles only that source.
+type unit struct{ kernel, file, obj, cached string }
+
+// emuUnits are the fake driver's sources, linked into libcuda.so.1.
+var emuUnits = []string{"sched.cpp", "registry.cpp", "driver.cpp", "memory.cpp", "stream.cpp", "module.cpp"}
+
+func planUnits(root string, sources map[string][]byte, src, emuDir, obj string) []unit {
+	emuKey := key(nil)
+	headers := map[string][]byte{}
+	for n, b := range sources {
+		if !strings.HasSuffix(n, ".cu") {
+			headers[n] = b
+		}
+	}
+	hdrKey := key(headers)
+	objKey := func(parts ...string) string {
+		h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+		return filepath.Join(root, "obj", hex.EncodeToString(h[:12])+".o")
+	}
+	var units []unit
+	for _, n := range sortedKeys(sources) {
+		if strings.HasSuffix(n, ".cu") {
+			units = append(units, unit{kernel: filepath.Join(src, n), obj: filepath.Join(obj, n+".o"),
+				cached: objKey(emuKey, hdrKey, n, string(sources[n]))})
+		}
+	}
+	for _, n := range emuUnits {
+		units = append(units, unit{file: filepath.Join(emuDir, n), obj: filepath.Join(obj, n+".o"), cached: objKey(emuKey, n)})
+	}
+	return units
+}
 
 func compileUnits(units []unit, emuDir, src string) error {
 	errs := make([]error, len(units))
@@ -189,11 +249,27 @@ func compileUnits(units []unit, emuDir, src string) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[i] = u.compile(emuDir, src)
+			if _, err := os.Stat(u.cached); err == nil {
+				return
+			}
+			if errs[i] = u.compile(emuDir, src); errs[i] == nil {
+				errs[i] = publish(u.obj, u.cached)
+			}
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// publish moves a finished file into the cache in one rename.
+func publish(from, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	return nil
 }
 
 func (u unit) compile(emuDir, src string) error {

@@ -176,6 +176,9 @@ func TestGemmBetaZeroIgnoresC(t *testing.T) {
 	if runs := d.BlasNoWorkspace() - before; runs != 1 {
 		t.Errorf("GEMMs run without a workspace after SetWorkspace = %d, want still 1", runs)
 	}
+	if n, err := theLibs.GemmsWithoutWorkspace(); err != nil || n != d.BlasNoWorkspace() {
+		t.Errorf("Libs.GemmsWithoutWorkspace() = %d, %v; want %d", n, err, d.BlasNoWorkspace())
+	}
 	if r := d.GemmEx(h, 0, 0, 2, 2, 2, unsafe.Pointer(&one), dA, r16F, 2, dB, r32F, 2, unsafe.Pointer(&zero), dC, r32F, 2, compute32F, -1); r != 15 {
 		t.Errorf("GemmEx with A f16 and B f32 = %d, want 15 (CUBLAS_STATUS_NOT_SUPPORTED)", r)
 	}

@@ -113,6 +113,16 @@ func TestWorkIsDeferredUntilASync(t *testing.T) {
 			t.Fatalf("a copy ordered after another stream's event read host2[%d] = %v, want 7", i, v)
 		}
 	}
+	// A synchronous copy waits for blocking streams, not for a
+	// CU_STREAM_NON_BLOCKING stream (s2).
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(64, 1, 1), 0, s2, dst, int64(n), 9.0))
+	if got := download[float64](t, d, dst, 1)[0]; got != 7 {
+		t.Errorf("a synchronous copy read %v while a non-blocking stream's fill was queued, want the old 7", got)
+	}
+	check(t, "cuStreamSynchronize", d.StreamSynchronize(s2))
+	if got := download[float64](t, d, dst, 1)[0]; got != 9 {
+		t.Errorf("after cuStreamSynchronize a copy read %v, want 9", got)
+	}
 	runtime.KeepAlive(host)
 	runtime.KeepAlive(host2)
 	check(t, "cuStreamDestroy_v2", d.StreamDestroy(s))
@@ -175,4 +185,37 @@ func TestLaunchLimits(t *testing.T) {
 	if got := download[float64](t, d, dst, 4); got[3] != 1 {
 		t.Errorf("fill_f64 wrote %v, want 1", got[3])
 	}
+}
+
+// TestLegacyStreamOrder: work on the NULL stream waits for earlier work of
+// blocking streams and the other way round; a non-blocking stream does not.
+func TestLegacyStreamOrder(t *testing.T) {
+	d := setup(t)
+	fill := module(t, d, "fill_f64")[0]
+	const n = 64
+	dst := alloc[float64](t, d, n)
+	var blocking, free uintptr
+	check(t, "cuStreamCreate", d.StreamCreate(&blocking, 0))
+	check(t, "cuStreamCreate", d.StreamCreate(&free, 1))
+	read := func(s uintptr) float64 {
+		h := make([]float64, n)
+		check(t, "cuMemcpyDtoHAsync_v2", d.DtoHAsync(unsafe.Pointer(&h[0]), dst, n*8, s))
+		check(t, "cuStreamSynchronize", d.StreamSynchronize(s))
+		return h[n-1]
+	}
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(64, 1, 1), 0, 0, dst, int64(n), 1.0))
+	if got := read(blocking); got != 1 {
+		t.Errorf("a blocking stream read %v after NULL-stream work, want 1", got)
+	}
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(64, 1, 1), 0, blocking, dst, int64(n), 2.0))
+	if got := read(0); got != 2 {
+		t.Errorf("the NULL stream read %v after a blocking stream's work, want 2", got)
+	}
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(64, 1, 1), 0, 0, dst, int64(n), 3.0))
+	if got := read(free); got != 2 {
+		t.Errorf("a non-blocking stream read %v, want 2: it does not wait for the NULL stream", got)
+	}
+	check(t, "cuCtxSynchronize", d.CtxSynchronize())
+	check(t, "cuStreamDestroy_v2", d.StreamDestroy(blocking))
+	check(t, "cuStreamDestroy_v2", d.StreamDestroy(free))
 }

@@ -1,6 +1,8 @@
 package emu
 
 import (
+	"math"
+	"math/bits"
 	"math/rand"
 	"testing"
 
@@ -125,4 +127,63 @@ func TestWarpOperations(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestIntrinsics(t *testing.T) {
+	d := setup(t)
+	f := module(t, d, "wide")[0]
+	const n = 100
+	rng := rand.New(rand.NewSource(5))
+	a, b := make([]uint32, n), make([]uint32, n)
+	for i := range a {
+		a[i], b[i] = rng.Uint32(), rng.Uint32()
+	}
+	a[0] = 3 << 22 // 1.5 after the division: rounds to even, 2
+	a[1] = 5 << 22 // 2.5: rounds to even, 2
+	da, db, dout := alloc[uint32](t, d, n), alloc[uint32](t, d, n), alloc[uint64](t, d, 3*n)
+	upload(t, d, da, a)
+	upload(t, d, db, b)
+	check(t, "cuLaunchKernel", launch(d, f, dim(2, 1, 1), dim(64, 1, 1), 0, 0, da, db, dout, int32(n)))
+	got := download[uint64](t, d, dout, 3*n)
+	for i := 0; i < n; i++ {
+		hi32, _ := bits.Mul32(a[i], b[i])
+		hi64, _ := bits.Mul64(uint64(a[i])*uint64(a[i]), uint64(b[i])*uint64(b[i]))
+		rn := uint64(int64(math.RoundToEven(float64(float32(a[i]) / 8388608))))
+		if want := [3]uint64{uint64(hi32), hi64, rn}; [3]uint64{got[3*i], got[3*i+1], got[3*i+2]} != want {
+			t.Fatalf("wide[%d] (a=%d, b=%d) = %v, want %v", i, a[i], b[i], got[3*i:3*i+3], want)
+		}
+	}
+}
+
+// TestMissingBarrierIsSeen shows that the emulator catches a read of shared
+// memory that another thread writes without a barrier between them.
+func TestMissingBarrierIsSeen(t *testing.T) {
+	d := setup(t)
+	f := module(t, d, "neighbour")[0]
+	const blocks, block = 4, 256
+	x := make([]float32, blocks*block)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	dx, dout := alloc[float32](t, d, len(x)), alloc[float32](t, d, len(x))
+	upload(t, d, dx, x)
+	wrong := func(sync int32) int {
+		check(t, "cuLaunchKernel", launch(d, f, dim(blocks, 1, 1), dim(block, 1, 1), 0, 0, dx, dout, sync))
+		got := download[float32](t, d, dout, len(x))
+		bad := 0
+		for i := range got {
+			if want := x[i/block*block+(i%block+1)%block]; got[i] != want {
+				bad++
+			}
+		}
+		return bad
+	}
+	if bad := wrong(1); bad != 0 {
+		t.Errorf("neighbour with its barrier: %d wrong values, want 0", bad)
+	}
+	bad := wrong(0)
+	if bad == 0 {
+		t.Errorf("neighbour without its barrier gave right values: the emulator hid the race")
+	}
+	t.Logf("neighbour without its barrier: %d of %d values wrong", bad, len(x))
 }

@@ -1,6 +1,10 @@
 package emu
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -122,4 +126,53 @@ func equal[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// TestEnvironment runs a child process with HEADROOM_EMU_MEMORY and
+// HEADROOM_EMU_DEVICES set (the C environment is the one a process starts with).
+func TestEnvironment(t *testing.T) {
+	if os.Getenv("HEADROOM_EMU_ENV_CHILD") == "1" {
+		d := setup(t)
+		_, total := freeBytes(t, d)
+		var n int32
+		check(t, "cuDeviceGetCount", d.DeviceGetCount(&n))
+		fmt.Printf("total=%d devices=%d\n", total, n)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnvironment$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "HEADROOM_EMU_ENV_CHILD=1", "HEADROOM_EMU_MEMORY=67108864", "HEADROOM_EMU_DEVICES=3")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "total=67108864 devices=3") {
+		t.Fatalf("child with HEADROOM_EMU_MEMORY=67108864 HEADROOM_EMU_DEVICES=3: err %v, output:\n%s\nwant total=67108864 devices=3", err, out)
+	}
+}
+
+func TestSetMemory(t *testing.T) {
+	d := setup(t)
+	free0, total0 := freeBytes(t, d)
+	used := total0 - free0
+	const g = 2 << 20
+	check(t, "emu.SetMemory", errCode(theLibs.SetMemory(int64(used+4*g))))
+	defer theLibs.SetMemory(0)
+	if free, total := freeBytes(t, d); total != used+4*g || free != 4*g {
+		t.Fatalf("after SetMemory(used + 8 MiB): free %d, total %d; want %d, %d", free, total, 4*g, used+4*g)
+	}
+	var h, h2 uint64
+	check(t, "cuMemCreate(8 MiB)", d.MemCreate(&h, 4*g, unsafe.Pointer(devProp()), 0))
+	if r := d.MemCreate(&h2, g, unsafe.Pointer(devProp()), 0); r != errOutOfMemory {
+		t.Errorf("cuMemCreate past a SetMemory total = %d, want %d", r, errOutOfMemory)
+	}
+	check(t, "cuMemRelease", d.MemRelease(h))
+	check(t, "emu.SetMemory(0)", errCode(theLibs.SetMemory(0)))
+	if _, total := freeBytes(t, d); total != total0 {
+		t.Errorf("after SetMemory(0) total = %d, want %d", total, total0)
+	}
+}
+
+// errCode turns a Go error into a result check can report.
+func errCode(err error) int32 {
+	if err != nil {
+		return -1
+	}
+	return 0
 }

@@ -48,31 +48,41 @@ func TestLaunchesUnderGC(t *testing.T) {
 	}
 }
 
-// TestUnmappedAccessFaults shows that a kernel touching device memory that
-// is no longer mapped kills the process, as an illegal address would stop
-// the device: the test runs the access in a child process.
-func TestUnmappedAccessFaults(t *testing.T) {
-	if os.Getenv("HEADROOM_EMU_FAULT_CHILD") == "1" {
-		faultChild(t)
+// TestBadAccessFaults shows that a kernel touching device memory that is
+// not mapped (or no longer), or writing past the end of a cuMemAlloc_v2
+// block, kills the process, as an illegal address would stop the device:
+// each case runs in a child process.
+func TestBadAccessFaults(t *testing.T) {
+	if c := os.Getenv("HEADROOM_EMU_FAULT_CHILD"); c != "" {
+		faultChild(t, c)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestUnmappedAccessFaults$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "HEADROOM_EMU_FAULT_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.Success() || !strings.Contains(string(out), "SIGSEGV") {
-		t.Fatalf("a kernel writing unmapped memory: err %v, output:\n%s\nwant the child to die of SIGSEGV", err, out)
+	for _, c := range []string{"unmapped", "overrun"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBadAccessFaults$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HEADROOM_EMU_FAULT_CHILD="+c)
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Success() || !strings.Contains(string(out), "SIGSEGV") {
+			t.Fatalf("%s: err %v, output:\n%s\nwant the child to die of SIGSEGV", c, err, out)
+		}
+		t.Logf("%s: the child died as expected: %v", c, err)
 	}
-	t.Logf("the child died as expected: %v", err)
 }
 
-func faultChild(t *testing.T) {
+func faultChild(t *testing.T, mode string) {
 	d := setup(t)
 	fill := module(t, d, "fill_f64")[0]
-	var base uintptr
-	check(t, "cuMemAddressReserve", d.AddressReserve(&base, 2<<20, 0, 0, 0))
-	// Nothing is mapped at base: the kernel's store faults.
-	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(32, 1, 1), 0, 0, base, int64(32), 1.0))
+	var p uintptr
+	n := int64(512)
+	if mode == "unmapped" {
+		check(t, "cuMemAddressReserve", d.AddressReserve(&p, 2<<20, 0, 0, 0)) // nothing mapped there
+	} else {
+		check(t, "cuMemAlloc_v2", d.MemAlloc(&p, uintptr(n*8)))
+		check(t, "cuLaunchKernel in bounds", launch(d, fill, dim(1, 1, 1), dim(32, 1, 1), 0, 0, p, n, 1.0))
+		check(t, "cuCtxSynchronize in bounds", d.CtxSynchronize())
+		n++ // one double past the end
+	}
+	check(t, "cuLaunchKernel", launch(d, fill, dim(1, 1, 1), dim(32, 1, 1), 0, 0, p, n, 1.0))
 	d.CtxSynchronize()
-	t.Fatal("the kernel's store to unmapped memory did not fault")
+	t.Fatalf("%s: the kernel's store did not fault", mode)
 }

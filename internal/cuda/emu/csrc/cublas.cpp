@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mutex>
 #include <set>
 
 #include "half.h"
@@ -34,12 +35,15 @@ struct Handle {
 typedef Handle* cublasHandle_t;
 
 static std::set<Handle*> handles;
+static std::recursive_mutex handles_mu; // guards handles; held by every call
+#define LOCK std::lock_guard<std::recursive_mutex> lock_(handles_mu)
 static long long no_workspace_runs; // GEMMs that ran on a handle with no workspace set
 
 // emu_cublas_runs_without_workspace lets tests see that cuBLAS was given a workspace.
 API long long emu_cublas_runs_without_workspace(void) { return no_workspace_runs; }
 
 API cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
+	LOCK;
 	if (!h) return CUBLAS_STATUS_INVALID_VALUE;
 	*h = new Handle;
 	handles.insert(*h);
@@ -47,12 +51,14 @@ API cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
 }
 
 API cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+	LOCK;
 	if (!handles.erase(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
 	delete h;
 	return CUBLAS_STATUS_SUCCESS;
 }
 
 API cublasStatus_t cublasSetStream_v2(cublasHandle_t h, void* stream) {
+	LOCK;
 	if (!handles.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
 	h->stream = stream;
 	return CUBLAS_STATUS_SUCCESS;
@@ -66,6 +72,7 @@ static void touch(char* p, size_t n) {
 
 // cublasSetWorkspace_v2 touches the whole workspace, so a bad pointer faults here.
 API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void* ws, size_t size) {
+	LOCK;
 	if (!handles.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
 	if (size && !ws) return CUBLAS_STATUS_INVALID_VALUE;
 	if ((size_t)ws % 256) return CUBLAS_STATUS_INVALID_VALUE; // cuBLAS wants 256-byte alignment
@@ -76,12 +83,14 @@ API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void* ws, size_t size
 }
 
 API cublasStatus_t cublasSetMathMode(cublasHandle_t h, int mode) {
+	LOCK;
 	if (!handles.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
 	h->math = mode;
 	return CUBLAS_STATUS_SUCCESS;
 }
 
 API cublasStatus_t cublasGetVersion_v2(cublasHandle_t h, int* v) {
+	LOCK;
 	if (!handles.count(h)) return CUBLAS_STATUS_NOT_INITIALIZED;
 	if (!v) return CUBLAS_STATUS_INVALID_VALUE;
 	*v = 120405;
@@ -180,6 +189,7 @@ static cublasStatus_t gemm(cublasHandle_t h, int ta, int tb, int m, int n, int k
 
 API cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void* alpha, const void* A, int at, int lda,
                                 const void* B, int bt, int ldb, const void* beta, void* C, int ct, int ldc, int compute, int algo) {
+	LOCK;
 	(void)algo;
 	return gemm(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0, 1, compute);
 }
@@ -187,6 +197,7 @@ API cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, 
 API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void* alpha, const void* A, int at,
                                               int lda, long long sa, const void* B, int bt, int ldb, long long sb, const void* beta, void* C,
                                               int ct, int ldc, long long sc, int batch, int compute, int algo) {
+	LOCK;
 	(void)algo;
 	return gemm(h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc, batch, compute);
 }

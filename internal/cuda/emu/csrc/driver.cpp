@@ -17,7 +17,17 @@ thread_local EmuCtx* emu_current;
 size_t emu_used[64];
 static EmuCtx contexts[64];
 
+static size_t total_override; // emu_set_total_memory, 0 when unset
+
+// emu_set_total_memory sets the device's total memory (0: back to
+// HEADROOM_EMU_MEMORY or the default); emu.Libs.SetMemory calls it.
+EMU_API void emu_set_total_memory(unsigned long long bytes) {
+	Lock l;
+	total_override = (size_t)bytes;
+}
+
 size_t emu_total_memory() {
+	if (total_override) return total_override;
 	const char* s = getenv("HEADROOM_EMU_MEMORY");
 	if (s && *s) {
 		char* end;
@@ -106,17 +116,27 @@ static bool attribute(int a, int* v) {
 	case 8: *v = 49152; return true;        // MAX_SHARED_MEMORY_PER_BLOCK
 	case 9: *v = 65536; return true;        // TOTAL_CONSTANT_MEMORY
 	case 10: *v = 32; return true;          // WARP_SIZE
+	case 11: *v = 2147483647; return true;  // MAX_PITCH
 	case 12: *v = 65536; return true;       // MAX_REGISTERS_PER_BLOCK
 	case 13: *v = 1980000; return true;     // CLOCK_RATE (kHz)
+	case 14: *v = 512; return true;         // TEXTURE_ALIGNMENT
+	case 15: *v = 1; return true;           // GPU_OVERLAP
 	case 16: *v = 132; return true;         // MULTIPROCESSOR_COUNT
+	case 17: *v = 0; return true;           // KERNEL_EXEC_TIMEOUT
+	case 20: *v = 0; return true;           // COMPUTE_MODE (default)
 	case 18: *v = 0; return true;           // INTEGRATED
 	case 19: *v = 1; return true;           // CAN_MAP_HOST_MEMORY
 	case 31: *v = 1; return true;           // CONCURRENT_KERNELS
+	case 32: *v = 1; return true;           // ECC_ENABLED
+	case 33: *v = 0; return true;           // PCI_BUS_ID
+	case 34: *v = 0; return true;           // PCI_DEVICE_ID
 	case 36: *v = 2619000; return true;     // MEMORY_CLOCK_RATE (kHz)
 	case 37: *v = 6144; return true;        // GLOBAL_MEMORY_BUS_WIDTH
 	case 38: *v = 52428800; return true;    // L2_CACHE_SIZE
 	case 39: *v = 2048; return true;        // MAX_THREADS_PER_MULTIPROCESSOR
+	case 40: *v = 3; return true;           // ASYNC_ENGINE_COUNT
 	case 41: *v = 1; return true;           // UNIFIED_ADDRESSING
+	case 50: *v = 0; return true;           // PCI_DOMAIN_ID
 	case 75: *v = 9; return true;           // COMPUTE_CAPABILITY_MAJOR
 	case 76: *v = 0; return true;           // COMPUTE_CAPABILITY_MINOR
 	case 81: *v = 233472; return true;      // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR

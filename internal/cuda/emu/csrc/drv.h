@@ -75,6 +75,7 @@ extern size_t emu_used[64];        // physical bytes in use per device
 EmuStream* emu_stream(CUstream s, CUresult* r); // nullptr and *r set when s is not a stream
 void emu_enqueue(EmuStream* s, std::function<void()> work);
 void emu_sync_all();
+void emu_sync_legacy(); // the NULL stream and the blocking streams, as a synchronous copy waits
 
 // Memory, in memory.cpp.
 extern std::set<EmuFunc*> emu_funcs;

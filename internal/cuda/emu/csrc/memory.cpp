@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <map>
+#include <memory>
+#include <vector>
 
 namespace {
 
@@ -29,6 +31,8 @@ struct Mapping {
 struct Block {
 	size_t size, counted;
 	int dev;
+	char* map;      // the mapping that holds it, a guard page at its end
+	size_t map_len;
 };
 
 std::map<CUdeviceptr, Block> blocks;        // cuMemAlloc_v2
@@ -50,9 +54,15 @@ bool take(int dev, size_t n) {
 // accessible returns the end of the accessible region that holds p, or 0.
 CUdeviceptr accessible(CUdeviceptr p) {
 	auto b = blocks.upper_bound(p);
-	if (b != blocks.begin() && p < (--b)->first + b->second.size) return b->first + b->second.size;
+	if (b != blocks.begin()) {
+		--b;
+		if (p < b->first + b->second.size) return b->first + b->second.size;
+	}
 	auto m = mappings.upper_bound(p);
-	if (m != mappings.begin() && p < (--m)->first + m->second.size && m->second.rw) return m->first + m->second.size;
+	if (m != mappings.begin()) {
+		--m;
+		if (p < m->first + m->second.size && m->second.rw) return m->first + m->second.size;
+	}
 	return 0;
 }
 
@@ -104,23 +114,29 @@ EMU_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
 	*total = emu_total_memory();
-	*free = *total - emu_used[emu_cur_dev()];
+	size_t used = emu_used[emu_cur_dev()];
+	*free = used < *total ? *total - used : 0; // the total may have been lowered below what is in use
 	return CUDA_SUCCESS;
 }
 
+// cuMemAlloc_v2 places the block (256-byte aligned, as the driver's) as close
+// before an inaccessible guard page as its alignment allows, so a kernel
+// that writes past its end faults.
 EMU_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!dptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
 	size_t counted = round_up(n, 512);
 	if (!take(emu_cur_dev(), counted)) return CUDA_ERROR_OUT_OF_MEMORY;
-	void* p = mmap(nullptr, round_up(n, page()), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
+	size_t body = round_up(n, page()), len = body + page();
+	char* p = (char*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED || mprotect(p + body, page(), PROT_NONE) != 0) {
+		if (p != MAP_FAILED) munmap(p, len);
 		emu_used[emu_cur_dev()] -= counted;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	*dptr = (CUdeviceptr)p;
-	blocks[*dptr] = Block{n, counted, emu_cur_dev()};
+	*dptr = (CUdeviceptr)(p + body - round_up(n, 256));
+	blocks[*dptr] = Block{n, counted, emu_cur_dev(), p, len};
 	return CUDA_SUCCESS;
 }
 
@@ -130,7 +146,7 @@ EMU_API CUresult cuMemFree_v2(CUdeviceptr p) {
 	auto it = blocks.find(p);
 	if (it == blocks.end()) return CUDA_ERROR_INVALID_VALUE;
 	emu_sync_all(); // as the real call, it waits for the device
-	munmap((void*)p, round_up(it->second.size, page()));
+	munmap(it->second.map, it->second.map_len);
 	emu_used[it->second.dev] -= it->second.counted;
 	blocks.erase(it);
 	return CUDA_SUCCESS;
@@ -294,13 +310,15 @@ EMU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const AccessDesc* 
 	return CUDA_SUCCESS;
 }
 
-// Copies and sets. The synchronous copies first finish all queued work (they
-// are ordered on the legacy default stream); the Async ones are queued.
+// Copies and sets. The synchronous copies first finish the work they are
+// ordered after on the legacy default stream (the NULL stream's and every
+// blocking stream's, not a CU_STREAM_NON_BLOCKING stream's); the Async ones
+// are queued.
 EMU_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!emu_dev_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all();
+	emu_sync_legacy();
 	if (emu_sticky) return emu_sticky;
 	memcpy((void*)dst, src, n);
 	return CUDA_SUCCESS;
@@ -310,7 +328,7 @@ EMU_API CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
 	if (!emu_dev_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all();
+	emu_sync_legacy();
 	if (emu_sticky) return emu_sticky;
 	memcpy(dst, (const void*)src, n);
 	return CUDA_SUCCESS;
@@ -326,10 +344,22 @@ static CUresult queue(CUstream s, std::function<void()> work) {
 	return CUDA_SUCCESS;
 }
 
+// pinned reports whether [p, p+n) lies in one cuMemAllocHost_v2 allocation.
+static bool pinned(const void* p, size_t n) {
+	auto it = host.upper_bound((void*)p);
+	if (it == host.begin()) return false;
+	--it;
+	return (const char*)p >= (const char*)it->first && (const char*)p + n <= (const char*)it->first + it->second;
+}
+
+// cuMemcpyHtoDAsync_v2 reads pinned memory when the copy runs; pageable
+// memory, as the driver stages it, at the call (the caller may reuse it).
 EMU_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
 	Lock l;
 	if (!emu_dev_range(dst, n)) return emu_check_ctx() ? emu_check_ctx() : CUDA_ERROR_INVALID_VALUE;
-	return queue(s, [=] { memcpy((void*)dst, src, n); });
+	if (pinned(src, n)) return queue(s, [=] { memcpy((void*)dst, src, n); });
+	std::shared_ptr<std::vector<char>> staged(new std::vector<char>((const char*)src, (const char*)src + n));
+	return queue(s, [=] { memcpy((void*)dst, staged->data(), n); });
 }
 
 EMU_API CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {

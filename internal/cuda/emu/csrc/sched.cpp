@@ -211,12 +211,19 @@ int settle(int n, std::string* err) {
 	return -1;
 }
 
-bool run_block(int n, unsigned smem, std::string* err) {
+// run_block runs one block to its end. Between two barriers its threads run
+// one after another, in increasing order in one phase and decreasing in the
+// next (starting with the block's parity), so a thread that reads what
+// another wrote without a barrier between them reads it too early in one of
+// the two orders.
+bool run_block(int n, unsigned smem, unsigned parity, std::string* err) {
 	if (smem) memset(dyn_smem, 0xff, smem); // poison: shared memory starts undefined
 	for (int i = 0; i < n; i++) start(&fibers[i]);
-	for (;;) {
-		for (int i = 0; i < n; i++)
+	for (unsigned phase = parity;; phase++) {
+		for (int j = 0; j < n; j++) {
+			int i = phase & 1 ? n - 1 - j : j;
 			if (fibers[i].state == READY) resume(&fibers[i]);
+		}
 		if (!trap_msg.empty()) { *err = trap_msg; return false; }
 		int r = settle(n, err);
 		if (r <= 0) return r == 0;
@@ -298,7 +305,7 @@ bool emu_run_grid(const EmuKernel* k, void* args, dim3 grid, dim3 block, unsigne
 		for (unsigned y = 0; ok && y < grid.y; y++)
 			for (unsigned x = 0; ok && x < grid.x; x++) {
 				blockIdx = uint3{x, y, z};
-				if (!run_block(n, smem, err)) {
+				if (!run_block(n, smem, x + y + z, err)) {
 					char b[120];
 					snprintf(b, sizeof b, " (block (%u,%u,%u) of grid (%u,%u,%u), block (%u,%u,%u))", x, y, z, grid.x, grid.y, grid.z, block.x, block.y, block.z);
 					*err += b;

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdint.h>
+#include <stdio.h> // printf, which NVRTC declares itself
 
 #include "invoke.h" // registration of kernels: emu.Build emits EMU_REGISTER(NAME) after each source
 
@@ -122,6 +123,38 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float exp10f_(float x) { return powf(10.0f, x); }
 static inline float normcdff(float x) { return 0.5f * erfcf(-x * (float)M_SQRT1_2); }
 static inline double normcdf(double x) { return 0.5 * erfc(-x * M_SQRT1_2); }
+// Integer and conversion intrinsics.
+template <class T> static inline T __ldg(const T* p) { return *p; }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
+static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+	return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline int __mul24(int a, int b) { return (int)((long long)((a << 8) >> 8) * ((b << 8) >> 8)); }
+static inline unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+static inline int __float2int_rz(float x) { return (int)x; }
+static inline int __float2int_rd(float x) { return (int)floorf(x); }
+static inline int __float2int_ru(float x) { return (int)ceilf(x); }
+static inline unsigned int __float2uint_rn(float x) { return (unsigned int)nearbyintf(x); }
+static inline long long __float2ll_rn(float x) { return (long long)nearbyintf(x); }
+static inline long long __double2ll_rn(double x) { return (long long)nearbyint(x); }
+static inline int __double2int_rn(double x) { return (int)nearbyint(x); }
+static inline float __double2float_rn(double x) { return (float)x; }
+static inline float __int2float_rn(int x) { return (float)x; }
+static inline float __uint2float_rn(unsigned int x) { return (float)x; }
+static inline float __ll2float_rn(long long x) { return (float)x; }
+static inline double __ll2double_rn(long long x) { return (double)x; }
+static inline int __double2hiint(double d) { return (int)(__double_as_longlong(d) >> 32); }
+static inline int __double2loint(double d) { return (int)__double_as_longlong(d); }
+static inline double __hiloint2double(int hi, int lo) {
+	return __longlong_as_double((long long)(((unsigned long long)(unsigned int)hi << 32) | (unsigned int)lo));
+}
+static inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
+static inline unsigned int __activemask(void) { return 0xffffffffu; }
+static inline long long clock64(void) { static long long t; return ++t; }
+static inline void __nanosleep(unsigned int) {}
 static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }

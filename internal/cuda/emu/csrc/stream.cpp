@@ -1,4 +1,4 @@
-// stream.cpp: streams, events, modules and launches. Work is never run when
+// stream.cpp: streams and events. Work is never run when
 // it is queued: each stream keeps a queue that runs only when something waits
 // for it (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize or
 // cuEventQuery of a later event, a synchronous copy, or a stream that waits on
@@ -8,6 +8,7 @@
 #include "registry.h"
 #include "fiber.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,8 +23,6 @@ namespace {
 EmuStream null_stream;
 std::set<EmuStream*> streams{&null_stream}; // every stream ever made (dead ones too)
 std::set<EmuEvent*> events;
-std::set<EmuModule*> modules;
-
 
 // run executes s's queued work until `upto` items have begun.
 void run(EmuStream* s, unsigned long long upto) {
@@ -53,7 +52,9 @@ std::function<void()> legacy_order(EmuStream* s) {
 } // namespace
 
 EmuStream* emu_stream(CUstream s, CUresult* r) {
-	if (!s) return &null_stream;
+	// 0, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) all name the one
+	// default stream: the emulator has no per-thread default streams.
+	if ((uintptr_t)s <= 2) return &null_stream;
 	if (!streams.count(s) || !s->live) {
 		*r = CUDA_ERROR_INVALID_HANDLE;
 		return nullptr;
@@ -79,6 +80,12 @@ void emu_sync_all() {
 				more = true;
 			}
 	}
+}
+
+void emu_sync_legacy() {
+	run(&null_stream, null_stream.queued);
+	for (EmuStream* s : streams)
+		if (s->live && s->blocking) run(s, s->queued);
 }
 
 // emu_enqueue_c lets the fake cuBLAS queue work on a stream of this driver.
@@ -148,7 +155,7 @@ EMU_API CUresult cuEventRecord(CUevent e, CUstream s) {
 	CUresult r = CUDA_SUCCESS;
 	EmuStream* st = emu_stream(s, &r);
 	if (!st) return r;
-	if (std::function<void()> order = legacy_order(st)) emu_enqueue(st, [] {}); // an ordered no-op marks the point
+	if (legacy_order(st)) emu_enqueue(st, [] {}); // a no-op, ordered as any work, marks the point
 	e->s = st;
 	e->pos = st->queued;
 	return CUDA_SUCCESS;

@@ -109,3 +109,30 @@ extern "C" __global__ void divergent(float* out, int quit) {
 extern "C" __global__ void fill_f64(double* out, long long n, double v) {
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) out[i] = v;
 }
+
+// barriers waits at n barriers (for measuring the cost of a fiber switch).
+extern "C" __global__ void barriers(int n) {
+	for (int i = 0; i < n; i++) __syncthreads();
+}
+
+// wide: out[i] = (__umulhi(a[i], b[i]), __umul64hi of their squares' low
+// words, __float2int_rn of a[i] / 2^23) for the host shim's intrinsics.
+extern "C" __global__ void wide(const unsigned int* a, const unsigned int* b, unsigned long long* out, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n) return;
+	unsigned long long x = (unsigned long long)a[i] * a[i], y = (unsigned long long)b[i] * b[i];
+	out[3 * i] = __umulhi(a[i], b[i]);
+	out[3 * i + 1] = __umul64hi(x, y);
+	out[3 * i + 2] = (unsigned long long)(long long)__float2int_rn((float)a[i] / 8388608.0f);
+}
+
+// neighbour: out[i] = x[i+1 within the block, wrapping] through shared
+// memory. With sync = 0 the barrier between the write and the read is
+// missing, a bug the emulator must show.
+extern "C" __global__ void neighbour(const float* x, float* out, int sync) {
+	__shared__ float s[256];
+	int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+	s[t] = x[i];
+	if (sync) __syncthreads();
+	out[i] = s[(t + 1) % blockDim.x];
+}

@@ -1,0 +1,88 @@
+// Package cuda is the device cuda:N: an NVIDIA GPU driven through the CUDA
+// driver API, NVRTC and cuBLAS, all loaded at run time (package
+// internal/cuda, purego: no cgo, so a binary built with CGO_ENABLED=0 runs
+// on machines with or without CUDA). Open returns a *device.Device with
+// the same caching allocator, tags, Summary, timeline and *OOMError as the
+// cpu and meta devices.
+//
+// # The trade
+//
+// Every call for a device runs on one goroutine locked to its OS thread
+// (a CUDA context is per thread), fed by a queue: kernels and GEMMs are
+// queued and the op returns at once; anything that reads values on the
+// host (Kernels.Read: Item, Float32s, saving) waits for the queue and the
+// stream. A launch failure is sticky: it is raised, as a
+// *device.KernelError (which autograd's Try and Scope.Run return as an
+// error), by the next call into the device, then cleared. Kernels are CUDA
+// C (kernels/*.cu), compiled by NVRTC for the device's compute capability
+// (compute_XY) at the first use of a kernel of a file, and cached per
+// device, per process, and on disk (HEADROOM_CUDA_CACHE).
+//
+// One stream carries kernels and copies, so a block freed on the host is
+// reused only by later work of that stream: the allocator's host-side free
+// is stream-ordered, with no event needed. Memory goes back to the driver
+// (Decommit, Free: EmptyCache, Close) only after the stream has finished.
+//
+// # Memory
+//
+// Segments are expandable by default: Backend.Alloc reserves address space
+// (cuMemAddressReserve, the segment rounded up to the granularity, 2 MiB
+// on current GPUs), and Commit and Decommit map and unmap physical chunks
+// of one granule (cuMemCreate, cuMemMap, cuMemSetAccess; cuMemUnmap,
+// cuMemRelease). The backend counts the committed bytes in each granule
+// and a granule is mapped exactly while some committed byte lies in it.
+// Where the virtual-memory calls are missing or not supported by the
+// device, or HEADROOM_CUDA_VMM=0, segments are plain cuMemAlloc
+// allocations, whole. A Commit that the driver cannot back (another
+// process took the memory) is an *OOMError with the driver's error as its
+// Cause, after the cache has given its memory back once.
+//
+// The capacity is the smaller of Options.Capacity (when set) and the
+// memory the driver reports free at Open; an OOM report adds the driver's
+// free and total bytes. What the device takes from the GPU:
+//
+//	physical = Σ over granules with a committed byte of the granularity
+//	         ≥ Stats.Reserved (the committed bytes), by < 1 granule per segment edge
+//	Stats.Reserved includes the cuBLAS workspace: one block of 32 MiB on
+//	  sm_90 and later (NVIDIA's recommendation for Hopper), 4 MiB before,
+//	  tagged workspace (Op "cublas"), marked resident so Leaks never
+//	  reports it, released at Close
+//	host, outside the allocator: StagingBytes (2 × 4 MiB) of pinned
+//	  staging buffers, and the driver's own context memory
+//
+// Host↔device copies go through the pinned staging buffers in 4 MiB
+// chunks on the compute stream: Write returns once the source is copied
+// into them (each buffer waits on the event of its previous copy), Read
+// waits for each chunk. Copies between two cuda devices go through the
+// host.
+//
+// # GEMM
+//
+// Kernels.Gemm calls cublasGemmEx, or cublasGemmStridedBatchedEx for a
+// batch, mapping headroom's row-major GEMM to cuBLAS's column-major one
+// (Cᵀ = op(B)ᵀ·op(A)ᵀ: A and B swap, M and N swap). F64 computes in F64,
+// F32 in F32 with pedantic math (no TF32, so results match the cpu device
+// within F32 tolerances) unless HEADROOM_CUDA_TF32=1, and F16 and BF16
+// inputs accumulate in F32. cuBLASLt is loaded and only its handle is
+// made (cublasLtCreate, cublasLtDestroy, cublasLtGetVersion).
+//
+// # Knobs (environment, read at the first Open)
+//
+//	HEADROOM_LIBCUDA, HEADROOM_LIBNVRTC, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT
+//	    a library's full path; when set, only that path is tried (default:
+//	    the sonames newest first, then $CUDA_HOME/lib64, /usr/local/cuda/lib64,
+//	    /usr/lib/x86_64-linux-gnu)
+//	HEADROOM_CUDA_VMM=0   plain cuMemAlloc segments instead of expandable ones
+//	HEADROOM_CUDA_TF32=1  F32 GEMMs may use TF32 tensor cores (default off)
+//	HEADROOM_CUDA_CACHE   the PTX cache folder (default headroom/ptx under
+//	    os.UserCacheDir; "off" disables it)
+//
+// # Not yet
+//
+// Convolution, pooling, batch norm and the quantization kernels (issue
+// #15) raise a *device.KernelError wrapping ErrUnsupported. Close gives
+// everything back (segments unmapped, address ranges freed, staging freed,
+// cuBLAS destroyed, modules unloaded, the primary context released, the
+// worker ended) once the last live block is released; blocks still live at
+// Close keep their segment, and the context, until then.
+package cuda

@@ -1,0 +1,73 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/internal/cuda"
+)
+
+// blasType maps a dtype to cuBLAS's data type.
+func blasType(dt dtype.DType) (int, bool) {
+	switch dt {
+	case dtype.F32:
+		return cuda.R32F, true
+	case dtype.F64:
+		return cuda.R64F, true
+	case dtype.F16:
+		return cuda.R16F, true
+	case dtype.BF16:
+		return cuda.R16BF, true
+	}
+	return 0, false
+}
+
+// Gemm queues C = alpha·op(A)·op(B) + beta·C on cuBLAS. headroom's
+// matrices are row-major and cuBLAS's column-major; a row-major matrix is
+// its transpose read column-major, so the call computes Cᵀ = op(B)ᵀ·op(A)ᵀ:
+// A and B swap places (with their transposes, leading dimensions and
+// strides) and M and N swap. F32 and F64 compute in their own precision
+// (TF32 only with HEADROOM_CUDA_TF32=1); F16 and BF16 inputs accumulate in
+// F32.
+func (k *kern) Gemm(p device.Gemm) {
+	g := k.g
+	g.check()
+	t, ok := blasType(p.C.DType)
+	if !ok || p.A.DType != p.C.DType || p.B.DType != p.C.DType {
+		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want one of F32, F64, F16, BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
+	}
+	for _, v := range []int{p.M, p.N, p.K, p.LdA, p.LdB, p.LdC, p.Batch} {
+		if v < 0 || v != int(int32(v)) {
+			g.raise("gemm", fmt.Errorf("size %d out of cuBLAS's 32-bit range (M %d N %d K %d)", v, p.M, p.N, p.K))
+		}
+	}
+	batch := max(p.Batch, 1)
+	if p.M == 0 || p.N == 0 {
+		return
+	}
+	op := func(tr bool) int {
+		if tr {
+			return cuda.OpT
+		}
+		return cuda.OpN
+	}
+	c := cuda.Gemm{
+		TransA: op(p.TransB), TransB: op(p.TransA),
+		M: p.N, N: p.M, K: p.K, Alpha: p.Alpha, Beta: p.Beta,
+		A: k.ptr(p.B), B: k.ptr(p.A), C: k.ptr(p.C),
+		LdA: max(p.LdB, 1), LdB: max(p.LdA, 1), LdC: max(p.LdC, 1),
+		StrideA: int64(p.StrideB), StrideB: int64(p.StrideA), StrideC: int64(p.StrideC),
+		Batch: batch, Type: t,
+	}
+	if !g.submit(task{f: func() {
+		if err := g.blas.Gemm(c); err != nil {
+			g.fail(&opError{"gemm", err})
+		}
+	}}) {
+		g.raise("gemm", ErrClosed)
+	}
+}
+
+// ptr is the device address of o's first element.
+func (k *kern) ptr(o device.Operand) cuda.DevPtr { return cuda.DevPtr(k.Ptr(o).v) }

@@ -1,0 +1,29 @@
+// Package cuda binds the parts of the CUDA driver API, NVRTC, cuBLAS and
+// cuBLASLt that headroom's cuda device uses, loaded at run time with purego
+// (no cgo, no CUDA headers at build time).
+//
+// Libraries are found by soname, newest major first (libcuda.so.1;
+// libnvrtc.so.13, .12, .11.2; libcublas.so.13, .12, .11 and libcublasLt
+// alike), through the dynamic loader's search and then in $CUDA_HOME/lib64,
+// /usr/local/cuda/lib64 and /usr/lib/x86_64-linux-gnu. An environment
+// variable naming a full path overrides the search, and then only that
+// path is tried: HEADROOM_LIBCUDA, HEADROOM_LIBNVRTC, HEADROOM_LIBCUBLAS,
+// HEADROOM_LIBCUBLASLT (the emulator's tests point them at fake
+// libraries). Each library is loaded once per process, at first use.
+//
+// Every symbol is looked up before it is bound: a missing library or
+// symbol is a *LoadError that errors.Is ErrNoDriver, ErrNoNVRTC or
+// ErrNoCublas, never a panic. A failing call is an *Error with the call,
+// its result code and the code's name; errors.Is matches it against the
+// code sentinels (ErrOutOfMemory, …). NVRTC's failures are *CompileError
+// with the program log.
+//
+// Cost: driver calls go through purego.SyscallN (no reflection); a kernel
+// launch copies its parameters into a preallocated, runtime.Pinner-pinned
+// ParamBlock (the void** array and the value cells) and makes one
+// SyscallN. cublasGemmEx (19 parameters) and cublasGemmStridedBatchedEx
+// (23) exceed SyscallN's 15 and are bound with purego.RegisterFunc, once.
+// cuBLASLt is loaded and only cublasLtCreate, cublasLtDestroy and
+// cublasLtGetVersion are bound. The package holds no device memory of its
+// own; a ParamBlock is 2.3 KiB of pinned Go memory.
+package cuda
