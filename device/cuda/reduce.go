@@ -10,14 +10,13 @@ import (
 // reduceThreads is the block size of reduce_block_* (REDUCE_THREADS).
 const reduceThreads = 256
 
-// Reduce picks one thread an output for short reductions, when there are
-// outputs enough to fill the device that way, or when the outputs are
-// adjacent in the source (columns: adjacent threads then read adjacent
-// elements), and a block an output else.
+// Reduce picks one thread an output for short reductions, or when the
+// outputs are adjacent in the source (columns: adjacent threads then read
+// adjacent elements), and a block an output else (its threads read one
+// output's elements side by side: rows).
 const (
-	reduceShort    = 32   // reduced elements up to which one thread does an output
-	reduceManyOuts = 8192 // outputs from which one thread does an output
-	reduceColumns  = 256  // adjacent outputs from which one thread does an output
+	reduceShort   = 32  // reduced elements up to which one thread does an output
+	reduceColumns = 256 // adjacent outputs from which one thread does an output
 )
 
 func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
@@ -48,7 +47,7 @@ func (k *kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) 
 	kl := k.layouts(name, keep, device.Operand{Shape: keep, Strides: keepSt})
 	rl := k.layouts(name, red, device.Operand{Shape: red, Strides: redSt})
 	args := []Arg{k.Ptr(dst), Int(int(dst.DType)), k.Ptr(src), kl[0], rl[0], I64(int64(outs)), I64(int64(count)), Int(int(op)), F64(arg)}
-	if count <= reduceShort || outs >= reduceManyOuts || columns(keep, keepSt, outs) {
+	if count <= reduceShort || columns(keep, keepSt, outs) {
 		k.launch("reduce_thread_"+Suffix(src.DType), Linear(outs), args...)
 		return
 	}

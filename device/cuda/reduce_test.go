@@ -30,6 +30,7 @@ var reduceCases = []reduceCase{
 	{"long", opnd{n: 3 * 1000, shape: []int{3, 1000}}, []int{3, 1}},
 	{"long-strided", opnd{n: 2 * 700 * 2, shape: []int{700, 2}, strides: []int{4, 1}}, []int{1, 2}},
 	{"many-short", opnd{n: 9000 * 3, shape: []int{9000, 3}}, []int{9000, 1}},
+	{"many-rows", opnd{n: 600 * 40, shape: []int{600, 40}}, []int{600, 1}},
 	{"keep-all", opnd{n: 6, shape: []int{2, 3}}, []int{2, 3}},
 }
 
