@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -43,6 +44,7 @@ var optimShapes = [][]int{{3, 4}, {5}}
 // optimRun is what a few optimizer steps on one device observed.
 type optimRun struct {
 	params [][]float64                  // after the last step
+	before []device.LiveGroup           // Live before the steps
 	marks  [optimSteps + 2]device.Stats // after each step, after Release of the state, after Release of the parameters
 }
 
@@ -72,10 +74,8 @@ func optimData(name string, dt dtype.DType) (ps [][]float64, gs [][][]float64) {
 // runOptim runs the steps with parameters in dt on values rounded to vt.
 func runOptim(t *testing.T, dev *device.Device, c optimCase, dt, vt dtype.DType, read bool) (r optimRun) {
 	t.Helper()
-	base, err := start(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, before := start(dev)
+	r.before = before
 	defer func() {
 		for m := range r.marks {
 			r.marks[m] = since(r.marks[m], base)
@@ -123,8 +123,8 @@ func runOptim(t *testing.T, dev *device.Device, c optimCase, dt, vt dtype.DType,
 // device's and that nothing is left.
 func checkOptim(t *testing.T, dev *device.Device, c optimCase, dt dtype.DType, o Options) {
 	got := runOptim(t, dev, c, dt, dt, !o.NoData)
-	if l := dev.Leaks(); len(l) != 0 {
-		t.Errorf("%s holds %+v after the optimizer and its parameters were released", dev, l)
+	if l := dev.Live(); !reflect.DeepEqual(l, got.before) {
+		t.Errorf("%s holds %+v after the optimizer and its parameters were released, %+v before", dev, l, got.before)
 	}
 	ref := accountingRef(dev)
 	defer ref.Close()
