@@ -8,9 +8,10 @@
 #     (HEADROOM_CUDA_REAL=1 go test ./device/cuda -run Conformance);
 #  4. the transformer example for 200 steps with --device cuda, and again
 #     with --amp bf16 --checkpoint 2;
-#  5. GEMM TFLOP/s at 4096³ (F32, BF16) through headroom and through
-#     cuBLAS directly, and the host time of a kernel launch
-#     (go test -run x -bench 'Gemm|Launch' ./device/cuda);
+#  5. GEMM TFLOP/s at 4096³ (F32, BF16) through headroom, and the host
+#     time of a kernel launch (go test -run x -bench 'Gemm|Launch'
+#     ./device/cuda; HEADROOM_CUDA_REAL=1 makes device/cuda's tests use the
+#     real driver instead of the emulator);
 #  6. the example's samples/s on the cpu device at the same settings (a
 #     short run) beside the GPU's.
 #
@@ -65,7 +66,7 @@ part cuda 60 "$log/transformer" --device "cuda:$GPU" --steps 200
 part cuda-amp-checkpoint 60 "$log/transformer" --device "cuda:$GPU" --steps 200 --amp bf16 --checkpoint 2
 part cpu 40 "$log/transformer" --device cpu --steps 20
 
-part benchmarks 90 env HEADROOM_CUDA_DEVICE="$GPU" \
+part benchmarks 90 env HEADROOM_CUDA_REAL=1 HEADROOM_CUDA_DEVICE="$GPU" \
 	go test -count=1 -run x -bench 'Gemm|Launch' -benchtime 20x ./device/cuda -timeout 80s
 
 echo
