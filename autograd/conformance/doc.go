@@ -42,8 +42,11 @@
 //     device's (meta for a computing device, cpu for meta) after the
 //     inputs are made, after forward, after backward, after the scope is
 //     released, after the gradients are freed and after the inputs are
-//     released.
-//   - leaks: Device.Leaks is empty after each step (and on the host device).
+//     released — counted from the step's start (ResetPeak), less what the
+//     device held before it of its own (a cuda device's cuBLAS workspace).
+//   - leaks: after each step the device holds exactly what it held
+//     before it (Device.Leaks is empty on cpu and meta), and so does the
+//     host device of the transfers.
 //   - OOM (first dtype only): with the capacity one byte below the step's
 //     peak of Stats.Allocated the step fails with *device.OOMError and
 //     leaves the device holding exactly what it held before it (Live
@@ -61,7 +64,7 @@
 //
 // # Cost
 //
-// About 60 cases × 4 dtypes, each a few steps of tensors of at most a few
-// dozen elements: about 5 s on the cpu device (2 cores), most of it the
-// cpu reference; the emulated cuda device costs a launch per kernel.
+// 63 op cases and 4 optimizers × 4 dtypes, each a few steps of tensors of
+// at most a few dozen elements: 0.3 s on the cpu device and 3 s on the
+// emulated cuda device (2 cores; go test -count=1 -run Conformance).
 package conformance
