@@ -64,7 +64,7 @@
 //
 // # Cost
 //
-// 63 op cases and 4 optimizers × 4 dtypes, each a few steps of tensors of
+// 61 op cases and 4 optimizers × 4 dtypes, each a few steps of tensors of
 // at most a few dozen elements: 0.3 s on the cpu device and 3 s on the
 // emulated cuda device (2 cores; go test -count=1 -run Conformance).
 package conformance
