@@ -123,7 +123,7 @@ func TestGranules(t *testing.T) {
 			t.Fatalf("%s: driver used %d more bytes, mapped %d more", when, u, mapped-mapped0)
 		}
 	}
-		check("open")
+	check("open")
 	var live []*device.Block
 	for i, n := range []int64{512, 700 << 10, 3 << 20, 11 << 20, 25 << 20, 1, 1 << 20} {
 		live = append(live, alloc(t, d, n))
@@ -219,4 +219,46 @@ func TestMissingKernel(t *testing.T) {
 	b := alloc(t, d, 4)
 	defer b.Release()
 	k.Read(make([]byte, 4), device.Operand{Block: b, DType: dtype.F32, Shape: []int{1}})
+}
+
+// TestNoVMM: with HEADROOM_CUDA_VMM=0 segments are whole cuMemAlloc
+// allocations; values round-trip, GEMM works, and Close gives everything
+// back.
+func TestNoVMM(t *testing.T) {
+	watch, wbe := open(t, device.Options{})
+	defer watch.Close()
+	before := used(t, wbe)
+	t.Setenv("HEADROOM_CUDA_VMM", "0")
+	d, be := open(t, device.Options{})
+	if be.g.vmm {
+		t.Fatal("VMM on with HEADROOM_CUDA_VMM=0")
+	}
+	o := device.Operand{Block: alloc(t, d, 16), DType: dtype.F32, Shape: []int{4}}
+	fill(d.Kernels().(*kern), o, 7)
+	if v := readF64(o, d); v[0] != 7 || v[3] != 7 {
+		t.Fatalf("read %v, want 7s", v)
+	}
+	if got := used(t, wbe) - before; got < d.Stats().Reserved.Current {
+		t.Fatalf("driver holds %d for the device, Reserved %d: whole segments must be allocated", got, d.Stats().Reserved.Current)
+	}
+	o.Block.Release()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(t, wbe); got != before {
+		t.Fatalf("driver used %d after Close, %d before Open", got, before)
+	}
+}
+
+// TestOpenIndex: an index the machine lacks is ErrNoDevice.
+func TestOpenIndex(t *testing.T) {
+	n, err := Available()
+	if err != nil || n < 1 {
+		t.Fatalf("Available: %d, %v", n, err)
+	}
+	for _, i := range []int{-1, n} {
+		if _, err := Open(i, device.Options{}); !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("Open(%d) with %d devices: %v, want ErrNoDevice", i, n, err)
+		}
+	}
 }

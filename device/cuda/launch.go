@@ -17,7 +17,7 @@ type kern struct{ g *gpu }
 type Arg struct {
 	size uint8 // bytes: 4 or 8, or 0 for a Layout
 	v    uint64
-	lay  *layout
+	lay  layout // by value, so that an Arg needs no allocation
 }
 
 // layout is the kernels' `struct Layout` (common.cuh), by value.
@@ -65,7 +65,9 @@ func Lay(o device.Operand) Arg {
 	if len(o.Shape) > 8 {
 		panic(fmt.Sprintf("cuda: operand of rank %d: kernels take rank ≤ 8", len(o.Shape)))
 	}
-	l := &layout{rank: int32(len(o.Shape))}
+	var a Arg
+	l := &a.lay
+	l.rank = int32(len(o.Shape))
 	st := int64(1)
 	for i := len(o.Shape) - 1; i >= 0; i-- {
 		l.shape[i] = int64(o.Shape[i])
@@ -76,7 +78,7 @@ func Lay(o device.Operand) Arg {
 		}
 		st *= int64(o.Shape[i])
 	}
-	return Arg{lay: l}
+	return a
 }
 
 // Launch is a grid: Grid and Block sizes, and dynamic shared memory bytes.
@@ -137,8 +139,8 @@ func (c *call) encode(args []Arg) {
 	for i, a := range args {
 		c.offs[i] = uint16(off)
 		switch {
-		case a.lay != nil:
-			*(*layout)(unsafe.Pointer(&c.buf[off])) = *a.lay
+		case a.size == 0:
+			*(*layout)(unsafe.Pointer(&c.buf[off])) = a.lay
 			off += int(unsafe.Sizeof(layout{}))
 		case a.size == 4:
 			*(*uint32)(unsafe.Pointer(&c.buf[off])) = uint32(a.v)

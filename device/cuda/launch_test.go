@@ -131,3 +131,24 @@ func TestStickyLaunchError(t *testing.T) {
 		t.Fatalf("after the raised error the device computes %v, want 2", v)
 	}
 }
+
+// BenchmarkLaunchHost measures the calling goroutine's time per queued
+// launch alone: bursts of 512 launches (they fit the queue, so the caller
+// never waits for the worker), the device synchronised between bursts
+// with the timer stopped. This is the host time an op costs its caller.
+func BenchmarkLaunchHost(b *testing.B) {
+	d, _ := open(b, device.Options{})
+	defer d.Close()
+	k := d.Kernels().(*kern)
+	o := newOp(b, d, dtype.F32, make([]float64, 256))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		fill(k, o, 1)
+		if i%512 == 511 {
+			b.StopTimer()
+			readF64(o, d)
+			b.StartTimer()
+		}
+	}
+}

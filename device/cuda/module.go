@@ -140,15 +140,20 @@ func (m *modules) load(g *gpu, u string) error {
 // entries returns the names of the PTX's kernels (".entry NAME(").
 func entries(ptx []byte) []string {
 	var out []string
-	for _, line := range bytes.Split(ptx, []byte("\n")) {
-		f := bytes.Fields(line)
-		for i := 0; i+1 < len(f); i++ {
-			if string(f[i]) == ".entry" {
-				out = append(out, strings.TrimRight(string(f[i+1]), "("))
-			}
+	key := []byte(".entry ")
+	for {
+		i := bytes.Index(ptx, key)
+		if i < 0 {
+			return out
 		}
+		ptx = ptx[i+len(key):]
+		n := bytes.IndexAny(ptx, "( \t\n")
+		if n < 0 {
+			n = len(ptx)
+		}
+		out = append(out, string(ptx[:n]))
+		ptx = ptx[n:]
 	}
-	return out
 }
 
 // unload unloads every module.

@@ -36,7 +36,12 @@
 // error is sticky: every call returns it, and queued work is dropped, until
 // the last reference to the primary context is released. A shuffle from a
 // lane that does not exist (a partial warp) reads all ones (NaN, -1).
-// Dynamic shared memory starts as all ones (NaN) in every block. Only full
+// Dynamic shared memory starts as all ones (NaN) in every block. Kernels are
+// compiled with g++'s bounds checker where its run-time library (libubsan) is
+// installed, as on this project's machines: an index out of an array of known
+// size (a __shared__ array, a local array) stops the process with the source
+// line ("kernels.cu:147:9: runtime error: index 32 out of bounds for type
+// 'float [32]'"). Only full
 // warp masks (0xffffffff) are supported.
 //
 // Streams. Nothing runs when it is queued. Each stream keeps a queue that runs

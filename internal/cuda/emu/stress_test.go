@@ -49,21 +49,25 @@ func TestLaunchesUnderGC(t *testing.T) {
 }
 
 // TestBadAccessFaults shows that a kernel touching device memory that is
-// not mapped (or no longer), or writing past the end of a cuMemAlloc_v2
-// block, kills the process, as an illegal address would stop the device:
-// each case runs in a child process.
+// not mapped (or no longer), writing past the end of a cuMemAlloc_v2 block,
+// or indexing a __shared__ array out of its bounds, kills the process, as an
+// illegal address would stop the device: each case runs in a child process.
 func TestBadAccessFaults(t *testing.T) {
 	if c := os.Getenv("HEADROOM_EMU_FAULT_CHILD"); c != "" {
 		faultChild(t, c)
 		return
 	}
-	for _, c := range []string{"unmapped", "overrun"} {
+	for _, c := range []string{"unmapped", "overrun", "overindex"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBadAccessFaults$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "HEADROOM_EMU_FAULT_CHILD="+c)
 		out, err := cmd.CombinedOutput()
 		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.Success() || !strings.Contains(string(out), "SIGSEGV") {
-			t.Fatalf("%s: err %v, output:\n%s\nwant the child to die of SIGSEGV", c, err, out)
+		want := "SIGSEGV"
+		if c == "overindex" {
+			want = "index 32 out of bounds for type 'float [32]'"
+		}
+		if !ok || ee.Success() || !strings.Contains(string(out), want) {
+			t.Fatalf("%s: err %v, output:\n%s\nwant the child to die with %q", c, err, out, want)
 		}
 		t.Logf("%s: the child died as expected: %v", c, err)
 	}
@@ -74,6 +78,15 @@ func faultChild(t *testing.T, mode string) {
 	fill := module(t, d, "fill_f64")[0]
 	var p uintptr
 	n := int64(512)
+	if mode == "overindex" {
+		f := module(t, d, "overindex")[0]
+		out := alloc[float32](t, d, 1)
+		check(t, "cuLaunchKernel in bounds", launch(d, f, dim(1, 1, 1), dim(32, 1, 1), 0, 0, out, int32(31)))
+		check(t, "cuCtxSynchronize in bounds", d.CtxSynchronize())
+		check(t, "cuLaunchKernel", launch(d, f, dim(1, 1, 1), dim(32, 1, 1), 0, 0, out, int32(32)))
+		d.CtxSynchronize()
+		t.Fatal("overindex: the out-of-bounds index went unseen")
+	}
 	if mode == "unmapped" {
 		check(t, "cuMemAddressReserve", d.AddressReserve(&p, 2<<20, 0, 0, 0)) // nothing mapped there
 	} else {

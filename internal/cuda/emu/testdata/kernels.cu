@@ -136,3 +136,15 @@ extern "C" __global__ void neighbour(const float* x, float* out, int sync) {
 	if (sync) __syncthreads();
 	out[i] = s[(t + 1) % blockDim.x];
 }
+
+// overindex writes part[k] of a 32-element __shared__ array; k = 32 is a bug
+// the emulator must stop.
+extern "C" __global__ void overindex(float* out, int k) {
+	__shared__ float part[32];
+	part[threadIdx.x % 32] = 1.0f;
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		part[k] = 2.0f;
+		out[0] = part[0];
+	}
+}
