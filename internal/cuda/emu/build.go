@@ -72,6 +72,14 @@ func Build(sources map[string][]byte) (Libs, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return Libs{}, fmt.Errorf("emu: %w", err)
 	}
+	unlock, err := lockCache(root)
+	if err != nil {
+		return Libs{}, err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
+		return libs, nil // built by another process while this one waited
+	}
 	tmp, err := os.MkdirTemp(root, "build-")
 	if err != nil {
 		return Libs{}, fmt.Errorf("emu: %w", err)

@@ -131,7 +131,8 @@
 //     os.UserCacheDir). It holds one folder of libraries per set of sources
 //     (named by a hash of the sources, the emulator's sources and the flags)
 //     and the objects they were linked from, each named by a hash of its
-//     inputs; deleting it is always safe.
+//     inputs; deleting it is always safe. A build holds a lock on it, so
+//     test processes that start together build a set of sources once.
 //
 // # Cost
 //
