@@ -47,13 +47,8 @@ func softmax(name string, x *Tensor, dim int, log bool) *Tensor {
 	}
 
 	xp := permuted(x, perm)
-	src, free := o.denseWork(xp)
-	outp := o.empty(x.dt, xp.shape)
-	if k := o.k(); k != nil && rows > 0 {
-		k.Softmax(outp.operand(), src.operand(), rows, cols, log)
-	}
-	free()
-	xp.Release()
+	defer xp.Release()
+	outp := softmaxRows(o, xp, rows, cols, log)
 	out := outp
 	if d != r-1 {
 		out = o.view(outp, outp.off, x.shape, unpermute(outp.strides, perm))
@@ -63,16 +58,9 @@ func softmax(name string, x *Tensor, dim int, log bool) *Tensor {
 		g, y := c.g[0], c.saved[0]
 		bo := begin(name+"_backward", g, y)
 		gp, yp := permuted(g, perm), permuted(y, perm)
-		gd, fg := bo.denseWork(gp)
-		yd, fy := bo.denseWork(yp)
-		dxp := bo.empty(g.dt, gp.shape)
-		if k := bo.k(); k != nil && rows > 0 {
-			k.SoftmaxGrad(dxp.operand(), gd.operand(), yd.operand(), rows, cols, log)
-		}
-		fg()
-		fy()
-		gp.Release()
-		yp.Release()
+		defer gp.Release()
+		defer yp.Release()
+		dxp := softmaxGradRows(bo, gp, yp, rows, cols, log)
 		if d == r-1 {
 			return []*Tensor{dxp}
 		}
@@ -81,6 +69,32 @@ func softmax(name string, x *Tensor, dim int, log bool) *Tensor {
 		return []*Tensor{dx}
 	})
 	return out
+}
+
+// softmaxRows computes the softmax of the rows of xp (rows, cols) into a
+// new tensor. Its workspace is freed even when an allocation fails.
+func softmaxRows(o *op, xp *Tensor, rows, cols int, log bool) *Tensor {
+	src, free := o.denseWork(xp)
+	defer free()
+	outp := o.empty(xp.dt, xp.shape)
+	if k := o.k(); k != nil && rows > 0 {
+		k.Softmax(outp.operand(), src.operand(), rows, cols, log)
+	}
+	return outp
+}
+
+// softmaxGradRows computes the softmax gradient of the rows of gp and yp
+// into a new tensor; its workspace is freed even when an allocation fails.
+func softmaxGradRows(bo *op, gp, yp *Tensor, rows, cols int, log bool) *Tensor {
+	gd, fg := bo.denseWork(gp)
+	defer fg()
+	yd, fy := bo.denseWork(yp)
+	defer fy()
+	dxp := bo.empty(gp.dt, gp.shape)
+	if k := bo.k(); k != nil && rows > 0 {
+		k.SoftmaxGrad(dxp.operand(), gd.operand(), yd.operand(), rows, cols, log)
+	}
+	return dxp
 }
 
 // lastPerm returns the permutation of rank r that moves dimension d last.

@@ -21,8 +21,16 @@
 // statuses: ExitOK 0; ExitError 1; ExitOOM 3, with the whole
 // *device.OOMError explanation on stderr; ExitAlert 4, a --mem-alert that
 // stopped the run after saving a resumable snapshot; ExitUsage 64 (BSD's
-// EX_USAGE), a bad flag or argument. Go's runtime exits with 2 on a panic,
-// so 2 means a bug.
+// EX_USAGE), a bad flag or argument; ExitUnavailable 69 (EX_UNAVAILABLE),
+// a --device that cannot be opened (no GPU, driver or CUDA library: a
+// *DeviceError naming what is missing). Go's runtime exits with 2 on a
+// panic, so 2 means a bug.
+//
+// # Devices
+//
+// --device is cpu (the default), cuda or cuda:N; OpenDevice opens it, the
+// one place that does, with --mem-limit as its capacity. Data-parallel
+// ranks (--ranks, --mpi, --offload) run on cpu devices only.
 //
 // # Snapshots and resuming
 //

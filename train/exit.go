@@ -27,6 +27,10 @@ const (
 	// ExitUsage: a bad flag or argument, refused before any work
 	// started (BSD's EX_USAGE).
 	ExitUsage = 64
+	// ExitUnavailable: the device asked for (--device cuda) cannot be
+	// opened — no GPU, no driver, a CUDA library missing; stderr names
+	// what is missing (sysexits' EX_UNAVAILABLE).
+	ExitUnavailable = 69
 )
 
 // UsageError is bad input to a program: a flag or an argument out of its
@@ -58,7 +62,8 @@ func Usage(err error) error {
 // to use: ExitOK for nil and for flag.ErrHelp (the usage is printed
 // already), ExitOOM for an out-of-memory error (printed with its whole
 // explanation), ExitAlert for a memory alert that stopped the run,
-// ExitUsage for a *UsageError, ExitError otherwise. Programs end with
+// ExitUsage for a *UsageError, ExitUnavailable for a *DeviceError,
+// ExitError otherwise. Programs end with
 // os.Exit(train.ExitCode(…)).
 func ExitCode(w io.Writer, prog string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
@@ -68,6 +73,7 @@ func ExitCode(w io.Writer, prog string, err error) int {
 	var oom *device.OOMError
 	var alert *Alert
 	var usage *UsageError
+	var unavailable *DeviceError
 	switch {
 	case errors.As(err, &oom):
 		return ExitOOM
@@ -75,6 +81,8 @@ func ExitCode(w io.Writer, prog string, err error) int {
 		return ExitAlert
 	case errors.As(err, &usage):
 		return ExitUsage
+	case errors.As(err, &unavailable):
+		return ExitUnavailable
 	}
 	return ExitError
 }

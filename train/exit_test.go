@@ -27,6 +27,7 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("stopped: %w", &train.Alert{Step: 2, Peak: 10, Capacity: 10, Threshold: 0.9}), 4},
 		{train.Usagef("--lr %v: want a positive, finite learning rate", -1), 64},
 		{fmt.Errorf("parse: %w", train.Usage(errors.New("--batch 0: want ≥ 1"))), 64},
+		{&train.DeviceError{Name: "cuda", Err: errors.New("no CUDA: libcuda.so.1 not found")}, 69},
 	} {
 		var w bytes.Buffer
 		code := train.ExitCode(&w, "prog", tc.err)

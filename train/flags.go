@@ -65,7 +65,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.Float64Var(&c.LR, "lr", d.LR, "peak learning rate, > 0 and finite")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed (initialisation, data order, dropout), 0 to 2⁶⁴−1")
 	fs.StringVar(&c.Data, "data", "", "data folder or file, which must exist (default: the example's built-in source)")
-	fs.StringVar(&c.Device, "device", "cpu", "device: cpu (the only one yet)")
+	fs.StringVar(&c.Device, "device", "cpu", "device: cpu, cuda or cuda:N (an NVIDIA GPU; exit status 69 when none can be opened)")
 	fs.StringVar(&c.MemLimit, "mem-limit", "", "capacity of the device, a positive size such as 2GiB or 512MiB (default: unlimited)")
 	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end (its folder must exist and be writable)")
 	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot written by --save: the flags not given take the snapshot's values, and one that changes the run needs --override")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/nn"
 )
 
@@ -26,7 +25,10 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 	if err != nil {
 		return nil, err
 	}
-	dev := cpu.New(0, device.Options{Capacity: capacity})
+	dev, err := OpenDevice(c.Device, device.Options{Capacity: capacity})
+	if err != nil {
+		return nil, err
+	}
 	defer Close(dev, &err)
 	r, err := newRun(c, out, p, dev, nil)
 	if err != nil {

@@ -15,10 +15,10 @@ const emuMemory = 512 << 20
 // libcublas, built from this package's kernel sources (cached), and at the
 // real NVRTC; every test here runs through them.
 //
-// HEADROOM_CUDA_TESTS=gpu runs them on the machine's real driver instead
+// HEADROOM_CUDA_TESTS=gpu (or HEADROOM_CUDA_REAL=1) runs them on the machine's real driver instead
 // (scripts/gpu-check.sh), with the capacity tests' numbers from it.
 func TestMain(m *testing.M) {
-	if os.Getenv("HEADROOM_CUDA_TESTS") == "gpu" {
+	if os.Getenv("HEADROOM_CUDA_TESTS") == "gpu" || os.Getenv("HEADROOM_CUDA_REAL") == "1" {
 		os.Exit(m.Run())
 	}
 	libs, err := emu.Build(Sources())

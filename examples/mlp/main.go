@@ -10,7 +10,6 @@ import (
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
@@ -21,18 +20,22 @@ func main() {
 	steps := flag.Int("steps", 300, "optimizer steps, ≥ 1")
 	batch := flag.Int("batch", 64, "batch size, ≥ 1")
 	lr := flag.Float64("lr", 0.02, "learning rate, > 0")
+	on := flag.String("device", "cpu", "device: cpu, cuda or cuda:N")
 	flag.Parse()
-	os.Exit(train.ExitCode(os.Stderr, "mlp", run(os.Stdout, *steps, *batch, *lr)))
+	os.Exit(train.ExitCode(os.Stderr, "mlp", run(os.Stdout, *on, *steps, *batch, *lr)))
 }
 
 const features, hidden, classes = 32, 128, 8
 
-func run(out io.Writer, steps, batch int, lr float64) (err error) {
+func run(out io.Writer, on string, steps, batch int, lr float64) (err error) {
 	if steps < 1 || batch < 1 || !(lr > 0) || math.IsInf(lr, 0) || flag.NArg() > 0 {
 		return train.Usagef("--steps %d, --batch %d, --lr %g, arguments %q: want steps ≥ 1, batch ≥ 1, 0 < lr < ∞, no arguments", steps, batch, lr, flag.Args())
 	}
-	dev := cpu.New(0, device.Options{Capacity: 64 << 20}) // a 64 MiB "device"
-	defer train.Close(dev, &err)                          // gives its memory back; reports leaks
+	dev, err := train.OpenDevice(on, device.Options{Capacity: 64 << 20}) // a 64 MiB "device"
+	if err != nil {
+		return err // exit status 69 when no GPU can be opened
+	}
+	defer train.Close(dev, &err) // gives its memory back; reports leaks
 	var model *nn.Sequential
 	if err := autograd.Try(func() { // layer constructors panic only when memory runs out
 		b := nn.NewBuilder(dev, dtype.F32, 1)

@@ -17,7 +17,7 @@ var Order = [][]string{
 	{"autograd/autogradtest"},
 	{"nn"},
 	{"optim", "checkpoint", "data"},
-	{"amp"},
+	{"amp", "autograd/conformance"},
 	{"quant", "prune", "parallel"},
 	{"train"},
 	{"examples/resnet/run", "examples/transformer/run", "train/traintest"},

@@ -117,3 +117,24 @@ func ReadReport(t *testing.T, path string) map[string]any {
 	}
 	return r
 }
+
+// Unavailable checks that main, run with args and --device cuda on a
+// machine where the CUDA driver cannot be loaded (HEADROOM_LIBCUDA names a
+// file that does not exist), exits with train.ExitUnavailable, prints
+// nothing on stdout and no panic trace, and names the device, what is
+// missing and the way out (--device cpu) on stderr.
+func Unavailable(t *testing.T, main Main, args []string) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("HEADROOM_LIBCUDA", filepath.Join(dir, "no-libcuda.so.1"))
+	var out, errb bytes.Buffer
+	code := main(append(append([]string(nil), args...), "--device", "cuda"), &out, &errb)
+	stderr := errb.String()
+	if code != train.ExitUnavailable || out.Len() != 0 || trace.MatchString(stderr) ||
+		!strings.Contains(stderr, "--device cuda: ") || !strings.Contains(stderr, "use --device cpu") {
+		t.Errorf("%q --device cuda with no driver: exit %d, stdout %q, stderr %q; want exit %d, no output and a message naming --device cuda and --device cpu",
+			args, code, out.String(), stderr, train.ExitUnavailable)
+	} else {
+		t.Logf("%q --device cuda: exit %d: %s", args, code, strings.TrimSpace(stderr))
+	}
+}

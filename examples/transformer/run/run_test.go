@@ -184,3 +184,9 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 	base := []string{"--steps", "2", "--batch", "8", "--context", "16", "--layers", "1", "--width", "32", "--heads", "2"}
 	traintest.Refused(t, run.Main, base, append(own, traintest.Common...))
 }
+
+// TestNoCUDA checks that --device cuda without a driver is a clear error
+// and exit status 69, not a panic.
+func TestNoCUDA(t *testing.T) {
+	traintest.Unavailable(t, run.Main, []string{"--steps", "1", "--batch", "8", "--context", "16", "--layers", "1", "--width", "32", "--heads", "2"})
+}
