@@ -4,11 +4,13 @@
 #
 #  1. nvidia-smi (fails clearly when there is no GPU or no driver);
 #  2. the pure-Go build (CGO_ENABLED=0 go build ./...);
-#  3. the conformance suite on the real device
-#     (HEADROOM_CUDA_REAL=1 go test ./device/cuda -run Conformance);
+#  3. every test of device/cuda on the real device: the kernels against the
+#     cpu device and the conformance suite (HEADROOM_CUDA_REAL=1 go test
+#     ./device/cuda);
 #  4. the transformer example for 200 steps with --device cuda, and again
 #     with --amp bf16 --checkpoint 2;
-#  5. GEMM TFLOP/s at 4096³ (F32, BF16) through headroom, and the host
+#  5. GEMM TFLOP/s at 4096³ (F32, BF16) through headroom and through cuBLAS
+#     called directly (BenchmarkGemm/*/headroom and */cublas), and the host
 #     time of a kernel launch (go test -run x -bench 'Gemm|Launch'
 #     ./device/cuda; HEADROOM_CUDA_REAL=1 makes device/cuda's tests use the
 #     real driver instead of the emulator);
@@ -20,13 +22,49 @@
 # Usage: scripts/gpu-check.sh [GPU index, default 0]. Exit status: 0 when
 # every part passed, 1 when one failed (the summary at the end says which),
 # 69 when no GPU can be used.
+#
+# A GPU machine may have no Go and no NVRTC. `scripts/gpu-check.sh --prepare`,
+# run on a machine with Go (and Debian's libnvrtc11.2), puts everything the
+# check runs into bin/gpu-check: the test binary of device/cuda, the
+# transformer example (both CGO_ENABLED=0) and a gzipped copy of NVRTC
+# (39 MB in all, under the device tool's 64 MiB carry). The check
+# then uses those binaries when the folder exists (or when there is no Go)
+# and the copied NVRTC when the machine has none; carry bin/gpu-check to the
+# GPU machine with the checkout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-GPU="${1:-0}"
 export CGO_ENABLED=0
+pre=bin/gpu-check
+if [ "${1:-}" = "--prepare" ]; then
+	set -e
+	mkdir -p "$pre"
+	go test -c -o "$pre/cuda.test" ./device/cuda
+	go build -o "$pre/transformer" ./examples/transformer
+	for f in /usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2 /usr/lib/x86_64-linux-gnu/libnvrtc-builtins.so.11.8; do
+		[ -e "$f" ] && gzip -c "$f" >"$pre/$(basename "$f").gz"
+	done
+	ls -l "$pre"
+	exit 0
+fi
+GPU="${1:-0}"
+# gotest PACKAGE ARGS...: the prepared test binary when there is one, else go test.
+gotest() {
+	local pkg="$1"
+	shift
+	if [ -x "$pre/cuda.test" ] && [ "$pkg" = ./device/cuda ]; then
+		(cd "$pkg" && "$OLDPWD/$pre/cuda.test" "${@/#-/-test.}") # go test runs it in the package's folder
+	else
+		go test -count=1 "$pkg" "$@"
+	fi
+}
 failed=()
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
+if ! ldconfig -p 2>/dev/null | grep -q libnvrtc && [ -e "$pre/libnvrtc.so.11.2.gz" ]; then
+	for f in "$pre"/libnvrtc*.gz; do gunzip -c "$f" >"$log/$(basename "$f" .gz)"; done
+	export HEADROOM_LIBNVRTC="$log/libnvrtc.so.11.2" LD_LIBRARY_PATH="$log${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	echo "gpu-check: using the NVRTC copied into $pre"
+fi
 # part NAME SECONDS COMMAND...: runs COMMAND with a timeout, its output in
 # $log/NAME.txt (the end of it printed), and records a failure.
 part() {
@@ -56,18 +94,24 @@ if ! part nvidia-smi 20 nvidia-smi; then
 	echo "gpu-check: nvidia-smi failed: no usable NVIDIA GPU or driver" >&2
 	exit 69
 fi
-part build 60 go build ./... || { echo "gpu-check: the build failed" >&2; exit 1; }
+if [ -x "$pre/cuda.test" ] || ! command -v go >/dev/null; then
+	[ -x "$pre/cuda.test" ] || { echo "gpu-check: no Go here and no $pre: run scripts/gpu-check.sh --prepare where Go is" >&2; exit 1; }
+	echo "gpu-check: using the binaries prepared in $pre"
+	cp "$pre/transformer" "$log/transformer"
+else
+	part build 60 go build ./... || { echo "gpu-check: the build failed" >&2; exit 1; }
+	go build -o "$log/transformer" ./examples/transformer || failed+=("build transformer")
+fi
 
-part conformance 110 env HEADROOM_CUDA_REAL=1 HEADROOM_CUDA_DEVICE="$GPU" \
-	go test -count=1 ./device/cuda -run Conformance -v -timeout 100s
+part tests 110 env HEADROOM_CUDA_REAL=1 HEADROOM_CUDA_DEVICE="$GPU" \
+	gotest ./device/cuda -run . -v -timeout 100s
 
-go build -o "$log/transformer" ./examples/transformer || failed+=("build transformer")
 part cuda 60 "$log/transformer" --device "cuda:$GPU" --steps 200
 part cuda-amp-checkpoint 60 "$log/transformer" --device "cuda:$GPU" --steps 200 --amp bf16 --checkpoint 2
 part cpu 40 "$log/transformer" --device cpu --steps 20
 
 part benchmarks 90 env HEADROOM_CUDA_REAL=1 HEADROOM_CUDA_DEVICE="$GPU" \
-	go test -count=1 -run x -bench 'Gemm|Launch' -benchtime 20x ./device/cuda -timeout 80s
+	gotest ./device/cuda -run x -bench 'Gemm|Launch' -benchtime 20x -timeout 80s
 
 echo
 echo "=== summary"

@@ -33,32 +33,9 @@ func blasType(dt dtype.DType) (int, bool) {
 func (k *kern) Gemm(p device.Gemm) {
 	g := k.g
 	g.check()
-	t, ok := blasType(p.C.DType)
-	if !ok || p.A.DType != p.C.DType || p.B.DType != p.C.DType {
-		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want one of F32, F64, F16, BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
-	}
-	for _, v := range []int{p.M, p.N, p.K, p.LdA, p.LdB, p.LdC, p.Batch} {
-		if v < 0 || v != int(int32(v)) {
-			g.raise("gemm", fmt.Errorf("size %d out of cuBLAS's 32-bit range (M %d N %d K %d)", v, p.M, p.N, p.K))
-		}
-	}
-	batch := max(p.Batch, 1)
-	if p.M == 0 || p.N == 0 {
+	c, ok := k.blasCall(p)
+	if !ok {
 		return
-	}
-	op := func(tr bool) int {
-		if tr {
-			return cuda.OpT
-		}
-		return cuda.OpN
-	}
-	c := cuda.Gemm{
-		TransA: op(p.TransB), TransB: op(p.TransA),
-		M: p.N, N: p.M, K: p.K, Alpha: p.Alpha, Beta: p.Beta,
-		A: k.ptr(p.B), B: k.ptr(p.A), C: k.ptr(p.C),
-		LdA: max(p.LdB, 1), LdB: max(p.LdA, 1), LdC: max(p.LdC, 1),
-		StrideA: int64(p.StrideB), StrideB: int64(p.StrideA), StrideC: int64(p.StrideC),
-		Batch: batch, Type: t,
 	}
 	if !g.submit(task{f: func() {
 		if err := g.blas.Gemm(c); err != nil {
@@ -67,6 +44,38 @@ func (k *kern) Gemm(p device.Gemm) {
 	}}) {
 		g.raise("gemm", ErrClosed)
 	}
+}
+
+// blasCall checks p and maps it to cuBLAS's column-major call; ok is false
+// when there is nothing to compute (M or N is 0).
+func (k *kern) blasCall(p device.Gemm) (c cuda.Gemm, ok bool) {
+	g := k.g
+	t, known := blasType(p.C.DType)
+	if !known || p.A.DType != p.C.DType || p.B.DType != p.C.DType {
+		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want one of F32, F64, F16, BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
+	}
+	for _, v := range []int{p.M, p.N, p.K, p.LdA, p.LdB, p.LdC, p.Batch} {
+		if v < 0 || v != int(int32(v)) {
+			g.raise("gemm", fmt.Errorf("size %d out of cuBLAS's 32-bit range (M %d N %d K %d)", v, p.M, p.N, p.K))
+		}
+	}
+	if p.M == 0 || p.N == 0 {
+		return c, false
+	}
+	op := func(tr bool) int {
+		if tr {
+			return cuda.OpT
+		}
+		return cuda.OpN
+	}
+	return cuda.Gemm{
+		TransA: op(p.TransB), TransB: op(p.TransA),
+		M: p.N, N: p.M, K: p.K, Alpha: p.Alpha, Beta: p.Beta,
+		A: k.ptr(p.B), B: k.ptr(p.A), C: k.ptr(p.C),
+		LdA: max(p.LdB, 1), LdB: max(p.LdA, 1), LdC: max(p.LdC, 1),
+		StrideA: int64(p.StrideB), StrideB: int64(p.StrideA), StrideC: int64(p.StrideC),
+		Batch: max(p.Batch, 1), Type: t,
+	}, true
 }
 
 // ptr is the device address of o's first element.

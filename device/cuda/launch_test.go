@@ -71,8 +71,10 @@ func BenchmarkLaunch(b *testing.B) {
 	readF64(o, d)
 }
 
-// BenchmarkGemm reports GEMM TFLOP/s through headroom's path, F32 and
-// BF16: 4096³ on a GPU, 32³ on the emulator.
+// BenchmarkGemm reports GEMM TFLOP/s, F32 and BF16, through headroom's
+// path (Kernels.Gemm: checks, the queue to the device's thread, cuBLAS) and
+// through cuBLAS called directly (the same call in a loop on the device's
+// thread, no queue): 4096³ on a GPU, 32³ on the emulator.
 func BenchmarkGemm(b *testing.B) {
 	d, be := open(b, device.Options{})
 	defer d.Close()
@@ -80,29 +82,54 @@ func BenchmarkGemm(b *testing.B) {
 	if name, _ := be.g.drv.DeviceName(be.g.dev); name == "headroom emulator" {
 		n = 32 // the emulator runs GEMMs in double loops: its figure is not a GPU's
 	}
+	k := d.Kernels().(*kern)
 	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
-		b.Run(dt.String(), func(b *testing.B) {
-			mk := func() device.Operand {
-				blk, err := d.Alloc(int64(n*n*dt.Size()), device.Label{Tag: device.Activation, Op: "bench"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(blk.Release)
-				o := device.Operand{Block: blk, DType: dt, Shape: []int{n * n}}
-				fill(d.Kernels().(*kern), o, 0.5)
-				return o
+		mk := func() device.Operand {
+			blk, err := d.Alloc(int64(n*n*dt.Size()), device.Label{Tag: device.Activation, Op: "bench"})
+			if err != nil {
+				b.Fatal(err)
 			}
-			p := device.Gemm{M: n, N: n, K: n, Alpha: 1, A: mk(), B: mk(), C: mk(), LdA: n, LdB: n, LdC: n, Batch: 1}
-			k := d.Kernels()
+			b.Cleanup(blk.Release)
+			o := device.Operand{Block: blk, DType: dt, Shape: []int{n * n}}
+			fill(k, o, 0.5)
+			return o
+		}
+		p := device.Gemm{M: n, N: n, K: n, Alpha: 1, A: mk(), B: mk(), C: mk(), LdA: n, LdB: n, LdC: n, Batch: 1}
+		c, _ := k.blasCall(p)
+		flops := 2 * float64(n) * float64(n) * float64(n)
+		b.Run(dt.String()+"/headroom", func(b *testing.B) {
 			k.Gemm(p)
-			readF64(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
+			syncOrFail(b, be.g)
 			b.ResetTimer()
-			for b.Loop() {
+			for range b.N {
 				k.Gemm(p)
 			}
-			readF64(device.Operand{Block: p.C.Block, DType: dt, Shape: []int{1}}, d)
-			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			syncOrFail(b, be.g) // timed: the work is done only when the stream is
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
+		b.Run(dt.String()+"/cublas", func(b *testing.B) {
+			syncOrFail(b, be.g)
+			b.ResetTimer()
+			err := be.g.do(func() error {
+				for range b.N {
+					if err := be.g.blas.Gemm(c); err != nil {
+						return err
+					}
+				}
+				return be.g.drv.StreamSync(be.g.stream)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+		})
+	}
+}
+
+// syncOrFail waits for the device's queue and stream.
+func syncOrFail(b *testing.B, g *gpu) {
+	if err := g.sync(); err != nil {
+		b.Fatal(err)
 	}
 }
 
