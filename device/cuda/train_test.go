@@ -427,3 +427,53 @@ func TestTrainFailedStep(t *testing.T) {
 		})
 	}
 }
+
+// autocastResidual runs, under BF16 autocast, r = x + Linear(x, w) (an F32
+// residual plus a BF16 product: Binary over mixed dtypes, as autograd's
+// dtype rules allow under autocast) on dev and returns r and, with
+// backward, the gradients of x and w from Σ r² (the F32 gradient of r
+// flows into the BF16 product: a backward Gemm of mixed dtypes).
+func autocastResidual(t *testing.T, dev *device.Device, backward bool) (r, gx, gw []float64) {
+	t.Helper()
+	const n = 6
+	rng := rand.New(rand.NewPCG(4, 4))
+	x, w := autograd.Param(dev, dtype.F32, "x", 4, n), autograd.Param(dev, dtype.F32, "w", n, n)
+	defer x.Release()
+	defer w.Release()
+	for _, p := range []*autograd.Tensor{x, w} {
+		v := make([]float64, p.Len())
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		p.SetFloat64s(v)
+	}
+	s := autograd.NewScope()
+	err := s.Run(func() error {
+		var out *autograd.Tensor
+		xs := s.Use(x)
+		s.Autocast(dtype.BF16, func() { out = xs.Add(autograd.Linear(xs, s.Use(w), nil)) })
+		r = out.Float64s()
+		if !backward {
+			return nil
+		}
+		if err := out.Mul(out).Sum(false).Backward(); err != nil {
+			return err
+		}
+		gx, gw = x.Grad().Float64s(), w.Grad().Float64s()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", dev, err)
+	}
+	return r, gx, gw
+}
+
+// TestAutocastResidualForward: the mixed-dtype residual add of autocast
+// gives cpu's values on cuda (within BF16 tolerance: the product is
+// rounded to BF16 on both, from sums in different orders).
+func TestAutocastResidualForward(t *testing.T) {
+	gd := openCuda(t)
+	want, _, _ := autocastResidual(t, cpu.New(0, device.Options{}), false)
+	got, _, _ := autocastResidual(t, gd, false)
+	compareValues(t, "autocast residual", map[string][]float64{"r": want}, map[string][]float64{"r": got}, tolBF16, nil)
+}
