@@ -68,6 +68,7 @@ func recipes() []recipe {
 		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil},
 		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil},
 		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias},
+		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias},
 	}
 }
 
@@ -476,4 +477,17 @@ func TestAutocastResidualForward(t *testing.T) {
 	want, _, _ := autocastResidual(t, cpu.New(0, device.Options{}), false)
 	got, _, _ := autocastResidual(t, gd, false)
 	compareValues(t, "autocast residual", map[string][]float64{"r": want}, map[string][]float64{"r": got}, tolBF16, nil)
+}
+
+// TestAutocastResidualBackward: the backward of the autocast residual on
+// cuda gives cpu's gradients. The F32 gradient of the BF16 product meets
+// the BF16 saved operands in Linear's backward (autograd/matmul.go:
+// MatMul's oneDType mixes floats in backward, and gemm passes the mixed
+// operands to Kernels.Gemm), which cuBLAS, one dtype for A and B, cannot
+// take.
+func TestAutocastResidualBackward(t *testing.T) {
+	gd := openCuda(t)
+	_, wx, ww := autocastResidual(t, cpu.New(0, device.Options{}), true)
+	_, gx, gw := autocastResidual(t, gd, true)
+	compareValues(t, "autocast residual gradients", map[string][]float64{"x": wx, "w": ww}, map[string][]float64{"x": gx, "w": gw}, tolBF16, nil)
 }
