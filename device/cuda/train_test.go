@@ -36,7 +36,9 @@ const trainSteps = 3
 // 2.3e-7 (the MLP): 1e-4 leaves 5× over the worst.
 // BF16: each autocast op rounds its inputs to 8 bits of mantissa (2⁻⁸ ≈
 // 4e-3); a rounding that falls differently on the two devices moves a
-// result by one BF16 ulp, hence 2e-2 for losses and parameters.
+// result by one BF16 ulp, hence 2e-2 for losses and parameters (an a
+// priori bound: the BF16 GPT steps do not run on cuda yet, see
+// TestAutocastResidualBackward; the residual's forward agrees exactly).
 const (
 	tolF32  = 1e-4
 	tolBF16 = 2e-2
@@ -393,9 +395,14 @@ func diffCounter(t *testing.T, name string, want, got device.Counter) {
 // TestTrainFailedStep fails a cuda training step at allocations spread
 // over it (InjectOOM) and checks that the Stepper returns the
 // *device.OOMError and leaves the parameters, the optimizer state and the
-// device's accounting as they were; then the step, retried, completes.
+// device's accounting as they were; then the step, retried, computes what
+// an unfailed twin computes (within tolF32, not bit for bit: a real GPU's
+// atomics may sum in another order run to run).
 func TestTrainFailedStep(t *testing.T) {
-	for _, rc := range recipes()[:3:3] {
+	for _, rc := range recipes() {
+		if rc.autocast != dtype.Invalid {
+			continue // the F32 recipes: BF16 steps do not run on cuda yet
+		}
 		t.Run(rc.name, func(t *testing.T) {
 			gd := openCuda(t)
 			r := rc.build(t, gd, rc.autocast)
@@ -414,6 +421,9 @@ func TestTrainFailedStep(t *testing.T) {
 					t.Fatalf("step failing at allocation %d of %d: %v, want an injected *device.OOMError", n, allocs, err)
 				}
 				compareValues(t, fmt.Sprintf("after the OOM at allocation %d/%d", n, allocs), before, r.values(), 0, nil)
+				if r.st.Steps() != 2 {
+					t.Errorf("after the OOM at allocation %d: the Stepper counts %d steps, want 2", n, r.st.Steps())
+				}
 				now := gd.Stats()
 				for tag := range device.NumTags {
 					if now.ByTag[tag].Current != held.ByTag[tag].Current {
@@ -424,7 +434,13 @@ func TestTrainFailedStep(t *testing.T) {
 					t.Errorf("after the OOM at allocation %d: allocated %d bytes in %d blocks, %d in %d before", n, now.Allocated.Current, gd.LiveBlocks(), held.Allocated.Current, live)
 				}
 			}
-			r.step(t) // the retried step completes
+			r.step(t) // the retried step
+			twin := rc.build(t, gd, rc.autocast)
+			defer twin.release()
+			for range trainSteps {
+				twin.step(t)
+			}
+			compareValues(t, "retried step against an unfailed twin", twin.values(), r.values(), tolF32, rc.noise)
 		})
 	}
 }
