@@ -36,9 +36,8 @@ const trainSteps = 3
 // 2.3e-7 (the MLP): 1e-4 leaves 5× over the worst.
 // BF16: each autocast op rounds its inputs to 8 bits of mantissa (2⁻⁸ ≈
 // 4e-3); a rounding that falls differently on the two devices moves a
-// result by one BF16 ulp, hence 2e-2 for losses and parameters (an a
-// priori bound: the BF16 GPT steps do not run on cuda yet, see
-// TestAutocastResidualBackward; the residual's forward agrees exactly).
+// result by one BF16 ulp, hence 2e-2 for losses and parameters: an a
+// priori bound for a real GPU; the emulated runs agree exactly.
 const (
 	tolF32  = 1e-4
 	tolBF16 = 2e-2
@@ -400,9 +399,6 @@ func diffCounter(t *testing.T, name string, want, got device.Counter) {
 // atomics may sum in another order run to run).
 func TestTrainFailedStep(t *testing.T) {
 	for _, rc := range recipes() {
-		if rc.autocast != dtype.Invalid {
-			continue // the F32 recipes: BF16 steps do not run on cuda yet
-		}
 		t.Run(rc.name, func(t *testing.T) {
 			gd := openCuda(t)
 			r := rc.build(t, gd, rc.autocast)
@@ -496,11 +492,10 @@ func TestAutocastResidualForward(t *testing.T) {
 }
 
 // TestAutocastResidualBackward: the backward of the autocast residual on
-// cuda gives cpu's gradients. The F32 gradient of the BF16 product meets
-// the BF16 saved operands in Linear's backward (autograd/matmul.go:
-// MatMul's oneDType mixes floats in backward, and gemm passes the mixed
-// operands to Kernels.Gemm), which cuBLAS, one dtype for A and B, cannot
-// take.
+// cuda gives cpu's gradients. The F32 gradient of r reaches the BF16
+// product; autograd casts it to BF16 there (a gradient has its tensor's
+// dtype), so Linear's backward hands Kernels.Gemm one dtype, which cuBLAS
+// (one type for A and B) needs.
 func TestAutocastResidualBackward(t *testing.T) {
 	gd := openCuda(t)
 	_, wx, ww := autocastResidual(t, cpu.New(0, device.Options{}), true)
