@@ -22,10 +22,13 @@ import "github.com/headroom-ml/headroom/dtype"
 //     residual plus a BF16 linear output, a BF16 activation normalised with
 //     F32 weights. Ops that autocast casts (MatMul, Linear, Conv2d,
 //     attention) see one dtype anyway.
-//   - Inside a backward pass, whose gradients keep the dtypes the forward
-//     chose (the gradient of that residual sum is F32 and flows into the
-//     BF16 linear). The forward was checked, so backward adds no new
-//     mixture.
+//   - Inside a backward pass, where a gradient meets saved tensors of the
+//     dtypes the forward chose. A gradient always has its tensor's dtype:
+//     the engine casts one that arrives in another float dtype (addGrad:
+//     the F32 gradient of that residual sum becomes BF16 where it flows
+//     into the BF16 linear, as in PyTorch), so the kernels that take one
+//     dtype (Gemm, attention, UnaryGrad: cuBLAS has one type for A and B)
+//     get one. The forward was checked, so backward adds no new mixture.
 //
 // Operands whose contract takes another dtype are not compared: indices
 // (I64 or I32) of the index ops and of Embedding, the integer targets of

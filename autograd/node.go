@@ -252,6 +252,13 @@ func addGrad(n *node, idx int, g *Tensor) {
 	if !sameShape(g.shape, n.outs[idx].shape) {
 		fail("backward", "internal: gradient of shape %v for output %v of %s", g.shape, n.outs[idx].shape, n.op)
 	}
+	// A gradient has its output's dtype (see dtypes.go): an F32 gradient
+	// reaching a BF16 autocast output is cast down, as in PyTorch.
+	if dt := n.outs[idx].dt; g.dt != dt && g.dt.IsFloat() && dt.IsFloat() {
+		c := g.Cast(dt)
+		g.Release()
+		g = c
+	}
 	old := n.grads[idx]
 	if old == nil {
 		n.grads[idx] = g

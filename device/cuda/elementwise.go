@@ -69,13 +69,22 @@ func (k *kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 		k.bad("binary", "unknown op %d", op)
 	}
 	name := "binary " + op.String()
-	k.sameDType(name, dst, a)
-	k.sameDType(name, dst, b)
+	// Autocast and backward mix float dtypes, integers mix (the wider
+	// wins): mixed operands take the kernel that reads each by its dtype.
+	mixed := a.DType != dst.DType || b.DType != dst.DType
+	if !a.DType.Valid() || !b.DType.Valid() {
+		k.bad(name, "operand dtypes %s and %s", a.DType, b.DType)
+	}
 	n := dst.Len()
 	if n == 0 {
 		return
 	}
 	l := k.layouts(name, dst.Shape, dst, a, b)
+	if mixed {
+		k.launch("binary_mixed_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(a), Int(int(a.DType)), l[1],
+			k.Ptr(b), Int(int(b.DType)), l[2], I64(int64(n)), Int(int(op)))
+		return
+	}
 	k.launch("binary_"+Suffix(dst.DType), Linear(n), k.Ptr(dst), l[0], k.Ptr(a), l[1], k.Ptr(b), l[2], I64(int64(n)), Int(int(op)))
 }
 

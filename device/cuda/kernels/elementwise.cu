@@ -251,6 +251,26 @@ __device__ void binary_impl(T* dst, const Layout& dl, const T* a, const Layout& 
   }
 FOR_ALL_TYPES(BINARY)
 
+// binary_mixed is Binary over operands of other dtypes than dst's (autocast
+// and backward mix floats, an F32 residual plus a BF16 output; integers
+// mix with integers): each is read by its dtype code and converted to
+// dst's accumulator, as the cpu converts them to dst's compute dtype.
+template <class T>
+__device__ void binary_mixed_impl(T* dst, const Layout& dl, const void* a, int at, const Layout& al, const void* b,
+                                  int bt, const Layout& bl, long long n, int op) {
+  typedef typename Elem<T>::acc A;
+  GRID_STRIDE(i, n) {
+    A x = (A)load_dyn(a, at, layout_offset(al, i)), y = (A)load_dyn(b, bt, layout_offset(bl, i));
+    Elem<T>::store(dst, layout_offset(dl, i), binary_acc(op, x, y));
+  }
+}
+#define BINARY_MIXED(sfx, T)                                                                                   \
+  extern "C" __global__ void binary_mixed_##sfx(T* dst, Layout dl, const void* a, int at, Layout al, const void* b, \
+                                                 int bt, Layout bl, long long n, int op) {                       \
+    binary_mixed_impl<T>(dst, dl, a, at, al, b, bt, bl, n, op);                                                  \
+  }
+FOR_ALL_TYPES(BINARY_MIXED)
+
 // ---- Axpy: y += alpha·x (x strided, y contiguous) ----
 
 template <class T> __device__ void axpy_impl(const T* x, const Layout& xl, T* y, long long n, double alpha) {
