@@ -52,7 +52,7 @@ func (k *kern) blasCall(p device.Gemm) (c cuda.Gemm, ok bool) {
 	g := k.g
 	t, known := blasType(p.C.DType)
 	if !known || p.A.DType != p.C.DType || p.B.DType != p.C.DType {
-		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want one of F32, F64, F16, BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
+		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want A, B and C of one dtype, F32, F64, F16 or BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
 	}
 	for _, v := range []int{p.M, p.N, p.K, p.LdA, p.LdB, p.LdC, p.Batch} {
 		if v < 0 || v != int(int32(v)) {
