@@ -22,7 +22,6 @@ const (
 	AttrVMMSupported           = 102
 )
 
-
 // DeviceCount returns the number of devices.
 func (d *Driver) DeviceCount() (int, error) {
 	var n int32

@@ -105,6 +105,7 @@ func (d *Driver) vmm() []symbol {
 }
 
 // call makes one driver call and turns a failing result into an *Error.
+//
 //go:uintptrescapes
 func (d *Driver) call(name string, fn uintptr, args ...uintptr) error {
 	r, _, _ := purego.SyscallN(fn, args...)
