@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
 // The elementwise kernels of kernels/elementwise.cu: each is one grid-stride
@@ -147,21 +148,10 @@ func (k *kern) contiguous(op string, o device.Operand) {
 // maxRank is the rank a kernel Layout holds (common.cuh).
 const maxRank = 8
 
-// denseStrides returns the row-major strides of shape.
-func denseStrides(shape []int) []int {
-	st := make([]int, len(shape))
-	n := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		st[i] = n
-		n *= shape[i]
-	}
-	return st
-}
-
 // stridesOf returns o's strides, dense ones when o.Strides is nil.
 func stridesOf(o device.Operand) []int {
 	if o.Strides == nil {
-		return denseStrides(o.Shape)
+		return kernels.Dense(o.Shape)
 	}
 	return o.Strides
 }
