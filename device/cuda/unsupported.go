@@ -15,12 +15,6 @@ func (k *kern) unsupported(op string) {
 	k.g.raise(op, fmt.Errorf("%w: %s: not yet on cuda (issue #15)", ErrUnsupported, op))
 }
 
-func (k *kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
-	k.unsupported("batch_norm")
-}
-func (k *kern) BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd device.Operand, n, c, hw int, training bool) {
-	k.unsupported("batch_norm_grad")
-}
 func (k *kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) { k.unsupported("conv2d") }
 func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	k.unsupported("conv2d_grad_input")
