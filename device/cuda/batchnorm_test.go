@@ -15,7 +15,7 @@ import (
 func TestBatchNorm(t *testing.T) {
 	g := newRig(t)
 	for _, dt := range floatDTypes() {
-		for _, sh := range [][3]int{{2, 3, 5}, {4, 2, 1}, {3, 4, 70}, {1, 2, 2}} {
+		for _, sh := range [][3]int{{2, 3, 5}, {4, 2, 1}, {3, 4, 70}, {1, 2, 2}, {3, 2, 100}, {1, 2, 1}} {
 			for _, affine := range []string{"wb", "w", "none"} {
 				for _, training := range []bool{true, false} {
 					t.Run(fmt.Sprintf("%s/%dx%dx%d/%s/train=%v", dt, sh[0], sh[1], sh[2], affine, training), func(t *testing.T) {
