@@ -21,13 +21,6 @@ func (k *kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operan
 func (k *kern) BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd device.Operand, n, c, hw int, training bool) {
 	k.unsupported("batch_norm_grad")
 }
-func (k *kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) { k.unsupported("conv2d") }
-func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
-	k.unsupported("conv2d_grad_input")
-}
-func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
-	k.unsupported("conv2d_grad_weight")
-}
 func (k *kern) MaxPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("max_pool2d") }
 func (k *kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
 	k.unsupported("max_pool2d_grad")
