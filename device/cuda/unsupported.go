@@ -15,13 +15,6 @@ func (k *kern) unsupported(op string) {
 	k.g.raise(op, fmt.Errorf("%w: %s: not yet on cuda (issue #15)", ErrUnsupported, op))
 }
 
-func (k *kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) { k.unsupported("conv2d") }
-func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
-	k.unsupported("conv2d_grad_input")
-}
-func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
-	k.unsupported("conv2d_grad_weight")
-}
 func (k *kern) MaxPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("max_pool2d") }
 func (k *kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
 	k.unsupported("max_pool2d_grad")

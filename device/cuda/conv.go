@@ -1,0 +1,151 @@
+package cuda
+
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// The convolutions loop over samples and groups, each step one
+// conv_im2col_T (kernels/conv.cu) into the workspace and one cuBLAS GEMM
+// (pointwise convolutions GEMM on x or dx directly). 16-bit operands use
+// cuBLAS's 16-bit GEMM with F32 accumulation, so the workspace holds
+// elements of the operands' dtype: autograd passes a workspace of the
+// compute dtype (F32 for F16 and BF16), whose bytes are reused as twice as
+// many 16-bit elements.
+
+// convCheck checks the operands' dtypes, lengths and contiguity and
+// returns the dtype and the workspace as elements of it (nil Block when
+// the convolution needs none).
+func (k *kern) convCheck(op string, p device.Conv2d, ws device.Operand, os ...device.Operand) (dtype.DType, device.Operand) {
+	dt := k.sameFloat(op, os...)
+	g := max(p.Groups, 1)
+	if p.Groups < 1 || p.C%g != 0 || p.K%g != 0 || p.StrideH < 1 || p.StrideW < 1 || p.DilH < 1 || p.DilW < 1 ||
+		p.N < 0 || p.OH < 0 || p.OW < 0 {
+		k.bad(op, "convolution %+v: want groups dividing C and K, strides and dilations ≥ 1", p)
+	}
+	want := []int{p.N * p.K * p.OH * p.OW, p.N * p.C * p.H * p.W, p.K * p.C / g * p.R * p.S}
+	for i, o := range os {
+		if o.Nil() || !o.Contiguous() {
+			k.bad(op, "operand %d of shape %v strides %v: want a contiguous operand", i, o.Shape, o.Strides)
+		}
+		if o.Len() != want[i] {
+			k.bad(op, "operand %d of shape %v: want %d elements for %+v", i, o.Shape, want[i], p)
+		}
+	}
+	n := p.Workspace()
+	if n == 0 {
+		return dt, device.Operand{DType: dt}
+	}
+	if ws.Nil() || !ws.Contiguous() || !ws.DType.IsFloat() || ws.Len()*ws.DType.Size() < n*dt.Size() ||
+		ws.Off*ws.DType.Size()%dt.Size() != 0 {
+		k.bad(op, "workspace of dtype %s shape %v: want %d contiguous elements of %s (or of its compute dtype)", ws.DType, ws.Shape, n, dt)
+	}
+	return dt, device.Operand{Block: ws.Block, Off: ws.Off * ws.DType.Size() / dt.Size(), DType: dt, Shape: []int{n}}
+}
+
+// at is o moved on by off elements.
+func at(o device.Operand, off int) device.Operand {
+	o.Off += off
+	o.Shape, o.Strides = nil, nil
+	return o
+}
+
+// convArgs are conv_im2col_T's and conv_col2im_T's shape parameters.
+func convArgs(p device.Conv2d) []Arg {
+	cg := p.C / p.Groups
+	return []Arg{I64(int64(cg)), I64(int64(p.H)), I64(int64(p.W)), I64(int64(p.R)), I64(int64(p.S)),
+		I64(int64(p.StrideH)), I64(int64(p.StrideW)), I64(int64(p.PadH)), I64(int64(p.PadW)),
+		I64(int64(p.DilH)), I64(int64(p.DilW)), I64(int64(p.OH)), I64(int64(p.OW))}
+}
+
+// im2col queues conv_im2col_T of sample n, group gi of x into col.
+func (k *kern) im2col(p device.Conv2d, col, x device.Operand, n, gi int) {
+	cg := p.C / p.Groups
+	src := at(x, (n*p.C+gi*cg)*p.H*p.W)
+	k.launch("conv_im2col_"+Suffix(col.DType), Linear(p.Workspace()), append([]Arg{k.Ptr(col), k.Ptr(src)}, convArgs(p)...)...)
+}
+
+// Conv2d: y[n, group g] (Kg, P) = w[g] (Kg, Cg·R·S) · col (Cg·R·S, P).
+func (k *kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
+	_, col := k.convCheck("Conv2d", p, ws, y, x, w)
+	if y.Len() == 0 {
+		return
+	}
+	cg, kg, pp, crs := p.C/p.Groups, p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	for gi := 0; gi < p.Groups; gi++ {
+		wg, yg := at(w, gi*kg*crs), at(y, gi*kg*pp)
+		if col.Nil() {
+			k.Gemm(device.Gemm{M: kg, N: pp, K: crs, Alpha: 1, A: wg, LdA: crs,
+				B: at(x, gi*cg*pp), LdB: pp, C: yg, LdC: pp,
+				Batch: p.N, StrideB: p.C * pp, StrideC: p.K * pp})
+			continue
+		}
+		for n := 0; n < p.N; n++ {
+			k.im2col(p, col, x, n, gi)
+			k.Gemm(device.Gemm{M: kg, N: pp, K: crs, Alpha: 1, A: wg, LdA: crs,
+				B: col, LdB: pp, C: at(yg, n*p.K*pp), LdC: pp, Batch: 1})
+		}
+	}
+}
+
+// Conv2dGradInput: col (Cg·R·S, P) = w[g]ᵀ · dy[n, g] (Kg, P), then
+// conv_col2im_T sums col into dx[n, g] (pointwise: the GEMM writes dx).
+func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
+	_, col := k.convCheck("Conv2dGradInput", p, ws, dy, dx, w)
+	if dx.Len() == 0 {
+		return
+	}
+	cg, kg, pp, crs := p.C/p.Groups, p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	if kg == 0 || (col.Nil() && pp == 0) {
+		k.Fill(device.Operand{Block: dx.Block, Off: dx.Off, DType: dx.DType, Shape: []int{dx.Len()}}, 0)
+		return
+	}
+	for gi := 0; gi < p.Groups; gi++ {
+		wg, dyg := at(w, gi*kg*crs), at(dy, gi*kg*pp)
+		if col.Nil() {
+			k.Gemm(device.Gemm{TransA: true, M: cg, N: pp, K: kg, Alpha: 1, A: wg, LdA: crs,
+				B: dyg, LdB: pp, C: at(dx, gi*cg*pp), LdC: pp,
+				Batch: p.N, StrideB: p.K * pp, StrideC: p.C * pp})
+			continue
+		}
+		for n := 0; n < p.N; n++ {
+			k.Gemm(device.Gemm{TransA: true, M: crs, N: pp, K: kg, Alpha: 1, A: wg, LdA: crs,
+				B: at(dyg, n*p.K*pp), LdB: pp, C: col, LdC: pp, Batch: 1})
+			if pp == 0 {
+				k.Fill(col, 0)
+			}
+			dst := at(dx, (n*p.C+gi*cg)*p.H*p.W)
+			k.launch("conv_col2im_"+Suffix(col.DType), Linear(cg*p.H*p.W), append([]Arg{k.Ptr(dst), k.Ptr(col)}, convArgs(p)...)...)
+		}
+	}
+}
+
+// Conv2dGradWeight: dw[g] (Kg, Cg·R·S) = Σ_n dy[n, g] (Kg, P) · colᵀ, the
+// first sample's GEMM with beta 0 (dw is overwritten), the others beta 1.
+func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
+	_, col := k.convCheck("Conv2dGradWeight", p, ws, dy, x, dw)
+	if dw.Len() == 0 {
+		return
+	}
+	cg, kg, pp, crs := p.C/p.Groups, p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	if p.N == 0 || pp == 0 {
+		k.Fill(device.Operand{Block: dw.Block, Off: dw.Off, DType: dw.DType, Shape: []int{dw.Len()}}, 0)
+		return
+	}
+	for gi := 0; gi < p.Groups; gi++ {
+		dwg, dyg := at(dw, gi*kg*crs), at(dy, gi*kg*pp)
+		for n := 0; n < p.N; n++ {
+			b := at(x, (n*p.C+gi*cg)*pp)
+			if !col.Nil() {
+				k.im2col(p, col, x, n, gi)
+				b = col
+			}
+			beta := 1.0
+			if n == 0 {
+				beta = 0
+			}
+			k.Gemm(device.Gemm{TransB: true, M: kg, N: crs, K: pp, Alpha: 1, Beta: beta,
+				A: at(dyg, n*p.K*pp), LdA: pp, B: b, LdB: pp, C: dwg, LdC: crs, Batch: 1})
+		}
+	}
+}

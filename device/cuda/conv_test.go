@@ -1,0 +1,163 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// convCases are small convolutions (the emulator is slow): plain, padded,
+// strided, dilated, grouped, depthwise, pointwise (no workspace), strided
+// 1×1 (workspace), a stride that skips input rows, and a rectangular mix.
+func convCases() []device.Conv2d {
+	mk := func(n, c, h, w, k, r, s, st, pad, dil, g int) device.Conv2d {
+		p := device.Conv2d{N: n, C: c, H: h, W: w, K: k, R: r, S: s, StrideH: st, StrideW: st,
+			PadH: pad, PadW: pad, DilH: dil, DilW: dil, Groups: g}
+		p.OutSize()
+		return p
+	}
+	rect := mk(2, 3, 6, 5, 4, 3, 2, 1, 0, 1, 1)
+	rect.StrideW, rect.PadH, rect.DilW = 2, 1, 2
+	rect.OutSize()
+	return []device.Conv2d{
+		mk(2, 3, 5, 5, 4, 3, 3, 1, 0, 1, 1),
+		mk(2, 3, 5, 6, 4, 3, 3, 1, 1, 1, 1),
+		mk(2, 2, 7, 7, 3, 3, 3, 2, 1, 1, 1),
+		mk(1, 2, 7, 6, 2, 3, 3, 1, 2, 2, 1),
+		mk(2, 4, 5, 5, 6, 3, 3, 1, 1, 1, 2),
+		mk(2, 3, 5, 5, 6, 3, 3, 1, 1, 1, 3),
+		mk(2, 4, 4, 5, 3, 1, 1, 1, 0, 1, 1),
+		mk(2, 4, 4, 4, 6, 1, 1, 1, 0, 1, 2),
+		mk(2, 3, 5, 5, 2, 1, 1, 2, 0, 1, 1),
+		mk(1, 2, 8, 8, 2, 2, 2, 3, 0, 1, 1),
+		rect,
+	}
+}
+
+// convTol is the tolerance (relative to the output's largest magnitude)
+// of a convolution in dt. 16-bit GEMMs round the im2col matrix (gradient
+// of the input) and each sample's partial dw to the dtype, where the cpu
+// keeps F32: a few steps of the format.
+func convTol(dt dtype.DType, grad bool) float64 {
+	switch dt {
+	case dtype.F64:
+		return 1e-12
+	case dtype.F32:
+		return 2e-6
+	case dtype.F16:
+		if grad {
+			return 4e-3
+		}
+		return 2e-3
+	}
+	if grad {
+		return 3e-2
+	}
+	return 1.6e-2
+}
+
+func TestConv2d(t *testing.T) {
+	g := newRig(t)
+	for _, dt := range floatDTypes() {
+		for i, p := range convCases() {
+			t.Run(fmt.Sprintf("%s/%d/n%d_c%d_%dx%d_k%d_%dx%d_s%dx%d_p%dx%d_d%dx%d_g%d", dt, i, p.N, p.C, p.H, p.W, p.K, p.R, p.S,
+				p.StrideH, p.StrideW, p.PadH, p.PadW, p.DilH, p.DilW, p.Groups), func(t *testing.T) {
+				g.t = t
+				convCase(g, dt, p)
+			})
+		}
+	}
+}
+
+func convCase(g *rig, dt dtype.DType, p device.Conv2d) {
+	wdt := dt
+	if dt == dtype.F16 || dt == dtype.BF16 {
+		wdt = dtype.F32 // autograd's workspace has the compute dtype
+	}
+	ws := nilTwin(wdt)
+	if n := p.Workspace(); n > 0 {
+		ws = g.rand(wdt, n)
+	}
+	x, w := g.rand(dt, p.N, p.C, p.H, p.W), g.rand(dt, p.K, p.C/p.Groups, p.R, p.S)
+	y := g.rand(dt, p.N, p.K, p.OH, p.OW)
+	g.both(func(k device.Kernels, o func(twin) device.Operand) { k.Conv2d(p, o(y), o(x), o(w), o(ws)) })
+	g.checkNorm("Conv2d y", y, convTol(dt, false))
+	// dx and dw start as garbage: both are overwritten.
+	dy, dx, dw := g.rand(dt, p.N, p.K, p.OH, p.OW), g.rand(dt, p.N, p.C, p.H, p.W), g.rand(dt, p.K, p.C/p.Groups, p.R, p.S)
+	g.both(func(k device.Kernels, o func(twin) device.Operand) {
+		k.Conv2dGradInput(p, o(dx), o(dy), o(w), o(ws))
+		k.Conv2dGradWeight(p, o(dw), o(dy), o(x), o(ws))
+	})
+	g.checkNorm("Conv2dGradInput dx", dx, convTol(dt, true))
+	g.checkNorm("Conv2dGradWeight dw", dw, convTol(dt, true))
+}
+
+// TestConv2dBadOperands: a mixed dtype, a short workspace and a wrong
+// length raise *device.KernelError.
+func TestConv2dBadOperands(t *testing.T) {
+	p := devices(t)
+	c := device.Conv2d{N: 1, C: 1, H: 3, W: 3, K: 1, R: 2, S: 2, StrideH: 1, StrideW: 1, DilH: 1, DilW: 1, Groups: 1}
+	c.OutSize()
+	x := p.put(t, dense(dtype.F32, 1, 1, 3, 3), nil)
+	w := p.put(t, dense(dtype.F32, 1, 1, 2, 2), nil)
+	y := p.put(t, dense(dtype.F32, 1, 1, 2, 2), nil)
+	w64 := p.put(t, dense(dtype.F64, 1, 1, 2, 2), nil)
+	short := p.put(t, dense(dtype.F32, 3), nil)
+	ws := p.put(t, dense(dtype.F32, c.Workspace()), nil)
+	k := p.gpu.Kernels()
+	cases := []struct {
+		name, want string
+		call       func()
+	}{
+		{"dtypes", "dtype", func() { k.Conv2d(c, y.gpu, x.gpu, w64.gpu, ws.gpu) }},
+		{"workspace", "workspace", func() { k.Conv2d(c, y.gpu, x.gpu, w.gpu, short.gpu) }},
+		{"length", "want 9 elements", func() { k.Conv2dGradInput(c, y.gpu, y.gpu, w.gpu, ws.gpu) }},
+	}
+	for _, tc := range cases {
+		err := catch(tc.call)
+		var ke *device.KernelError
+		if !errors.As(err, &ke) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: raised %v, want a *device.KernelError saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestConv2dWorkspace: a workspace at an offset into a larger block, of
+// the operands' own 16-bit dtype or of F32, gives the same results; and
+// the gradients repeat bit for bit (no atomics).
+func TestConv2dWorkspace(t *testing.T) {
+	g := newRig(t)
+	p := device.Conv2d{N: 2, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1}
+	p.OutSize()
+	for _, c := range []struct{ dt, wdt dtype.DType }{{dtype.F16, dtype.F16}, {dtype.BF16, dtype.F32}, {dtype.F32, dtype.F32}} {
+		t.Run(fmt.Sprintf("%s/ws=%s", c.dt, c.wdt), func(t *testing.T) {
+			g.t = t
+			n := p.Workspace()
+			ws := g.p.put(t, opnd{dt: c.wdt, n: n + 3, off: 3, shape: []int{n}}, values(g.r, c.wdt, n+3, false))
+			x, w := g.rand(c.dt, p.N, p.C, p.H, p.W), g.rand(c.dt, p.K, p.C, p.R, p.S)
+			y, dy := g.rand(c.dt, p.N, p.K, p.OH, p.OW), g.rand(c.dt, p.N, p.K, p.OH, p.OW)
+			dx, dw := g.rand(c.dt, p.N, p.C, p.H, p.W), g.rand(c.dt, p.K, p.C, p.R, p.S)
+			g.both(func(k device.Kernels, o func(twin) device.Operand) {
+				k.Conv2d(p, o(y), o(x), o(w), o(ws))
+				k.Conv2dGradInput(p, o(dx), o(dy), o(w), o(ws))
+				k.Conv2dGradWeight(p, o(dw), o(dy), o(x), o(ws))
+			})
+			g.checkNorm("Conv2d y", y, convTol(c.dt, false))
+			g.checkNorm("Conv2dGradInput dx", dx, convTol(c.dt, true))
+			g.checkNorm("Conv2dGradWeight dw", dw, convTol(c.dt, true))
+			_, dx1 := g.p.read(dx)
+			_, dw1 := g.p.read(dw)
+			k := g.p.gpu.Kernels()
+			k.Conv2dGradInput(p, dx.gpu, dy.gpu, w.gpu, ws.gpu)
+			k.Conv2dGradWeight(p, dw.gpu, dy.gpu, x.gpu, ws.gpu)
+			_, dx2 := g.p.read(dx)
+			_, dw2 := g.p.read(dw)
+			exact(t, "Conv2dGradInput dx again", c.dt, dx1, dx2)
+			exact(t, "Conv2dGradWeight dw again", c.dt, dw1, dw2)
+		})
+	}
+}
