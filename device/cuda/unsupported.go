@@ -28,20 +28,6 @@ func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	k.unsupported("conv2d_grad_weight")
 }
-func (k *kern) MaxPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("max_pool2d") }
-func (k *kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
-	k.unsupported("max_pool2d_grad")
-}
-func (k *kern) AvgPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("avg_pool2d") }
-func (k *kern) AvgPool2dGrad(p device.Pool2d, dx, dy device.Operand) {
-	k.unsupported("avg_pool2d_grad")
-}
-func (k *kern) AdaptiveAvgPool2d(y, x device.Operand, n, c, h, w, oh, ow int) {
-	k.unsupported("adaptive_avg_pool2d")
-}
-func (k *kern) AdaptiveAvgPool2dGrad(dx, dy device.Operand, n, c, h, w, oh, ow int) {
-	k.unsupported("adaptive_avg_pool2d_grad")
-}
 func (k *kern) QuantScales(dst, src device.Operand, rows int)         { k.unsupported("quant_scales") }
 func (k *kern) Quantize(dst, src, scale device.Operand, rows int)     { k.unsupported("quantize") }
 func (k *kern) FakeQuantize(dst, src, scale device.Operand, rows int) { k.unsupported("fake_quantize") }
