@@ -36,16 +36,21 @@ func (c poolCase) pool(countPad bool) device.Pool2d {
 		PH: c.ph, PW: c.pw, DH: c.dh, DW: c.dw, CountPad: countPad}
 	p.OutSize()
 	if c.ceil {
-		// PyTorch's ceil mode: one more output when its window starts
-		// inside the input or the left padding.
-		if (p.OH-1+1)*p.SH < p.H+p.PH && (p.H+2*p.PH-p.DH*(p.KH-1)-1)%p.SH != 0 {
-			p.OH++
-		}
-		if (p.OW-1+1)*p.SW < p.W+p.PW && (p.W+2*p.PW-p.DW*(p.KW-1)-1)%p.SW != 0 {
-			p.OW++
-		}
+		// PyTorch's ceil mode: the size rounded up, less the last output
+		// when its window would start in the right padding.
+		p.OH, p.OW = ceilOut(p.H, p.KH, p.SH, p.PH, p.DH), ceilOut(p.W, p.KW, p.SW, p.PW, p.DW)
 	}
 	return p
+}
+
+// ceilOut is PyTorch's output size in ceil mode along one axis.
+func ceilOut(in, k, s, pad, d int) int {
+	span := in + 2*pad - d*(k-1) - 1
+	o := (span+s-1)/s + 1
+	if (o-1)*s >= in+pad {
+		o--
+	}
+	return o
 }
 
 // poolInput is x for the pooling tests: random, or (ties) small integers
@@ -166,6 +171,18 @@ func TestPoolBadInput(t *testing.T) {
 		var ke *device.KernelError
 		if !errors.As(err, &ke) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s with bad operands raised %v, want a *device.KernelError naming %s and saying %q", c.name, err, c.name, c.want)
+		}
+	}
+}
+
+func TestPoolCeilSizes(t *testing.T) {
+	for _, c := range poolCases {
+		if c.ceil {
+			f, p := c, c
+			f.ceil = false
+			if a, b := f.pool(false), p.pool(false); a.OH == b.OH && a.OW == b.OW {
+				t.Errorf("case %s: ceil mode gives the floor sizes %d×%d", c.name, a.OH, a.OW)
+			}
 		}
 	}
 }
