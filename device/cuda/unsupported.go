@@ -6,8 +6,8 @@ import (
 	"github.com/headroom-ml/headroom/device"
 )
 
-// The Kernels methods of issue #15 (convolution, pooling, batch norm,
-// quantization) are not on cuda yet: each raises a *device.KernelError
+// The quantization kernels of issue #15 (package quant's int8 path) are
+// not on cuda yet: each raises a *device.KernelError
 // wrapping ErrUnsupported, which autograd returns as an error.
 
 // unsupported raises the error of an op that is not on cuda yet.
@@ -15,20 +15,6 @@ func (k *kern) unsupported(op string) {
 	k.g.raise(op, fmt.Errorf("%w: %s: not yet on cuda (issue #15)", ErrUnsupported, op))
 }
 
-func (k *kern) MaxPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("max_pool2d") }
-func (k *kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
-	k.unsupported("max_pool2d_grad")
-}
-func (k *kern) AvgPool2d(p device.Pool2d, y, x device.Operand) { k.unsupported("avg_pool2d") }
-func (k *kern) AvgPool2dGrad(p device.Pool2d, dx, dy device.Operand) {
-	k.unsupported("avg_pool2d_grad")
-}
-func (k *kern) AdaptiveAvgPool2d(y, x device.Operand, n, c, h, w, oh, ow int) {
-	k.unsupported("adaptive_avg_pool2d")
-}
-func (k *kern) AdaptiveAvgPool2dGrad(dx, dy device.Operand, n, c, h, w, oh, ow int) {
-	k.unsupported("adaptive_avg_pool2d_grad")
-}
 func (k *kern) QuantScales(dst, src device.Operand, rows int)         { k.unsupported("quant_scales") }
 func (k *kern) Quantize(dst, src, scale device.Operand, rows int)     { k.unsupported("quantize") }
 func (k *kern) FakeQuantize(dst, src, scale device.Operand, rows int) { k.unsupported("fake_quantize") }
