@@ -70,7 +70,41 @@ func recipes() []recipe {
 		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil},
 		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias},
 		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias},
+		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil},
 	}
+}
+
+// A tiny ResNet with the ImageNet stem (convolution 7×7 stride 2, batch
+// norm, max pooling), two stages of one basic block (strided convolution,
+// 1×1 downsampling), adaptive average pooling: every op of issue #15's
+// convolutional path but the int8 ones, trained as examples/resnet trains
+// (SGD with momentum and weight decay).
+var resnetCfg = nn.ResNetConfig{Stem: "imagenet", Blocks: []int{1, 1}, Widths: []int{8, 16}, InChannels: 3, Classes: 10}
+
+const resnetBatch, resnetSide = 2, 16
+
+func resnetRun(t *testing.T, dev *device.Device, ac dtype.DType) *run {
+	m, err := nn.NewResNet(nn.NewBuilder(dev, dtype.F32, 7), "resnet", resnetCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := optim.NewSGD(m.Params(), optim.SGDConfig{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := func(s *autograd.Scope, step int) *autograd.Tensor {
+		rng := rand.New(rand.NewPCG(uint64(step), 11))
+		x := make([]float32, resnetBatch*3*resnetSide*resnetSide)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		y := []int64{rng.Int64N(10), rng.Int64N(10)}
+		logits := m.Forward(s.FromFloat32s(dev, []int{resnetBatch, 3, resnetSide, resnetSide}, x))
+		return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{resnetBatch}, y), autograd.CEOptions{})
+	}
+	// Model: a failed step puts the batch norms' running statistics back,
+	// as the example's stepper does.
+	return &run{dev: dev, model: m, st: &train.Stepper{Opt: opt, Autocast: ac, Model: m}, forward: fwd}
 }
 
 // MLP of examples/mlp, smaller: 20→64→10 with ReLU, cross-entropy.

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/headroom-ml/headroom/train"
 )
@@ -75,6 +74,5 @@ func (c *Config) check() error {
 		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
 		train.Want(c.FineTune >= 0, "finetune", c.FineTune, "≥ 0 fine-tuning steps (0: the default)"),
 		train.Want(c.FineTune == 0 || c.Prune > 0 || c.QAT, "finetune", c.FineTune, "--prune or --qat, which it fine-tunes after"),
-		train.Want(!strings.HasPrefix(c.Device, "cuda"), "device", c.Device, "cpu: convolution, pooling and batch norm are not yet on cuda (issue #15)"),
 	)
 }

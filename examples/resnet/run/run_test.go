@@ -79,7 +79,6 @@ func TestOutOfMemoryExitsCleanly(t *testing.T) {
 func TestBadFlagsAreRefusedFirst(t *testing.T) {
 	own := []traintest.Refusal{
 		traintest.Refuse("--prune 1.5", "--prune 1.5: want a fraction of the channels in [0, 1)"),
-		traintest.Refuse("--device cuda", "--device cuda: want cpu: convolution, pooling and batch norm are not yet on cuda (issue #15)"),
 		traintest.Refuse("--prune -0.3", "--prune -0.3: want a fraction"),
 		traintest.Refuse("--prune -0.1", "--prune -0.1: want a fraction"),
 		traintest.Refuse("--prune 0.3 --save {dir}/s", "--prune: not with --resume, --save"),
