@@ -77,15 +77,7 @@ func TestRowOpsBadInput(t *testing.T) {
 		{"IndexSelect", "from f64 into f32", func() { k.IndexSelect(x32.gpu, x64.gpu, i32.gpu, 1, 2, 3) }},
 	}
 	for _, c := range cases {
-		err := func() (err error) {
-			defer func() {
-				if e, ok := recover().(error); ok {
-					err = e
-				}
-			}()
-			c.call()
-			return nil
-		}()
+		err := catch(c.call)
 		var ke *device.KernelError
 		if !errors.As(err, &ke) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s with bad operands raised %v, want a *device.KernelError naming %s and saying %q", c.name, err, c.name, c.want)

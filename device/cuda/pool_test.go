@@ -159,15 +159,7 @@ func TestPoolBadInput(t *testing.T) {
 		{"AdaptiveAvgPool2dGrad", "dtypes f32 and f64", func() { k.AdaptiveAvgPool2dGrad(x32.gpu, y64.gpu, 1, 1, 4, 4, 2, 2) }},
 	}
 	for _, c := range cases {
-		err := func() (err error) {
-			defer func() {
-				if e, ok := recover().(error); ok {
-					err = e
-				}
-			}()
-			c.call()
-			return nil
-		}()
+		err := catch(c.call)
 		var ke *device.KernelError
 		if !errors.As(err, &ke) || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s with bad operands raised %v, want a *device.KernelError naming %s and saying %q", c.name, err, c.name, c.want)
