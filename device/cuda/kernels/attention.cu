@@ -23,10 +23,6 @@
 // launch. (S and dS are recomputed by both kernels: the price of that.)
 #include "common.cuh"
 
-// attn_exp is exp in the compute type.
-static __device__ float attn_exp(float x) { return expf(x); }
-static __device__ double attn_exp(double x) { return exp(x); }
-
 // attn_neg_inf returns −∞ in A.
 template<class A> __device__ A attn_neg_inf();
 template<> __device__ float attn_neg_inf<float>() { return __int_as_float(0xff800000); }
@@ -98,11 +94,11 @@ __device__ void attention_fwd(T* out, typename Elem<T>::acc* lse, const T* q, co
 				for (int c = 0; c < nb; c++)
 					if (row[c] > mx) mx = row[c];
 				A mo = M[r];
-				A c1 = (j0 > 0 && mx > mo) ? attn_exp(mo - mx) : (A)1;
+				A c1 = (j0 > 0 && mx > mo) ? exp_acc(mo - mx) : (A)1;
 				A mn = mx > mo ? mx : mo;
 				double sum = 0;
 				for (int c = 0; c < nb; c++) {
-					A p = (causal && j0 + c > i0 + r) ? (A)0 : attn_exp(row[c] - mn);
+					A p = (causal && j0 + c > i0 + r) ? (A)0 : exp_acc(row[c] - mn);
 					row[c] = p;
 					sum += (double)p;
 				}
@@ -151,7 +147,7 @@ __device__ void attn_probs(A* S, A* G, const A* dO, const A* V, const A* LS, con
 		int d, long long i0, long long j0, int causal) {
 	for (int e = threadIdx.x; e < mq * nb; e += blockDim.x) {
 		int r = e / nb, c = e % nb;
-		A p = (causal && j0 + c > i0 + r) ? (A)0 : attn_exp(S[r * (tile + 1) + c] - LS[r]);
+		A p = (causal && j0 + c > i0 + r) ? (A)0 : exp_acc(S[r * (tile + 1) + c] - LS[r]);
 		A dp = 0;
 		for (int x = 0; x < d; x++)
 			dp += dO[r * d + x] * V[c * (d + 1) + x];

@@ -20,11 +20,6 @@
 // pointers with a dtype code (any float dtype; F64 only with F64 x).
 #include "common.cuh"
 
-static __device__ double bn_sum(double v) {
-	__shared__ double red[32];
-	return block_reduce(v, SumOp(), red);
-}
-
 // bn_store rounds v to the compute type A of the call, then stores it in
 // element i of a per-channel operand of dtype code dt.
 template<class A>
@@ -52,14 +47,14 @@ __device__ void batchnorm_impl(T* y, S* mean, S* invstd, const T* x, const void*
 				long long i = e / hw, j = e - i * hw;
 				s += (double)Elem<T>::load(x, (i * c + ch) * hw + j);
 			}
-			mu = bn_sum(s) / (double)m;
+			mu = block_sum(s) / (double)m;
 			double q = 0;
 			for (long long e = threadIdx.x; e < m; e += blockDim.x) {
 				long long i = e / hw, j = e - i * hw;
 				double d = (double)Elem<T>::load(x, (i * c + ch) * hw + j) - mu;
 				q += dmul_rn(d, d);
 			}
-			double ss = bn_sum(q);
+			double ss = block_sum(q);
 			v = ss / (double)m;
 			if (threadIdx.x == 0) {
 				if (rm) {
@@ -115,8 +110,8 @@ __device__ void batchnorm_grad_impl(T* dx, void* dw, int dwdt, void* db, int dbd
 				a += g;
 				if (x) ax += dmul_rn(g, (double)Elem<T>::load(x, o) - mu);
 			}
-			sg = bn_sum(a);
-			sgx = bn_sum(ax) * is;
+			sg = block_sum(a);
+			sgx = block_sum(ax) * is;
 		}
 		if (threadIdx.x == 0) {
 			if (dw) bn_store<A>(dw, dwdt, ch, sgx);

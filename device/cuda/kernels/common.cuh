@@ -306,9 +306,13 @@ __device__ inline long long layout_offset(const Layout& l, long long linear) {
 
 // ---- block reductions ----
 
-// SumOp, MaxOp and MinOp combine two values for block_reduce.
+// SumOp and NanMaxOp combine two values for block_reduce; NanMaxOp keeps
+// a NaN (as the cpu's rowMax does).
 struct SumOp {
   template <class A> __device__ A operator()(A a, A b) const { return a + b; }
+};
+struct NanMaxOp {
+  template <class A> __device__ A operator()(A a, A b) const { return (a > b || a != a) ? a : b; }
 };
 
 // warp_reduce combines v over the 32 lanes of a warp; lane 0 gets the result.
@@ -337,5 +341,25 @@ template <class A, class Op> __device__ inline A block_reduce(A v, Op op, A* sme
   __syncthreads();  // smem may be reused by the caller's next reduction
   return out;
 }
+
+// block_sum returns Σ v over the block (fixed order), to every thread.
+static __device__ inline double block_sum(double v) {
+  __shared__ double red[32];
+  return block_reduce(v, SumOp(), red);
+}
+
+// row_max returns the largest of x[0..n) (NaN if one is NaN, −∞ when
+// empty) to every thread of the block.
+template <class T> static __device__ inline typename Elem<T>::acc row_max(const T* x, long long n) {
+  typedef typename Elem<T>::acc A;
+  __shared__ A red[32];
+  A m = (A)__longlong_as_double(0xfff0000000000000LL);
+  for (long long j = threadIdx.x; j < n; j += blockDim.x) m = NanMaxOp()(m, Elem<T>::load(x, j));
+  return block_reduce(m, NanMaxOp(), red);
+}
+
+// exp_acc is exp in the compute type (float or double).
+static __device__ inline float exp_acc(float x) { return expf(x); }
+static __device__ inline double exp_acc(double x) { return exp(x); }
 
 #endif  // HEADROOM_COMMON_CUH

@@ -12,31 +12,6 @@
 // rows.
 #include "common.cuh"
 
-// CeMaxOp combines two values keeping a NaN (as the cpu's rowMax does).
-struct CeMaxOp {
-	template <class A> __device__ A operator()(A a, A b) const { return (a > b || a != a) ? a : b; }
-};
-
-// ce_sum returns Σ v over the block (fixed order), to every thread.
-static __device__ double ce_sum(double v) {
-	__shared__ double red[32];
-	return block_reduce(v, SumOp(), red);
-}
-
-// ce_row_max returns the largest of x[0..n) (NaN if one is NaN, −∞ when
-// empty) to every thread of the block.
-template <class T> static __device__ typename Elem<T>::acc ce_row_max(const T* x, long long n) {
-	typedef typename Elem<T>::acc A;
-	__shared__ A red[32];
-	A m = (A)__longlong_as_double(0xfff0000000000000LL);
-	for (long long j = threadIdx.x; j < n; j += blockDim.x) m = CeMaxOp()(m, Elem<T>::load(x, j));
-	return block_reduce(m, CeMaxOp(), red);
-}
-
-// ce_exp is exp in the compute type.
-static __device__ float ce_exp(float x) { return expf(x); }
-static __device__ double ce_exp(double x) { return exp(x); }
-
 template<class T, class S, class I>
 __device__ void cross_entropy_rows(S* loss, S* lse, const T* logits, const I* target,
 		long long rows, long long cols, long long ignore, double smoothing) {
@@ -44,15 +19,15 @@ __device__ void cross_entropy_rows(S* loss, S* lse, const T* logits, const I* ta
 	typedef typename Elem<S>::acc SA;
 	for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
 		const T* z = logits + r * cols;
-		A m = ce_row_max(z, cols);
+		A m = row_max(z, cols);
 		double s = 0, sz = 0;
 		for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
 			A v = Elem<T>::load(z, j);
-			s += (double)ce_exp(v - m);
+			s += (double)exp_acc(v - m);
 			sz += (double)v;
 		}
-		s = ce_sum(s);
-		sz = ce_sum(sz);
+		s = block_sum(s);
+		sz = block_sum(sz);
 		if (threadIdx.x == 0) {
 			double l = (double)m + log(s);
 			Elem<S>::store(lse, r, (SA)l);
@@ -82,7 +57,7 @@ __device__ void cross_entropy_grad_elems(T* dlogits, const S* dloss, const T* lo
 		if (t != ignore) {
 			double g = (double)Elem<S>::load(dloss, r);
 			A l = (A)Elem<S>::load(lse, r);
-			double p = (double)ce_exp(Elem<T>::load(logits, e) - l) - u;
+			double p = (double)exp_acc(Elem<T>::load(logits, e) - l) - u;
 			if (j == t) p -= 1 - smoothing;
 			if (t < 0 || t >= cols) p = __longlong_as_double(0x7ff8000000000000LL);
 			d = g * p;

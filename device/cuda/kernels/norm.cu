@@ -14,12 +14,6 @@
 // added in lane order, so the result does not depend on the launch.
 #include "common.cuh"
 
-// ln_sum returns Σ v over the block (fixed order), to every thread.
-static __device__ double ln_sum(double v) {
-	__shared__ double red[32];
-	return block_reduce(v, SumOp(), red);
-}
-
 #define LN_LANES 16
 
 template<class T, class S>
@@ -32,13 +26,13 @@ __device__ void layer_norm_rows(T* y, S* mean, S* rstd, const T* x, const T* w, 
 		double s = 0;
 		for (long long j = threadIdx.x; j < cols; j += blockDim.x)
 			s += (double)Elem<T>::load(xr, j);
-		double mu = ln_sum(s) / (double)cols;
+		double mu = block_sum(s) / (double)cols;
 		double q = 0;
 		for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
 			double dv = (double)Elem<T>::load(xr, j) - mu;
 			q += dv * dv;
 		}
-		double is = 1.0 / sqrt(ln_sum(q) / (double)cols + eps);
+		double is = 1.0 / sqrt(block_sum(q) / (double)cols + eps);
 		for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
 			double v = ((double)Elem<T>::load(xr, j) - mu) * is;
 			if (w) v *= (double)Elem<T>::load(w, j);
@@ -67,7 +61,7 @@ __device__ void layer_norm_grad_dx_rows(T* dx, const T* dy, const T* x, const T*
 			sg += gv;
 			sgx += gv * (((double)Elem<T>::load(xr, j) - mu) * is);
 		}
-		double mg = ln_sum(sg) / (double)cols, mgx = ln_sum(sgx) / (double)cols;
+		double mg = block_sum(sg) / (double)cols, mgx = block_sum(sgx) / (double)cols;
 		for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
 			double gv = (double)Elem<T>::load(g, j);
 			if (w) gv *= (double)Elem<T>::load(w, j);
