@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 // instantiates every dtype pair), so compiled PTX is kept in a folder,
 // named by a hash of the unit, every header, the target and NVRTC's
 // version: HEADROOM_CUDA_CACHE, or headroom/ptx under os.UserCacheDir;
-// HEADROOM_CUDA_CACHE=off disables it. A failure to read or write the
-// cache only costs the compile.
+// HEADROOM_CUDA_CACHE=off disables it. Each file ends with a line holding
+// the SHA-256 of the PTX before it, so a truncated or altered file is
+// detected and compiled again rather than loaded. A failure to read or
+// write the cache only costs the compile.
 
 // cacheDir returns the cache folder, or "" when there is none.
 func cacheDir() string {
@@ -59,7 +62,30 @@ func (m *modules) cachedPTX(u string) []byte {
 	if err != nil {
 		return nil
 	}
-	return b
+	return checkedPTX(b)
+}
+
+// ptxTrailer starts the checksum line that ends a cached PTX file.
+const ptxTrailer = "\n// headroom sha256 "
+
+// sealPTX returns ptx followed by its checksum line.
+func sealPTX(ptx []byte) []byte {
+	sum := sha256.Sum256(ptx)
+	return append(append(append([]byte(nil), ptx...), ptxTrailer...), hex.EncodeToString(sum[:])+"\n"...)
+}
+
+// checkedPTX returns the PTX of a sealed file, or nil when its checksum
+// line is missing or does not match.
+func checkedPTX(b []byte) []byte {
+	i := bytes.LastIndex(b, []byte(ptxTrailer))
+	if i < 0 {
+		return nil
+	}
+	ptx, sum := b[:i], sha256.Sum256(b[:i])
+	if string(b[i+len(ptxTrailer):]) != hex.EncodeToString(sum[:])+"\n" {
+		return nil
+	}
+	return ptx
 }
 
 // storePTX writes unit u's PTX to the cache (atomically: a temporary file
@@ -73,7 +99,7 @@ func (m *modules) storePTX(u string, ptx []byte) {
 	if err != nil {
 		return
 	}
-	_, werr := f.Write(ptx)
+	_, werr := f.Write(sealPTX(ptx))
 	cerr := f.Close()
 	if werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(d, m.cacheKey(u)+".ptx")) != nil {
 		os.Remove(f.Name())
