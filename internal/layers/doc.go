@@ -13,7 +13,7 @@ var Order = [][]string{
 	{"internal/kernels", "safetensors", "internal/cuda", "internal/cuda/emu"},
 	{"device"},
 	{"device/cpu", "device/meta", "device/cuda"},
-	{"autograd"},
+	{"autograd", "device/cuda/cudatest"},
 	{"autograd/autogradtest"},
 	{"nn"},
 	{"optim", "checkpoint", "data"},
