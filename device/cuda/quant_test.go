@@ -131,10 +131,11 @@ func (g *rig) noMinus128(q twin, both bool) {
 }
 
 // i8Rand is a twin of n random int8 in [−127, 127], a quarter of them on
-// the clamps.
-func (g *rig) i8Rand(n int) twin {
+// the clamps, but for the first zeros, which are 0 (a row of zeros makes
+// accumulators of 0: with a negative scale, −0 before a bias).
+func (g *rig) i8Rand(n, zeros int) twin {
 	v := make([]float64, n)
-	for i := range v {
+	for i := zeros; i < n; i++ {
 		v[i] = float64(g.r.IntN(255) - 127)
 		if g.r.IntN(4) == 0 {
 			v[i] = float64(127 * (1 - 2*g.r.IntN(2)))
@@ -153,7 +154,7 @@ func (g *rig) biasTwin(n int, bias bool) twin {
 
 // TestLinearI8: odd shapes, shapes on and across the 64-wide tiles, K up
 // to 1100 (accumulators past 2^24 round in the epilogue), with and
-// without a bias, and one negative weight scale (a −0 when acc = 0).
+// without a bias, and one negative weight scale (with a row of zeros in x: −0 without a bias).
 func TestLinearI8(t *testing.T) {
 	g := newRig(t)
 	for _, c := range []struct {
@@ -163,7 +164,7 @@ func TestLinearI8(t *testing.T) {
 		{65, 129, 33, false}, {2, 3, 1100, true}} {
 		t.Run(fmt.Sprintf("m%d_n%d_k%d_bias=%v", c.m, c.n, c.k, c.bias), func(t *testing.T) {
 			g.t = t
-			xq, wq := g.i8Rand(c.m*c.k), g.i8Rand(c.n*c.k)
+			xq, wq := g.i8Rand(c.m*c.k, c.k), g.i8Rand(c.n*c.k, 0)
 			ws := g.uniform(c.n, 1e-3, 0.1)
 			ws[0] = -ws[0]
 			xs, wsc, b := g.of(dtype.F32, []float64{0.037}, 1), g.of(dtype.F32, ws, c.n), g.biasTwin(c.n, c.bias)
@@ -177,7 +178,8 @@ func TestLinearI8(t *testing.T) {
 }
 
 // TestConv2dI8: the float convolutions' cases (stride, padding, dilation,
-// groups, pointwise, rectangular) with ReLU and bias on and off, and a
+// groups, pointwise, rectangular) with ReLU and bias on and off (filter 0
+// all zeros with a negative scale: the cpu adds +0 even without a bias), and a
 // batch the workspace holds in two runs of samples.
 func TestConv2dI8(t *testing.T) {
 	g := newRig(t)
@@ -194,8 +196,11 @@ func TestConv2dI8(t *testing.T) {
 }
 
 func (g *rig) conv2dI8(p device.Conv2d, relu, bias bool) {
-	xq, wq := g.i8Rand(p.N*p.C*p.H*p.W), g.i8Rand(p.K*p.C/p.Groups*p.R*p.S)
-	xs, ws, b := g.of(dtype.F32, []float64{0.021}, 1), g.of(dtype.F32, g.uniform(p.K, 1e-3, 0.1), p.K), g.biasTwin(p.K, bias)
+	crs := p.C / p.Groups * p.R * p.S
+	xq, wq := g.i8Rand(p.N*p.C*p.H*p.W, 0), g.i8Rand(p.K*crs, crs)
+	wv := g.uniform(p.K, 1e-3, 0.1)
+	wv[0] = -wv[0]
+	xs, ws, b := g.of(dtype.F32, []float64{0.021}, 1), g.of(dtype.F32, wv, p.K), g.biasTwin(p.K, bias)
 	cw, aw := p.I8Workspace()
 	col, acc := g.rand(dtype.I8, cw), g.rand(dtype.I32, aw)
 	y := g.rand(dtype.F32, p.N, p.K, p.OH, p.OW)
