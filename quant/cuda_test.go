@@ -18,6 +18,19 @@ import (
 
 func TestMain(m *testing.M) { cudatest.Main(m, 0, 1) }
 
+// twoResNets returns the cpu device, an emulated cuda device, and one
+// trained SmallResNet (one input channel, from seed) on each, released at
+// the end of the test.
+func twoResNets(t *testing.T, seed uint64) (cdev, gdev *device.Device, rc, rg *nn.ResNet) {
+	cdev = cpu.New(0, device.Options{})
+	gdev = cudatest.Open(t, 0, device.Options{})
+	rc = trainedResNet(t, cdev, nn.ResNetConfig{InChannels: 1}, seed)
+	t.Cleanup(func() { nn.Release(rc) })
+	rg = resnetOn(t, gdev, rc)
+	t.Cleanup(func() { nn.Release(rg) })
+	return cdev, gdev, rc, rg
+}
+
 // resnetOn returns a SmallResNet on dev holding every parameter and
 // buffer of src (its batch-norm statistics included), in eval mode.
 func resnetOn(t *testing.T, dev *device.Device, src *nn.ResNet) *nn.ResNet {
@@ -49,12 +62,7 @@ func resnetOn(t *testing.T, dev *device.Device, src *nn.ResNet) *nn.ResNet {
 // grid), and checks the QAT model's eval forward (FakeQuantize) against
 // its converted int8 model on cuda, as the cpu test does.
 func TestConvertResNetCUDA(t *testing.T) {
-	cdev := cpu.New(0, device.Options{})
-	gdev := cudatest.Open(t, 0, device.Options{})
-	rc := trainedResNet(t, cdev, nn.ResNetConfig{InChannels: 1}, 1)
-	defer nn.Release(rc)
-	rg := resnetOn(t, gdev, rc)
-	defer nn.Release(rg)
+	cdev, gdev, rc, rg := twoResNets(t, 1)
 	rng := rand.New(rand.NewPCG(2, 2))
 	shape := []int{3, 1, 12, 12}
 	x := randF32(rng, 3*144, 1)
@@ -98,12 +106,7 @@ func TestConvertResNetCUDA(t *testing.T) {
 // for the activations) on both devices from the same model and batch and
 // compares the gradients of the float parameters.
 func TestQATStepCUDA(t *testing.T) {
-	cdev := cpu.New(0, device.Options{})
-	gdev := cudatest.Open(t, 0, device.Options{})
-	rc := trainedResNet(t, cdev, nn.ResNetConfig{InChannels: 1}, 4)
-	defer nn.Release(rc)
-	rg := resnetOn(t, gdev, rc)
-	defer nn.Release(rg)
+	cdev, gdev, rc, rg := twoResNets(t, 4)
 	rng := rand.New(rand.NewPCG(6, 6))
 	xv := randF32(rng, 4*144, 1)
 	grads := func(dev *device.Device, r *nn.ResNet) map[string][]float32 {
