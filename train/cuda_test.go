@@ -1,0 +1,331 @@
+package train_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cuda"
+	"github.com/headroom-ml/headroom/device/cuda/cudatest"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// The single-device techniques — checkpointing (⌈√n⌉ segments, N
+// segments, a byte budget), gradient accumulation, autocast under
+// checkpointing, pruning and the memory alert — on the emulated cuda
+// device, each checked against the cpu device (losses and every final
+// parameter and optimizer state) and the meta device (the whole of
+// device.Stats after every step, once cuda's cuBLAS workspace is added).
+
+// TestMain builds the emulator and loads its driver before any test runs:
+// the driver is loaded once per process, so a test that points
+// HEADROOM_LIBCUDA at a missing library (TestOpenDeviceNoCUDA, which then
+// sees cuda:1 refused as absent instead) must not be the first to load it.
+func TestMain(m *testing.M) {
+	if err := cudatest.Setup(0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if _, err := cuda.Available(); err != nil {
+		fmt.Fprintln(os.Stderr, "the emulated cuda device:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// Tolerances relative to the largest |value| of each cpu tensor (a loss:
+// its own |value|). F32: the emulated runs of TestTechniquesOnCUDA agree
+// to at most 2.3e-6 (see its log: resnet accum 2); a real GPU's cuBLAS sums in other orders,
+// ~1e-7 per op over a few dozen ops a step and Adam's m/√v amplifying a
+// gradient difference, hence 1e-5. BF16 (autocast): one BF16 ulp (2⁻⁸)
+// that a rounding puts differently, 2e-2, as device/cuda's train tests.
+const (
+	cudaTolF32  = 1e-5
+	cudaTolBF16 = 2e-2
+)
+
+// cudaSteps is the number of optimizer steps of each run.
+const cudaSteps = 3
+
+// openEmulated opens the (emulated) cuda:0 for newRig; rig.release
+// closes it and panics if Close reports a leak.
+func openEmulated(o device.Options) (*device.Device, error) { return cuda.Open(0, o) }
+
+// runner makes a fresh block runner for one run (a Budget measures its
+// own run) and returns the budget when it is one; nil: plain blocks.
+type runner func() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, *checkpoint.Budget)
+
+func segments(n int) runner {
+	return func() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, *checkpoint.Budget) {
+		return func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.Sequential(ls, n, x) }, nil
+	}
+}
+
+func budget(bytes int64) runner {
+	return func() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, *checkpoint.Budget) {
+		b := checkpoint.NewBudget(bytes)
+		return b.Forward, b
+	}
+}
+
+// technique is one run of TestTechniquesOnCUDA.
+type technique struct {
+	name   string
+	c      setup  // model, accumulation, autocast
+	blocks runner // nil: plain
+	tol    float64
+}
+
+func techniques() []technique {
+	gpt, resnet := setup{model: "gpt"}, setup{model: "resnet"}
+	with := func(s setup, f func(*setup)) setup { f(&s); return s }
+	accum := func(k int) func(*setup) { return func(s *setup) { s.accum = k } }
+	bf16 := func(s *setup) { s.autocast = dtype.BF16 }
+	return []technique{
+		{"gpt plain", gpt, nil, cudaTolF32},
+		{"gpt checkpoint sqrt", gpt, segments(0), cudaTolF32},
+		{"gpt checkpoint budget", gpt, budget(24 << 10), cudaTolF32},
+		{"gpt accum 4", with(gpt, accum(4)), nil, cudaTolF32},
+		{"gpt accum 2 checkpoint 2", with(gpt, accum(2)), segments(2), cudaTolF32},
+		{"gpt autocast bf16 checkpoint sqrt", with(gpt, bf16), segments(0), cudaTolBF16},
+		{"resnet plain", resnet, nil, cudaTolF32},
+		{"resnet checkpoint sqrt", resnet, segments(0), cudaTolF32},
+		{"resnet checkpoint 3", resnet, segments(3), cudaTolF32},
+		{"resnet checkpoint budget", resnet, budget(28 << 10), cudaTolF32},
+		{"resnet accum 2", with(resnet, accum(2)), nil, cudaTolF32},
+	}
+}
+
+// build makes tc's rig on a device (open nil: meta, or cpu with onCPU)
+// with its block runner.
+func (tc technique) build(t *testing.T, open func(device.Options) (*device.Device, error), onCPU bool) (*rig, *checkpoint.Budget) {
+	t.Helper()
+	c := tc.c
+	c.open, c.onCPU = open, onCPU
+	r := newRig(t, c)
+	t.Cleanup(r.release)
+	if tc.blocks == nil {
+		return r, nil
+	}
+	run, b := tc.blocks()
+	switch m := r.model.(type) {
+	case *nn.GPT:
+		m.RunBlocks = run
+	case *nn.ResNet:
+		m.RunBlocks = run
+	}
+	return r, b
+}
+
+// trio is one technique's rig on cpu, on cuda and on meta.
+type trio struct {
+	cpu, cuda, meta *rig
+	budgets         [3]*checkpoint.Budget // in that order
+	ws              int64                 // cuda's cuBLAS workspace bytes
+}
+
+func newTrio(t *testing.T, tc technique) *trio {
+	t.Helper()
+	var tr trio
+	tr.cpu, tr.budgets[0] = tc.build(t, nil, true)
+	tr.cuda, tr.budgets[1] = tc.build(t, openEmulated, false)
+	tr.meta, tr.budgets[2] = tc.build(t, nil, false)
+	tr.ws = workspace(t, tr.cuda.dev)
+	return &tr
+}
+
+// step runs one step on each device: the losses of cpu and cuda agree
+// within tol and cuda's Stats are meta's plus the workspace.
+func (tr *trio) step(t *testing.T, tol float64) {
+	t.Helper()
+	i := tr.cuda.st.Steps()
+	lc, lg := tr.cpu.step(t), tr.cuda.step(t)
+	tr.meta.step(t)
+	if d := math.Abs(lc - lg); d > tol*math.Abs(lc) || math.IsNaN(lg) {
+		t.Errorf("step %d: loss %.8g on cuda, %.8g on cpu (|Δ| %.3g > %g relative)", i, lg, lc, d, tol)
+	}
+	sameStats(t, fmt.Sprintf("after step %d", i), tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+}
+
+// TestTechniquesOnCUDA runs each technique for cudaSteps steps on the
+// emulated cuda device, on cpu and on meta from the same seeds and data:
+// each step's loss and, at the end, every parameter and optimizer state
+// agree with cpu's; after every step cuda's Stats equal meta's plus the
+// cuBLAS workspace (checkpointing's recomputations and a budget's
+// measuring step included); a budget plans the same segments on all
+// three; checkpointing lowers cuda's activation peak below the plain
+// run's, and under it a run trains as the plain run of the same model on
+// cuda (the recomputation replays dropout's masks: the GPT's dropout is
+// 0.1) and the bf16 run recomputes under autocast (or checkpoint's check
+// of the saved dtypes fails it).
+func TestTechniquesOnCUDA(t *testing.T) {
+	peaks := map[string]int64{}
+	final := map[string]map[string][]float64{}
+	for _, tc := range techniques() {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTrio(t, tc)
+			sameStats(t, "after building", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+			for range cudaSteps {
+				tr.step(t, tc.tol)
+			}
+			got := tr.cuda.values()
+			worst := closeValues(t, "after training", tr.cpu.values(), got, tc.tol)
+			if b := tr.budgets; b[0] != nil {
+				samePlans(t, b)
+			}
+			peaks[tc.name] = tr.cuda.dev.Stats().ByTag[device.Activation].Peak
+			final[tc.name] = got
+			t.Logf("worst |Δ|/max|cpu| %.3g; cuda's activation peak %d B", worst, peaks[tc.name])
+		})
+	}
+	for _, tc := range techniques() {
+		plain := tc.c.model + " plain"
+		if tc.blocks == nil || tc.c.accum > 1 || tc.c.autocast != dtype.Invalid || peaks[tc.name] == 0 || peaks[plain] == 0 {
+			continue
+		}
+		if peaks[tc.name] >= peaks[plain] {
+			t.Errorf("%s: cuda's activation peak %d B, not below the plain run's %d B", tc.name, peaks[tc.name], peaks[plain])
+		}
+		closeValues(t, tc.name+" on cuda against the plain run on cuda", final[plain], final[tc.name], cudaTolF32)
+	}
+}
+
+// samePlans checks that the budgets of the cpu, cuda and meta runs chose
+// the same segments with the same estimate.
+func samePlans(t *testing.T, b [3]*checkpoint.Budget) {
+	t.Helper()
+	s0, e0, f0 := b[0].Plan()
+	for i, name := range []string{"cpu", "cuda", "meta"} {
+		s, e, f := b[i].Plan()
+		if fmt.Sprint(s) != fmt.Sprint(s0) || e != e0 || f != f0 {
+			t.Errorf("budget on %s: %v, want cpu's %v", name, b[i], b[0])
+		}
+	}
+	if s0 == nil {
+		t.Errorf("budget on cpu made no plan after %d steps", cudaSteps)
+	}
+	t.Logf("%v", b[1])
+}
+
+// values returns every parameter and optimizer state tensor by name, on
+// the host.
+func (r *rig) values() map[string][]float64 {
+	v := map[string][]float64{}
+	for _, p := range r.model.Params() {
+		v["param "+p.Name] = p.T.Float64s()
+	}
+	for name, t := range r.opt.State().Tensors {
+		v["state "+name] = t.Float64s()
+	}
+	return v
+}
+
+// keyBias reports the key part of an attention's qkv bias (features
+// [C, 2C) of c_attn.bias, C = 16 in the rig's GPT): adding a vector to
+// every key adds the same q·b to all the scores of a query, which softmax
+// ignores, so its true gradient is zero and each device's Adam turns its
+// own rounding noise into steps of either sign, about lr each.
+func keyBias(name string, i int) bool {
+	const suffix, width = "attn.c_attn.bias", 16
+	return strings.HasSuffix(name, suffix) && i >= width && i < 2*width
+}
+
+// noiseBound bounds how far two devices may part on a keyBias element:
+// two steps of at most the peak learning rate (the rig's 0.01) a step.
+const noiseBound = 2 * 0.01 * cudaSteps
+
+// closeValues checks every tensor of got against want within tol times
+// the largest |element| of the want tensor (keyBias elements within
+// noiseBound) and returns the worst ratio of the others.
+func closeValues(t *testing.T, when string, want, got map[string][]float64, tol float64) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d tensors, want %d", when, len(got), len(want))
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	worst := 0.0
+	for _, n := range names {
+		w, g := want[n], got[n]
+		if len(g) != len(w) {
+			t.Errorf("%s: %s has %d elements, want %d", when, n, len(g), len(w))
+			continue
+		}
+		scale := 0.0
+		for _, x := range w {
+			scale = max(scale, math.Abs(x))
+		}
+		for i := range w {
+			d := math.Abs(g[i] - w[i])
+			if keyBias(n, i) {
+				if d > noiseBound || math.IsNaN(g[i]) {
+					t.Errorf("%s: %s[%d] (zero true gradient) = %.9g, want %.9g (|Δ| %.3g > %g)", when, n, i, g[i], w[i], d, noiseBound)
+				}
+				continue
+			}
+			if scale > 0 {
+				worst = max(worst, d/scale)
+			}
+			if d > tol*scale || math.IsNaN(g[i]) {
+				t.Errorf("%s: %s[%d] = %.9g, want %.9g (|Δ| %.3g > %g × max|want| %.3g)", when, n, i, g[i], w[i], d, tol, scale)
+				break
+			}
+		}
+	}
+	return worst
+}
+
+// workspace returns the bytes of the one block a fresh cuda device holds
+// besides what the run allocated: its cuBLAS workspace (tag workspace, op
+// "cublas"), found among the live blocks.
+func workspace(t *testing.T, d *device.Device) int64 {
+	t.Helper()
+	for _, g := range d.Live() {
+		if g.Tag == device.Workspace && g.Creator == "cublas" && g.Blocks == 1 {
+			return g.Bytes
+		}
+	}
+	t.Fatalf("%s holds no cuBLAS workspace block: %v", d, d.Live())
+	return 0
+}
+
+// withWorkspace returns meta's Stats as cuda's should read: one more
+// allocation of ws bytes (a multiple of the granularity and of the
+// segment rounding) in a segment of its own, committed whole, live since
+// Open — so in every current and peak — under tag workspace.
+func withWorkspace(m device.Stats, ws int64, dev string, capacity int64) device.Stats {
+	add := func(c *device.Counter) {
+		c.Current += ws
+		c.Peak += ws
+		c.Allocated += ws
+		c.Allocs++
+	}
+	m.Device, m.Capacity = dev, capacity
+	add(&m.Requested)
+	add(&m.Allocated)
+	add(&m.Reserved)
+	add(&m.ByTag[device.Workspace])
+	m.AtPeak[device.Workspace] += ws
+	m.Segments++
+	return m
+}
+
+// sameStats checks that cuda's Stats are meta's plus the workspace.
+func sameStats(t *testing.T, when string, m, g device.Stats, ws int64) {
+	t.Helper()
+	want := withWorkspace(m, ws, g.Device, g.Capacity)
+	if g == want {
+		return
+	}
+	t.Errorf("%s: cuda's accounting differs from meta's plus the %d-byte workspace:\n cuda %+v\n want %+v", when, ws, g, want)
+}
