@@ -228,13 +228,12 @@ func (r *rig) values() map[string][]float64 {
 }
 
 // keyBias reports the key part of an attention's qkv bias (features
-// [C, 2C) of c_attn.bias, C = 16 in the rig's GPT): adding a vector to
+// [C, 2C) of c_attn.bias, of n = 3C features): adding a vector to
 // every key adds the same q·b to all the scores of a query, which softmax
 // ignores, so its true gradient is zero and each device's Adam turns its
 // own rounding noise into steps of either sign, about lr each.
-func keyBias(name string, i int) bool {
-	const suffix, width = "attn.c_attn.bias", 16
-	return strings.HasSuffix(name, suffix) && i >= width && i < 2*width
+func keyBias(name string, i, n int) bool {
+	return strings.HasSuffix(name, "attn.c_attn.bias") && i >= n/3 && i < 2*n/3
 }
 
 // noiseBound bounds how far two devices may part on a keyBias element:
@@ -267,7 +266,7 @@ func closeValues(t *testing.T, when string, want, got map[string][]float64, tol 
 		}
 		for i := range w {
 			d := math.Abs(g[i] - w[i])
-			if keyBias(n, i) {
+			if keyBias(n, i, len(w)) {
 				if d > noiseBound || math.IsNaN(g[i]) {
 					t.Errorf("%s: %s[%d] (zero true gradient) = %.9g, want %.9g (|Δ| %.3g > %g)", when, n, i, g[i], w[i], d, noiseBound)
 				}

@@ -1,0 +1,82 @@
+package train_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/prune"
+)
+
+// pruneRig prunes a rig's model as the examples do (half of each group:
+// the ResNet's inner channels, the GPT's heads and MLP hidden units) and
+// gives it a new optimizer, the old one's state being for the old tensors.
+func pruneRig(t *testing.T, r *rig) prune.Report {
+	t.Helper()
+	var rep prune.Report
+	var err error
+	switch m := r.model.(type) {
+	case *nn.GPT:
+		rep, err = prune.GPT(m, 0.5, 0.5, prune.Options{})
+	case *nn.ResNet:
+		rep, err = prune.ResNet(m, 0.5, prune.Options{Height: 8, Width: 8})
+	}
+	if err != nil {
+		t.Fatalf("%s: pruning: %v", r.dev, err)
+	}
+	r.opt.Release()
+	if r.opt, err = optim.NewAdamW(r.model.Params(), optim.AdamConfig{LR: 0.01}); err != nil {
+		t.Fatal(err)
+	}
+	r.st.Opt = r.opt
+	return rep
+}
+
+// pruneTol bounds cuda's fine-tuned values against cpu's, relative to the
+// largest |value| of each tensor: the emulated runs part by at most
+// 1.5e-5 (the GPT's c_attn weight; see the log), above cudaTolF32: Adam
+// turns a gradient difference δ into an update difference of about
+// lr·δ/|g|, and the fresh AdamW of the fine-tuning, with no history to
+// average over, does so most for the elements whose gradient is near zero
+// after pruning; 1e-4 leaves 6× over the worst, as device/cuda's training
+// tests do.
+const pruneTol = 1e-4
+
+// TestPruneOnCUDA trains each model two steps on cuda, cpu and meta,
+// prunes it and fine-tunes two more: cuda ranks the channels as cpu does
+// (the same report, kept indices included) and its fine-tuned parameters
+// and optimizer state agree with cpu's; its Stats equal meta's plus the
+// workspace after pruning (old and new tensors both made, the old
+// released) and after every step; the parameter tag holds the pruned
+// model's bytes, and the shapes stay pruned, through the fine-tuning.
+func TestPruneOnCUDA(t *testing.T) {
+	for _, model := range []string{"gpt", "resnet"} {
+		t.Run(model, func(t *testing.T) {
+			tr := newTrio(t, technique{name: model, c: setup{model: model}})
+			for range 2 {
+				tr.step(t, cudaTolF32)
+			}
+			rc, rg, rm := pruneRig(t, tr.cpu), pruneRig(t, tr.cuda), pruneRig(t, tr.meta)
+			if !reflect.DeepEqual(rc, rg) {
+				t.Errorf("pruning on cuda reported\n%+v\nwant cpu's\n%+v", rg, rc)
+			}
+			if rm.ParamsAfter != rg.ParamsAfter || rm.BytesAfter != rg.BytesAfter {
+				t.Errorf("pruning on meta leaves %d parameters, %d B; cuda %d, %d B", rm.ParamsAfter, rm.BytesAfter, rg.ParamsAfter, rg.BytesAfter)
+			}
+			if rg.BytesAfter >= rg.BytesBefore {
+				t.Errorf("pruning on cuda: %d parameter bytes after, %d before: nothing removed", rg.BytesAfter, rg.BytesBefore)
+			}
+			sameStats(t, "after pruning", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+			for range 2 {
+				tr.step(t, cudaTolF32)
+			}
+			worst := closeValues(t, "after fine-tuning", tr.cpu.values(), tr.cuda.values(), pruneTol)
+			if got := tr.cuda.dev.Stats().ByTag[device.Parameter].Current; got != rg.BytesAfter || nn.ParamBytes(tr.cuda.model) != rg.BytesAfter {
+				t.Errorf("after fine-tuning the parameter tag holds %d B, the model %d B; want the pruned model's %d B", got, nn.ParamBytes(tr.cuda.model), rg.BytesAfter)
+			}
+			t.Logf("parameter bytes %d → %d; worst |Δ|/max|cpu| after fine-tuning %.3g", rg.BytesBefore, rg.BytesAfter, worst)
+		})
+	}
+}
