@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -341,4 +342,62 @@ func sameStats(t *testing.T, when string, m, g device.Stats, ws int64) {
 		return
 	}
 	t.Errorf("%s: cuda's accounting differs from meta's plus the %d-byte workspace:\n cuda %+v\n want %+v", when, ws, g, want)
+}
+
+// TestFailedStepOnCUDA fails checkpointed and accumulating steps on cuda
+// at allocations spread over them (device.InjectOOM), the recomputations
+// in backward and a budget's measuring step among them: each failure
+// returns the injected *device.OOMError and leaves the device holding
+// what it held (the same live blocks by tag and creator, the same bytes)
+// and every parameter, buffer, optimizer tensor, the generator, the data
+// cursor and the step counter bit for bit as they were; the step then
+// succeeds and computes what a twin that never failed computed (within
+// cudaTolF32: a real GPU need not repeat its sums bit for bit). A
+// budget's sweep starts after its measuring step: a failure late in that
+// step (after the backward that measured every layer) leaves the
+// measurement in place, and the retry runs the plan — the same values in
+// other allocations than the twin's.
+func TestFailedStepOnCUDA(t *testing.T) {
+	for _, tc := range []struct {
+		technique
+		first int // the first step swept
+	}{
+		{technique{"gpt accum 2 checkpoint sqrt", setup{model: "gpt", accum: 2}, segments(0), cudaTolF32}, 0},
+		{technique{"gpt checkpoint budget", setup{model: "gpt"}, budget(24 << 10), cudaTolF32}, 1},
+		{technique{"resnet accum 2 checkpoint 3", setup{model: "resnet", accum: 2}, segments(3), cudaTolF32}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			twin, _ := tc.build(t, openEmulated, false)
+			r, _ := tc.build(t, openEmulated, false)
+			for step := range 2 { // the first (optimizer state made, a budget measures), then a steady one
+				a0 := twin.dev.Stats().Requested.Allocs
+				want := twin.step(t)
+				n := int(twin.dev.Stats().Requested.Allocs - a0)
+				if step < tc.first {
+					r.step(t)
+					continue
+				}
+				mem, st := memoryOf(r.dev), r.state()
+				for _, k := range []int{1, n / 3, 2 * n / 3, n} {
+					r.dev.InjectOOM(k)
+					_, _, err := r.st.Step(r.fwd)
+					r.dev.InjectOOM(0)
+					var oom *device.OOMError
+					if !errors.As(err, &oom) || !errors.Is(err, device.ErrInjected) {
+						t.Fatalf("step %d failing at allocation %d of %d: %v, want the injected *device.OOMError", step, k, n, err)
+					}
+					if d := mem.diff(memoryOf(r.dev)); d != "" {
+						t.Errorf("step %d, failed at allocation %d of %d (%s): the device holds %s", step, k, n, oom.Label.Creator(), d)
+					}
+					if d := stateDiff(st, r.state()); len(d) > 0 {
+						t.Errorf("step %d, failed at allocation %d of %d (%s): changed %v", step, k, n, oom.Label.Creator(), d)
+					}
+				}
+				if got := r.step(t); math.Abs(got-want) > cudaTolF32*math.Abs(want) {
+					t.Errorf("step %d retried: loss %.8g, the twin's %.8g", step, got, want)
+				}
+			}
+			closeValues(t, "retried steps against the twin", twin.values(), r.values(), cudaTolF32)
+		})
+	}
 }
