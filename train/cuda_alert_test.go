@@ -67,7 +67,7 @@ func leakSteps(t *testing.T, dev *device.Device, m *train.Monitor, n int) (*trai
 func TestMemAlertOnCUDA(t *testing.T) {
 	const capacity, steps, at = 64 << 20, 8, 5
 	gd := cudatest.Open(t, 0, device.Options{Capacity: capacity})
-	ws := workspace(t, gd)
+	ws := cudatest.Workspace(t, gd)
 	md := meta.New(0, device.Options{Capacity: capacity})
 	defer md.Close()
 	_, pred := leakSteps(t, md, &train.Monitor{Threshold: 2}, steps) // never alerts: the prediction

@@ -107,11 +107,7 @@ func TestExamplesOnCUDA(t *testing.T) {
 					t.Errorf("%s %.8g on cuda, %.8g on cpu (|Δ| %.3g > %g relative)", v.what, v.got, v.want, d, tc.tol)
 				}
 			}
-			ws := workspace(t, cudatest.Open(t, 0, device.Options{}))
-			want := withWorkspace(c.Stats, ws, g.Stats.Device, g.Stats.Capacity)
-			if g.Stats != want {
-				t.Errorf("cuda's statistics differ from cpu's plus the %d-byte workspace:\n cuda %+v\n want %+v", ws, g.Stats, want)
-			}
+			cudatest.SameStats(t, "the run's statistics", c.Stats, g.Stats, cudatest.Workspace(t, cudatest.Open(t, 0, device.Options{})))
 			t.Logf("final loss cpu %.7f cuda %.7f; %s cpu %.7f cuda %.7f; peak cpu %d B, cuda %d B", c.FinalLoss, g.FinalLoss, c.EvalMetric, c.Eval, g.Eval, c.PeakBytes.Total, g.PeakBytes.Total)
 		})
 	}

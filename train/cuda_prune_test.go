@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/prune"
@@ -68,7 +69,7 @@ func TestPruneOnCUDA(t *testing.T) {
 			if rg.BytesAfter >= rg.BytesBefore {
 				t.Errorf("pruning on cuda: %d parameter bytes after, %d before: nothing removed", rg.BytesAfter, rg.BytesBefore)
 			}
-			sameStats(t, "after pruning", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+			cudatest.SameStats(t, "after pruning", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
 			for range 2 {
 				tr.step(t, cudaTolF32)
 			}

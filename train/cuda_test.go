@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strings"
 	"testing"
 
@@ -139,7 +138,7 @@ func newTrio(t *testing.T, tc technique) *trio {
 	tr.cpu, tr.budgets[0] = tc.build(t, nil, true)
 	tr.cuda, tr.budgets[1] = tc.build(t, openEmulated, false)
 	tr.meta, tr.budgets[2] = tc.build(t, nil, false)
-	tr.ws = workspace(t, tr.cuda.dev)
+	tr.ws = cudatest.Workspace(t, tr.cuda.dev)
 	return &tr
 }
 
@@ -153,7 +152,7 @@ func (tr *trio) step(t *testing.T, tol float64) {
 	if d := math.Abs(lc - lg); d > tol*math.Abs(lc) || math.IsNaN(lg) {
 		t.Errorf("step %d: loss %.8g on cuda, %.8g on cpu (|Δ| %.3g > %g relative)", i, lg, lc, d, tol)
 	}
-	sameStats(t, fmt.Sprintf("after step %d", i), tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+	cudatest.SameStats(t, fmt.Sprintf("after step %d", i), tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
 }
 
 // TestTechniquesOnCUDA runs each technique for cudaSteps steps on the
@@ -173,7 +172,7 @@ func TestTechniquesOnCUDA(t *testing.T) {
 	for _, tc := range techniques() {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTrio(t, tc)
-			sameStats(t, "after building", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
+			cudatest.SameStats(t, "after building", tr.meta.dev.Stats(), tr.cuda.dev.Stats(), tr.ws)
 			for range cudaSteps {
 				tr.step(t, tc.tol)
 			}
@@ -260,88 +259,7 @@ const noiseBound = 2 * 0.01 * cudaSteps
 // noiseBound) and returns the worst ratio of the others.
 func closeValues(t *testing.T, when string, want, got map[string][]float64, tol float64) float64 {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d tensors, want %d", when, len(got), len(want))
-	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	worst := 0.0
-	for _, n := range names {
-		w, g := want[n], got[n]
-		if len(g) != len(w) {
-			t.Errorf("%s: %s has %d elements, want %d", when, n, len(g), len(w))
-			continue
-		}
-		scale := 0.0
-		for _, x := range w {
-			scale = max(scale, math.Abs(x))
-		}
-		for i := range w {
-			d := math.Abs(g[i] - w[i])
-			if keyBias(n, i, len(w)) {
-				if d > noiseBound || math.IsNaN(g[i]) {
-					t.Errorf("%s: %s[%d] (zero true gradient) = %.9g, want %.9g (|Δ| %.3g > %g)", when, n, i, g[i], w[i], d, noiseBound)
-				}
-				continue
-			}
-			if scale > 0 {
-				worst = max(worst, d/scale)
-			}
-			if d > tol*scale || math.IsNaN(g[i]) {
-				t.Errorf("%s: %s[%d] = %.9g, want %.9g (|Δ| %.3g > %g × max|want| %.3g)", when, n, i, g[i], w[i], d, tol, scale)
-				break
-			}
-		}
-	}
-	return worst
-}
-
-// workspace returns the bytes of the one block a fresh cuda device holds
-// besides what the run allocated: its cuBLAS workspace (tag workspace, op
-// "cublas"), found among the live blocks.
-func workspace(t *testing.T, d *device.Device) int64 {
-	t.Helper()
-	for _, g := range d.Live() {
-		if g.Tag == device.Workspace && g.Creator == "cublas" && g.Blocks == 1 {
-			return g.Bytes
-		}
-	}
-	t.Fatalf("%s holds no cuBLAS workspace block: %v", d, d.Live())
-	return 0
-}
-
-// withWorkspace returns meta's Stats as cuda's should read: one more
-// allocation of ws bytes (a multiple of the granularity and of the
-// segment rounding) in a segment of its own, committed whole, live since
-// Open — so in every current and peak — under tag workspace.
-func withWorkspace(m device.Stats, ws int64, dev string, capacity int64) device.Stats {
-	add := func(c *device.Counter) {
-		c.Current += ws
-		c.Peak += ws
-		c.Allocated += ws
-		c.Allocs++
-	}
-	m.Device, m.Capacity = dev, capacity
-	add(&m.Requested)
-	add(&m.Allocated)
-	add(&m.Reserved)
-	add(&m.ByTag[device.Workspace])
-	m.AtPeak[device.Workspace] += ws
-	m.Segments++
-	return m
-}
-
-// sameStats checks that cuda's Stats are meta's plus the workspace.
-func sameStats(t *testing.T, when string, m, g device.Stats, ws int64) {
-	t.Helper()
-	want := withWorkspace(m, ws, g.Device, g.Capacity)
-	if g == want {
-		return
-	}
-	t.Errorf("%s: cuda's accounting differs from meta's plus the %d-byte workspace:\n cuda %+v\n want %+v", when, ws, g, want)
+	return cudatest.CloseValues(t, when, want, got, tol, keyBias, noiseBound)
 }
 
 // TestFailedStepOnCUDA fails checkpointed and accumulating steps on cuda
