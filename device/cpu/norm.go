@@ -19,17 +19,15 @@ type set[T kernels.Float] struct {
 
 func set64(os ...device.Operand) set[float64] {
 	g := set[float64]{s: make([][]float64, len(os))}
-	whole := make([][]float64, len(os))
 	for i, o := range os {
 		if !o.Nil() {
-			whole[i] = f64(o)
-			g.s[i] = span(whole[i], o)
+			g.s[i] = s64(o)
 		}
 	}
 	g.store = func() {
 		for i, o := range os {
 			if !o.Nil() {
-				put64(o, whole[i])
+				put64(o, g.s[i])
 			}
 		}
 	}
@@ -38,17 +36,15 @@ func set64(os ...device.Operand) set[float64] {
 
 func set32(os ...device.Operand) set[float32] {
 	g := set[float32]{s: make([][]float32, len(os))}
-	whole := make([][]float32, len(os))
 	for i, o := range os {
 		if !o.Nil() {
-			whole[i] = f32(o)
-			g.s[i] = span(whole[i], o)
+			g.s[i] = s32(o)
 		}
 	}
 	g.store = func() {
 		for i, o := range os {
 			if !o.Nil() {
-				put32(o, whole[i])
+				put32(o, g.s[i])
 			}
 		}
 	}
