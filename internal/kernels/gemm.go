@@ -55,8 +55,15 @@ func GemmHalf(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, c []float32)
 	g.check("GemmHalf", len(aBits), len(bBits), len(c))
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
-	gemm(&sgemm, &sgemmJobs, g, a, b, c)
+	kn := &sgemm
+	if aBF16 && bBF16 && g.Alpha == 1 && sbgemm != nil {
+		kn = sbgemm
+	}
+	gemm(kn, &sgemmJobs, g, a, b, c)
 }
+
+// sbgemm is the bfloat16 pair kernel of this machine, or nil.
+var sbgemm = selectSbgemm()
 
 // The reusable jobs of each element type.
 var (
