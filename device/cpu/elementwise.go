@@ -14,6 +14,12 @@ func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 		put64(dst, d)
 		return
 	}
+	if anyHalf(dst, src) {
+		tiled(dst, []device.Operand{src}, func(d []float32, in [][]float32) {
+			kernels.UnaryFlat(int(op), arg, d, in[0])
+		})
+		return
+	}
 	d, dl := f32(dst)
 	x, xl := f32(src)
 	kernels.Unary(int(op), arg, d, lay(dl), x, lay(xl))
@@ -44,6 +50,12 @@ func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float6
 		put64(dx, d)
 		return
 	}
+	if anyHalf(dx, dy, x, y) {
+		tiled(flatten(dx), []device.Operand{flatten(dy), flatten(x), flatten(y)}, func(d []float32, in [][]float32) {
+			kernels.UnaryGrad(int(op), arg, d, in[0], in[1], in[2])
+		})
+		return
+	}
 	d := s32(dx)
 	kernels.UnaryGrad(int(op), arg, d, s32(dy), opt32(x), opt32(y))
 	put32(dx, d)
@@ -56,6 +68,12 @@ func (kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 		y, yl := f64(b)
 		kernels.Binary(int(op), d, lay(dl), x, lay(xl), y, lay(yl))
 		put64(dst, d)
+		return
+	}
+	if anyHalf(dst, a, b) {
+		tiled(dst, []device.Operand{a, b}, func(d []float32, in [][]float32) {
+			kernels.BinaryFlat(int(op), d, in[0], in[1])
+		})
 		return
 	}
 	d, dl := f32(dst)

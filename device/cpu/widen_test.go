@@ -55,9 +55,11 @@ func (c *viewCase) run(k device.Kernels) {
 	k.Binary(device.Add, c.z, c.y, c.bias)
 }
 
-// extentElems is the number of block elements the 16-bit views reach.
-func (c *viewCase) extentElems() int {
-	return 4*c.rows*c.cols + 2*c.cols + c.cols
+// normElems is the number of block elements LayerNorm's 16-bit views
+// reach (x, y, w, b): LayerNorm widens its operands whole; the Add is
+// tiled.
+func (c *viewCase) normElems() int {
+	return 2*c.rows*c.cols + 2*c.cols
 }
 
 // heapPerRun returns the Go heap bytes one run allocates, over reps runs
@@ -75,9 +77,11 @@ func heapPerRun(reps int, f func()) float64 {
 
 // TestViewsWidenOnlyTheirElements: a (4,64) LayerNorm + Add on BF16 views
 // of a 16 MiB block allocate no more Go heap than the same calls on F32
-// operands plus 4 bytes per element the views reach (their float32 copy),
-// leave every other element of the block alone, and agree with float64
-// arithmetic on the BF16 inputs to BF16 rounding.
+// operands, plus 4 bytes per element LayerNorm's views reach (their
+// float32 copy), plus one worker's tile scratch (the tiled Add's fixed
+// overhead stays below it); they leave every other element of the block
+// alone, and agree with float64 arithmetic on the BF16 inputs to BF16
+// rounding.
 func TestViewsWidenOnlyTheirElements(t *testing.T) {
 	d := cpu.New(0, device.Options{})
 	k := d.Kernels()
@@ -88,10 +92,11 @@ func TestViewsWidenOnlyTheirElements(t *testing.T) {
 
 	base := heapPerRun(10, func() { f32.run(k) })
 	got := heapPerRun(10, func() { half.run(k) })
-	bound := base + float64(4*half.extentElems())
+	bound := base + float64(4*half.normElems()+cpu.TileScratchBytes)
+	t.Logf("Go heap per LayerNorm+Add: BF16 views %.0f bytes, F32 %.0f, bound %.0f", got, base, bound)
 	if got > bound {
-		t.Errorf("BF16 views of a %d-element block: %.0f bytes of Go heap per LayerNorm+Add, want ≤ %.0f (F32 run %.0f + 4 bytes × %d elements reached)",
-			viewBlockElems, got, bound, base, half.extentElems())
+		t.Errorf("BF16 views of a %d-element block: %.0f bytes of Go heap per LayerNorm+Add, want ≤ %.0f (F32 run %.0f + 4 bytes × %d elements LayerNorm reaches + %d bytes of tile scratch)",
+			viewBlockElems, got, bound, base, half.normElems(), cpu.TileScratchBytes)
 	}
 	half.checkValues(t, before)
 }
@@ -148,4 +153,50 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return -1
+}
+
+// TestTiledHeapIsBounded: a BF16 Add of 2^20 elements (256 tiles), on all
+// workers, allocates no more Go heap per call in steady state than the
+// same Add in F32 plus one worker's tile scratch: the heap does not grow
+// with the operands (widening them whole took 12 MiB), and the result is
+// the float64 sum of the BF16 inputs rounded to BF16.
+func TestTiledHeapIsBounded(t *testing.T) {
+	d := cpu.New(0, device.Options{})
+	k := d.Kernels()
+	const n = 1 << 20
+	ops := func(dt dtype.DType) (z, x, y device.Operand) {
+		mk := func(seed uint64) device.Operand {
+			b := d.MustAlloc(int64(n*dt.Size()), device.Label{Tag: device.Activation})
+			r := rand.New(rand.NewPCG(seed, 9))
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = r.NormFloat64()
+			}
+			dtype.FromF64(dt, b.Bytes(), v)
+			return device.Operand{Block: b, DType: dt, Shape: []int{n / 1024, 1024}}
+		}
+		return mk(1), mk(2), mk(3)
+	}
+	z32, x32, y32 := ops(dtype.F32)
+	z, x, y := ops(dtype.BF16)
+	base := heapPerRun(4, func() { k.Binary(device.Add, z32, x32, y32) })
+	got := heapPerRun(4, func() { k.Binary(device.Add, z, x, y) })
+	t.Logf("Go heap per Add of %d elements: BF16 %.0f bytes, F32 %.0f", n, got, base)
+	if bound := base + cpu.TileScratchBytes; got > bound {
+		t.Errorf("BF16 Add of %d elements: %.0f bytes of Go heap per call, want ≤ %.0f (F32 %.0f + %d bytes of tile scratch)",
+			n, got, bound, base, cpu.TileScratchBytes)
+	}
+	xs, ys, zs := make([]float64, n), make([]float64, n), make([]float64, n)
+	dtype.ToF64(xs, dtype.BF16, x.Block.Bytes())
+	dtype.ToF64(ys, dtype.BF16, y.Block.Bytes())
+	dtype.ToF64(zs, dtype.BF16, z.Block.Bytes())
+	want := make([]byte, 2*n)
+	sum := make([]float64, n)
+	for i := range sum {
+		sum[i] = xs[i] + ys[i]
+	}
+	dtype.FromF64(dtype.BF16, want, sum)
+	if i := firstDiff(want, z.Block.Bytes()); i >= 0 {
+		t.Errorf("BF16 Add element %d = %v, want %v rounded to BF16", i/2, zs[i/2], sum[i/2])
+	}
 }
