@@ -45,36 +45,26 @@ func rebase(o device.Operand, lo int) device.Operand {
 // f32 returns float32 elements for o and o rebased to index them: an F32
 // block in place (o unchanged), else a converted copy of o's extent.
 func f32(o device.Operand) ([]float32, device.Operand) {
-	if o.DType == dtype.F32 {
-		return dtype.AsF32(o.Block.Bytes()), o
-	}
-	lo, hi := extent(o)
-	return widen32(o, lo, hi), rebase(o, lo)
+	return widened(o, dtype.F32, dtype.AsF32, toF32)
 }
 
-// widen32 converts block elements [lo, hi) of o to float32.
-func widen32(o device.Operand, lo, hi int) []float32 {
-	sz := o.DType.Size()
-	out := make([]float32, hi-lo)
-	toF32(out, o.DType, o.Block.Bytes()[lo*sz:hi*sz])
-	return out
+// f64 is f32 for float64.
+func f64(o device.Operand) ([]float64, device.Operand) {
+	return widened(o, dtype.F64, dtype.AsF64, dtype.ToF64)
 }
 
 // put32 stores v, the float32 elements f32 (or s32) returned for o, back
 // into a non-F32 block.
-func put32(o device.Operand, v []float32) {
-	if o.DType == dtype.F32 {
-		return
-	}
-	lo, _ := extent(o)
-	putAt32(o, lo, v)
-}
+func put32(o device.Operand, v []float32) { putBack(o, dtype.F32, v, fromF32) }
+
+// put64 is put32 for float64.
+func put64(o device.Operand, v []float64) { putBack(o, dtype.F64, v, dtype.FromF64) }
 
 // putAt32 converts v into o's block from element lo on.
-func putAt32(o device.Operand, lo int, v []float32) {
-	sz := o.DType.Size()
-	fromF32(o.DType, o.Block.Bytes()[lo*sz:(lo+len(v))*sz], v)
-}
+func putAt32(o device.Operand, lo int, v []float32) { putAt(o, lo, v, fromF32) }
+
+// putAt64 is putAt32 for float64.
+func putAt64(o device.Operand, lo int, v []float64) { putAt(o, lo, v, dtype.FromF64) }
 
 // s32 returns the elements of a contiguous operand as float32: its span of
 // an F32 block, else a converted copy (put32 stores it back).
@@ -83,40 +73,35 @@ func s32(o device.Operand) []float32 {
 	return span(v, r)
 }
 
-// f64 is f32 for float64.
-func f64(o device.Operand) ([]float64, device.Operand) {
-	if o.DType == dtype.F64 {
-		return dtype.AsF64(o.Block.Bytes()), o
-	}
-	lo, hi := extent(o)
-	return widen64(o, lo, hi), rebase(o, lo)
-}
-
-// widen64 converts block elements [lo, hi) of o to float64.
-func widen64(o device.Operand, lo, hi int) []float64 {
-	sz := o.DType.Size()
-	out := make([]float64, hi-lo)
-	dtype.ToF64(out, o.DType, o.Block.Bytes()[lo*sz:hi*sz])
-	return out
-}
-
-// put64 is put32 for float64.
-func put64(o device.Operand, v []float64) {
-	if o.DType == dtype.F64 {
-		return
-	}
-	lo, _ := extent(o)
-	putAt64(o, lo, v)
-}
-
-// putAt64 converts v into o's block from element lo on.
-func putAt64(o device.Operand, lo int, v []float64) {
-	sz := o.DType.Size()
-	dtype.FromF64(o.DType, o.Block.Bytes()[lo*sz:(lo+len(v))*sz], v)
-}
-
 // s64 is s32 for float64.
 func s64(o device.Operand) []float64 {
 	v, r := f64(o)
 	return span(v, r)
+}
+
+// widened is f32 and f64: o's block viewed in place when its dtype is the
+// compute dtype, else its extent converted by conv.
+func widened[T any](o device.Operand, compute dtype.DType, view func([]byte) []T, conv func([]T, dtype.DType, []byte)) ([]T, device.Operand) {
+	if o.DType == compute {
+		return view(o.Block.Bytes()), o
+	}
+	lo, hi := extent(o)
+	sz := o.DType.Size()
+	out := make([]T, hi-lo)
+	conv(out, o.DType, o.Block.Bytes()[lo*sz:hi*sz])
+	return out, rebase(o, lo)
+}
+
+// putBack is put32 and put64: nothing to do when o has the compute dtype.
+func putBack[T any](o device.Operand, compute dtype.DType, v []T, conv func(dtype.DType, []byte, []T)) {
+	if o.DType != compute {
+		lo, _ := extent(o)
+		putAt(o, lo, v, conv)
+	}
+}
+
+// putAt converts v into o's block from element lo on.
+func putAt[T any](o device.Operand, lo int, v []T, conv func(dtype.DType, []byte, []T)) {
+	sz := o.DType.Size()
+	conv(o.DType, o.Block.Bytes()[lo*sz:(lo+len(v))*sz], v)
 }

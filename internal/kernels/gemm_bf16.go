@@ -142,49 +142,40 @@ func words(s []float32) []uint32 {
 // packAPairs is packA for a pair kernel: the mc×kc block of op(A) at
 // (i0, p0), bfloat16 bits in src.h, as pair panels of kn.mr rows.
 func packAPairs[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, i0, mc, p0, kc int) {
-	mr, kp := kn.mr, (kc+1)/2
 	// op(A)[i][p] = h[off + i·is + p·ps]
 	is, ps := ld, 1
 	if trans {
 		is, ps = 1, ld
 	}
-	d := words(as[float32](dst))
-	for q := 0; q < mc; q += mr {
-		panel := d[q*kc : q*kc+mr*kp]
-		rows := min(mr, mc-q)
-		for r := range mr {
-			if r >= rows {
-				for p := range kp {
-					panel[p*mr+r] = 0
-				}
-				continue
-			}
-			pairRun(panel[r:], mr, src.h, off+(i0+q+r)*is+p0*ps, ps, kc)
-		}
-	}
+	packPairs(words(as[float32](dst)), src.h, off+p0*ps, is, ps, i0, mc, kn.mr, kc)
 }
 
 // packBPairs is packB for a pair kernel: the kc×nc block of op(B) at
 // (p0, j0) as pair panels of kn.nr columns.
 func packBPairs[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, p0, kc, j0, nc int) {
-	nr, kp := kn.nr, (kc+1)/2
 	// op(B)[p][j] = h[off + p·ps + j·js]
 	ps, js := ld, 1
 	if trans {
 		ps, js = 1, ld
 	}
-	d := words(as[float32](dst))
-	for q := 0; q < nc; q += nr {
-		panel := d[q*kc : q*kc+nr*kp]
-		cols := min(nr, nc-q)
-		for c := range nr {
-			if c >= cols {
+	packPairs(words(as[float32](dst)), src.h, off+p0*ps, js, ps, j0, nc, kn.nr, kc)
+}
+
+// packPairs packs lines x0 … x0+count−1 (rows of op(A) or columns of
+// op(B)), line x's depth p at h[at + x·xs + p·ps], into pair panels of w
+// lines (slots w·kc words apart), zero past count.
+func packPairs(d []uint32, h []uint16, at, xs, ps, x0, count, w, kc int) {
+	kp := (kc + 1) / 2
+	for q := 0; q < count; q += w {
+		panel := d[q*kc : q*kc+w*kp]
+		for x := range w {
+			if q+x >= count {
 				for p := range kp {
-					panel[p*nr+c] = 0
+					panel[p*w+x] = 0
 				}
 				continue
 			}
-			pairRun(panel[c:], nr, src.h, off+p0*ps+(j0+q+c)*js, ps, kc)
+			pairRun(panel[x:], w, h, at+(x0+q+x)*xs, ps, kc)
 		}
 	}
 }

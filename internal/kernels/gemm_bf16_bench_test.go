@@ -22,15 +22,15 @@ func BenchmarkGEMMBF16(b *testing.B) {
 			}
 			b.ReportMetric(s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		}
-		b.Run(fmt.Sprintf("f32/%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("in=f32/n=%d", n), func(b *testing.B) {
 			x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
 			report(b, func() { Gemm(g, x, y, c) })
 		})
 		x, y, c := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true), make([]float32, lc)
-		b.Run(fmt.Sprintf("bf16/%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("in=bf16/n=%d", n), func(b *testing.B) {
 			report(b, func() { GemmHalf(g, x, y, true, true, c) })
 		})
-		b.Run(fmt.Sprintf("bf16widen/%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("in=bf16widen/n=%d", n), func(b *testing.B) {
 			a, bb := operand[float32]{h: x, bf16: true}, operand[float32]{h: y, bf16: true}
 			report(b, func() { gemm(&sgemm, &sgemmJobs, g, a, bb, c) })
 		})
@@ -45,10 +45,10 @@ func BenchmarkGEMMKernelBF16(b *testing.B) {
 	const k, tiles = 384, 8
 	kerns := map[string]func(int, []float32, []float32, []float32, int, float32, int){}
 	if asm, _ := sgemmAsmKernels(); len(asm) > 0 && asm[0].mr == 12 {
-		kerns["f32/"+asm[0].name] = asm[0].full
+		kerns["kernel="+asm[0].name] = asm[0].full
 	}
 	if sbgemm != nil {
-		kerns["bf16/"+sbgemm.name] = sbgemm.full
+		kerns["kernel="+sbgemm.name] = sbgemm.full
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	a, bb := bf16Panel(r, 12*k*tiles, 0), bf16Panel(r, 32*k, 0)
