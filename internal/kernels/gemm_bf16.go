@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 	"unsafe"
@@ -180,11 +181,22 @@ func packPairs(d []uint32, h []uint16, at, xs, ps, x0, count, w, kc int) {
 	}
 }
 
+// littleEndian reports whether this machine stores the low half of a word
+// first.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // pairRun packs the kc values h[at], h[at+step], … as ⌈kc/2⌉ pair words
 // into d[0], d[gap], d[2·gap], …, the last pair's high half zero when kc
 // is odd.
 func pairRun(d []uint32, gap int, h []uint16, at, step, kc int) {
 	p := 0
+	if step == 1 && kc > 1 && littleEndian {
+		// A pair of adjacent values is one little-endian word.
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&h[at])), 2*kc)
+		for ; 2*p+1 < kc; p++ {
+			d[p*gap] = binary.LittleEndian.Uint32(b[4*p:])
+		}
+	}
 	for ; 2*p+1 < kc; p++ {
 		d[p*gap] = uint32(h[at+2*p*step]) | uint32(h[at+(2*p+1)*step])<<16
 	}
