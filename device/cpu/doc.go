@@ -34,7 +34,11 @@
 //     operand per tile, gathered through the operand's strides into a
 //     worker's scratch of 4 tiles (64 KiB, kept for reuse), so at most
 //     Workers()·64 KiB per calling goroutine, whatever the operands' sizes;
-//   - the other kernels (norms, softmax, losses, attention, convolution,
+//     Softmax, SoftmaxGrad and LayerNorm do the same by groups of whole
+//     rows (up to 4096 elements; LayerNorm's w and b, one row each, are
+//     widened once per call), when a row fits a tile;
+//   - the other kernels (those three when a row is over 4096 elements,
+//     LayerNorm's gradient, batch norm, losses, attention, convolution,
 //     pooling, indexing, Where, Axpy, Reduce, Dropout, Copy between dtypes)
 //     widen each operand's extent, the block elements its view reaches,
 //     into a Go slice for the call (4 bytes per element, 8 when the call

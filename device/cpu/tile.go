@@ -138,3 +138,61 @@ func flatten(o device.Operand) device.Operand {
 	}
 	return o
 }
+
+// rowTiled runs compute over groups of whole rows, on all workers, for the
+// row kernels (softmax, layer norm) with a 16-bit operand: rowOps are
+// contiguous rows×cols operands and statOps contiguous rows-long ones (nil
+// allowed), each widened group by group into a worker's tile scratch; the
+// first rowOut of rowOps and statOut of statOps are outputs, not read but
+// converted back. compute gets the group's row count and its tiles. It
+// does nothing and reports false when a row does not fit a tile or the
+// operands do not fit the scratch.
+func rowTiled(rows, cols int, rowOps, statOps []device.Operand, rowOut, statOut int, compute func(n int, row, stat [][]float32)) bool {
+	if cols == 0 || cols > tileElems || len(rowOps)+len(statOps) > tileOperands {
+		return false
+	}
+	per := tileElems / cols
+	run := func(lo, hi int) {
+		s := tileScratches.Get()
+		defer tileScratches.Put(s)
+		var row, stat [tileOperands][]float32
+		for t := lo; t < hi; t++ {
+			r0 := t * per
+			n := min(per, rows-r0)
+			k := 0
+			for i, o := range rowOps {
+				row[i] = s[k][:n*cols]
+				if i >= rowOut {
+					gather(o, o.Off+r0*cols, 1, row[i])
+				}
+				k++
+			}
+			for i, o := range statOps {
+				stat[i] = nil
+				if !o.Nil() {
+					stat[i] = s[k][:n]
+					if i >= statOut {
+						gather(o, o.Off+r0, 1, stat[i])
+					}
+					k++
+				}
+			}
+			compute(n, row[:len(rowOps)], stat[:len(statOps)])
+			for i := range rowOut {
+				scatter(rowOps[i], rowOps[i].Off+r0*cols, 1, row[i])
+			}
+			for i := range statOut {
+				if !statOps[i].Nil() {
+					scatter(statOps[i], statOps[i].Off+r0, 1, stat[i])
+				}
+			}
+		}
+	}
+	tiles := (rows + per - 1) / per
+	if tiles <= 1 {
+		run(0, tiles)
+	} else {
+		kernels.ParallelFor(tiles, 1, run)
+	}
+	return true
+}
