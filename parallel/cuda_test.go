@@ -1,11 +1,14 @@
 package parallel_test
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/cuda/cudatest"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/parallel"
 )
 
@@ -28,5 +31,89 @@ func TestCollectivesOnCudaRanks(t *testing.T) {
 			}
 			return cpu.New(r, device.Options{})
 		}, n)
+	}
+}
+
+// TestDDPOnCudaRanks trains an MLP for 3 steps with AdamW on 2 ranks on
+// the emulated GPUs, under ZeRO stages 0–3 and offload (the optimizer on
+// the host cpu:100+r), in F32 and BF16 with F32 masters, and compares it
+// with the same run on cpu ranks — every parameter and loss, within the
+// cuda device's F32 tolerance — and each rank's accounting with the same
+// run on meta devices: every tag's current and peak bytes equal meta's,
+// the workspace's plus the one cuBLAS workspace block the device holds
+// from Open, and the host's bytes under offload equal too.
+func TestDDPOnCudaRanks(t *testing.T) {
+	for _, c := range []struct {
+		zero    int
+		offload bool
+		dt      dtype.DType
+	}{{0, false, dtype.F32}, {1, false, dtype.F32}, {2, false, dtype.F32}, {3, false, dtype.F32},
+		{2, true, dtype.F32}, {3, true, dtype.F32}, {2, false, dtype.BF16}, {1, true, dtype.BF16}} {
+		s := setup{ranks: 2, zero: c.zero, offload: c.offload, dt: c.dt, widths: []int{5, 7, 3}, batch: 8, steps: 3, bucket: int64(16 * c.dt.Size())} // two buckets
+		name := fmt.Sprintf("zero %d, offload %v, %s", c.zero, c.offload, c.dt)
+		want := run(t, s)
+		s.meta = true
+		acct := run(t, s)
+		s.meta, s.cuda = false, true
+		got := run(t, s)
+		if len(want[0].ddp.buckets) < 2 {
+			t.Fatalf("%s: buckets %v, want several", name, want[0].ddp.buckets)
+		}
+		tol := 1e-5
+		if c.dt != dtype.F32 {
+			tol = 2e-2 // one BF16 rounding of a parameter apart
+		}
+		for r := range got {
+			compareValues(t, fmt.Sprintf("%s, rank %d: parameters", name, r), got[r].params, want[r].params, tol)
+			compareValues(t, fmt.Sprintf("%s, rank %d: losses", name, r), got[r].losses, want[r].losses, tol)
+			compareAccounting(t, fmt.Sprintf("%s, rank %d", name, r), got[r], acct[r])
+		}
+	}
+}
+
+// compareValues fails t when got and want differ by more than tol times
+// the largest |want|.
+func compareValues(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var scale, worst float64
+	for i := range want {
+		scale = max(scale, math.Abs(want[i]))
+	}
+	for i := range want {
+		worst = max(worst, math.Abs(got[i]-want[i]))
+	}
+	if !(worst <= tol*scale) {
+		t.Errorf("%s: worst |Δ| %.3g, want ≤ %.3g (%g of max |want| %.3g)", what, worst, tol*scale, tol, scale)
+	}
+	t.Logf("%s: worst |Δ| %.3g of max |want| %.3g", what, worst, scale)
+}
+
+// compareAccounting checks a cuda rank's bytes per tag, current and peak,
+// against the same rank on meta, plus the workspace block cuda holds from
+// Open (fresh); and the offload host's, which is cpu beside cuda.
+func compareAccounting(t *testing.T, what string, g, m result) {
+	t.Helper()
+	if m.fresh != 0 || g.fresh <= 0 {
+		t.Fatalf("%s: fresh devices hold %d bytes (cuda) and %d (meta), want the cuBLAS workspace and 0", what, g.fresh, m.fresh)
+	}
+	for tag := range device.NumTags {
+		want := m.dev.ByTag[tag]
+		if tag == device.Workspace {
+			want.Current += g.fresh
+			want.Peak += g.fresh
+		}
+		if got := g.dev.ByTag[tag]; got.Current != want.Current || got.Peak != want.Peak {
+			t.Errorf("%s: %s bytes current %d peak %d on cuda, want %d and %d (meta's%s)", what, tag, got.Current, got.Peak, want.Current, want.Peak,
+				map[bool]string{true: " plus the cuBLAS workspace"}[tag == device.Workspace])
+		}
+		if got, want := g.host.ByTag[tag], m.host.ByTag[tag]; got.Current != want.Current || got.Peak != want.Peak {
+			t.Errorf("%s: host %s bytes current %d peak %d, want %d and %d", what, tag, got.Current, got.Peak, want.Current, want.Peak)
+		}
+	}
+	if got, want := g.dev.Requested.Peak, m.dev.Requested.Peak+g.fresh; got != want {
+		t.Errorf("%s: requested peak %d on cuda, want %d (meta's plus the workspace)", what, got, want)
 	}
 }

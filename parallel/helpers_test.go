@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda"
 	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
@@ -34,6 +35,7 @@ type setup struct {
 	capOf   func(rank int) int64
 	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
 	meta    bool                                              // meta devices: allocation only
+	cuda    bool                                              // rank r on the emulated cuda:r
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
@@ -43,6 +45,7 @@ type result struct {
 	losses []float64
 	dev    device.Stats
 	host   device.Stats
+	fresh  int64 // bytes the device held before the model (cuda: its cuBLAS workspace)
 	ddp    struct{ buckets []int }
 }
 
@@ -77,6 +80,18 @@ func data(s setup) ([][]float32, [][]int64) {
 	return xs, ys
 }
 
+// rankDevice returns rank r's device for s.
+func rankDevice(s setup, r int, capacity int64) (*device.Device, error) {
+	o := device.Options{Capacity: capacity}
+	switch {
+	case s.meta:
+		return meta.New(r, o), nil
+	case s.cuda:
+		return cuda.Open(r, o)
+	}
+	return cpu.New(r, o), nil
+}
+
 // run trains s and returns each rank's result (one for the reference).
 func run(t *testing.T, s setup) []result {
 	t.Helper()
@@ -99,13 +114,20 @@ func runErr(s setup) ([]result, error) {
 		if s.capOf != nil {
 			capacity = s.capOf(r)
 		}
-		dev := cpu.New(r, device.Options{Capacity: capacity})
-		if s.meta {
-			dev = meta.New(r, device.Options{Capacity: capacity})
+		dev, err := rankDevice(s, r, capacity)
+		if err != nil {
+			return err
 		}
+		before := dev.LiveBlocks() // cuda's cuBLAS workspace
+		out[r].fresh = dev.Stats().Requested.Current
 		defer func() {
-			if err == nil && dev.LiveBlocks() != 0 {
+			if err == nil && dev.LiveBlocks() != before {
 				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
+			}
+			if s.cuda {
+				if cerr := dev.Close(); err == nil {
+					err = cerr
+				}
 			}
 		}()
 		var model *nn.Sequential
