@@ -51,6 +51,9 @@ func (c *Common) RanksDesc(r *Rank) string {
 	var where string
 	if c.MPI {
 		where = fmt.Sprintf("%d ranks over MPI (one process per rank, rank 0 on %s)", c.Ranks, r.Dev.Name())
+		if r.Via != "MPI" {
+			where = fmt.Sprintf("%d ranks over %s (one process per rank, rank 0 on %s)", c.Ranks, r.Via, r.Dev.Name())
+		}
 	} else {
 		kind, first, _ := ParseDevice(c.Device)
 		if kind == "cpu" {

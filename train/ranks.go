@@ -61,7 +61,8 @@ type Rank struct {
 	// host when NCCL is not there.
 	Via string
 
-	trained, hostTrained device.Stats // at Trained
+	stage                *device.Device // --mpi on cuda: the host that stages the GPU's tensors
+	trained, hostTrained device.Stats   // at Trained
 	done                 bool
 }
 
@@ -145,7 +146,7 @@ var (
 // they are: NCCL for cuda ranks when it loads, else the in-process group
 // (staged through the host for cuda ranks, with the reason).
 func group(devs []*device.Device) ([]parallel.Communicator, string, error) {
-	if !strings.HasPrefix(devs[0].Name(), "cuda:") {
+	if !isCUDA(devs[0]) {
 		return parallel.NewGroup(len(devs)), "in-process group", nil
 	}
 	why := "no NCCL in this build"
@@ -161,6 +162,9 @@ func group(devs []*device.Device) ([]parallel.Communicator, string, error) {
 	}
 	return parallel.NewGroup(len(devs)), "in-process group staged through the host: " + why, nil
 }
+
+// isCUDA reports whether dev is a GPU.
+func isCUDA(dev *device.Device) bool { return strings.HasPrefix(dev.Name(), "cuda:") }
 
 // checkGPUs checks, before any work, that the GPUs the ranks need exist:
 // cuda:first…cuda:first+N−1 in process, cuda:first+l under --mpi (l the
@@ -200,9 +204,10 @@ func localRank(def int) int {
 func closeRanks(ranks []*Rank) error {
 	var errs []error
 	for _, r := range ranks {
-		errs = append(errs, r.Dev.Close())
-		if r.Host != nil {
-			errs = append(errs, r.Host.Close())
+		for _, d := range []*device.Device{r.Dev, r.Host, r.stage} {
+			if d != nil {
+				errs = append(errs, d.Close())
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -277,6 +282,12 @@ func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) 
 	r := &Rank{Comm: comm, Dev: dev, Via: "MPI"}
 	if c.Offload {
 		r.Host = cpu.New(100+rank, device.Options{})
+	}
+	if isCUDA(dev) {
+		// MPI moves host memory only: the GPU's tensors go through the
+		// host device cpu:200+r (at most parallel.StageBytes at a time).
+		r.stage = cpu.New(200+rank, device.Options{})
+		r.Comm, r.Via = parallel.HostStaged(comm, r.stage), "MPI, staged through the host"
 	}
 	ranks := []*Rank{r}
 	if err := f(r); err != nil {
