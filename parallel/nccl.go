@@ -149,6 +149,9 @@ func newNCCL(lib *cuda.NCCL, dev *device.Device, n, r int, id cuda.UniqueID, q *
 	if err == nil {
 		err = autograd.Try(func() { c.barrier = autograd.New(dev, dtype.F32, device.Communication, 1) })
 	}
+	if err == nil {
+		c.barrier.Block().MarkResident() // held for the communicator's life
+	}
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("rank %d on %s: %w", r, dev.Name(), err)
