@@ -1,6 +1,7 @@
 package parallel_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -36,6 +37,7 @@ type setup struct {
 	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
 	meta    bool                                              // meta devices: allocation only
 	cuda    bool                                              // rank r on the emulated cuda:r
+	nccl    bool                                              // with cuda: the ranks communicate through NCCL
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
@@ -45,7 +47,7 @@ type result struct {
 	losses []float64
 	dev    device.Stats
 	host   device.Stats
-	fresh  int64 // bytes the device held before the model (cuda: its cuBLAS workspace)
+	fresh  [device.NumTags]int64 // bytes by tag the device held before the model (cuda: its cuBLAS workspace; NCCL's)
 	ddp    struct{ buckets []int }
 }
 
@@ -109,22 +111,28 @@ func runErr(s setup) ([]result, error) {
 	in := s.widths[0]
 	m := s.batch / (n * k) // rows of one micro-batch of one rank
 	out := make([]result, n)
+	var gpus []*device.Device // NCCL's, opened before the group
 	body := func(c parallel.Communicator, r int) (err error) {
 		var capacity int64
 		if s.capOf != nil {
 			capacity = s.capOf(r)
 		}
 		dev, err := rankDevice(s, r, capacity)
+		if gpus != nil {
+			dev = gpus[r]
+		}
 		if err != nil {
 			return err
 		}
 		before := dev.LiveBlocks() // cuda's cuBLAS workspace
-		out[r].fresh = dev.Stats().Requested.Current
+		for tag, c := range dev.Stats().ByTag {
+			out[r].fresh[tag] = c.Current
+		}
 		defer func() {
 			if err == nil && dev.LiveBlocks() != before {
 				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
 			}
-			if s.cuda {
+			if s.cuda && gpus == nil {
 				if cerr := dev.Close(); err == nil {
 					err = cerr
 				}
@@ -221,5 +229,36 @@ func runErr(s setup) ([]result, error) {
 	if s.ranks == 0 {
 		return out, body(nil, 0)
 	}
+	if s.nccl {
+		return out, ncclRun(n, &gpus, func(c parallel.Communicator) error { return body(c, c.Rank()) })
+	}
 	return out, parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error { return body(c, c.Rank()) })
+}
+
+// ncclRun opens cuda:0…cuda:n−1 into gpus, runs f on their NCCL group and
+// closes the communicators, then the devices.
+func ncclRun(n int, gpus *[]*device.Device, f func(parallel.Communicator) error) error {
+	var errs []error
+	for r := range n {
+		d, err := cuda.Open(r, device.Options{})
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		*gpus = append(*gpus, d)
+	}
+	if len(errs) == 0 {
+		comms, err := parallel.NewNCCLGroup(*gpus)
+		errs = append(errs, err)
+		if err == nil {
+			errs = append(errs, parallel.Run(comms, f))
+			for _, c := range comms {
+				errs = append(errs, c.(*parallel.NCCL).Close())
+			}
+		}
+	}
+	for _, d := range *gpus {
+		errs = append(errs, d.Close())
+	}
+	return errors.Join(errs...)
 }
