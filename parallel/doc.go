@@ -217,6 +217,17 @@
 // the reference NCCL is tested against. With offload on cuda ranks the
 // pieces' gradients go to the host and the masters come back through
 // the device's Read and Write (host copies of a piece's size, the
-// autograd transfer's). NewMPI, in builds with the mpi tag, runs ranks as
-// processes (docs/MPI.md); its tensors must be host memory.
+// autograd transfer's). A staged Read waits for all the work queued on
+// the device so far, so without NCCL a bucket's reduction overlaps
+// backward less on cuda ranks than on cpu ranks.
+//
+// NewNCCLGroup (one rank per GPU of this process) and NewNCCLRank (one
+// process per GPU, the unique id broadcast over another communicator)
+// move cuda tensors with NCCL on the devices' communication streams; the
+// DDP engine, every stage and offload run on them unchanged, and give the
+// in-process group's results bit for bit (the tests compare them). NewMPI,
+// in builds with the mpi tag, runs ranks as processes (docs/MPI.md); its
+// tensors must be host memory: HostStaged wraps it (or any host-only
+// communicator) for cuda tensors, in rounds of at most StageBytes through
+// host tensors on a host device (tag communication).
 package parallel
