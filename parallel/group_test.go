@@ -66,16 +66,33 @@ func reference(dt dtype.DType, op parallel.Op, data [][]float64, i int) float64 
 // test on any error or on a leak.
 func onRanks(t *testing.T, n int, f func(c parallel.Communicator, dev *device.Device) error) {
 	t.Helper()
-	comms := parallel.NewGroup(n)
 	devs := make([]*device.Device, n)
 	for r := range devs {
 		devs[r] = cpu.New(r, device.Options{})
 	}
+	onDevices(t, devs, nil, f)
+}
+
+// onDevices runs f on one rank per device of devs, its communicator
+// wrapped by wrap unless nil, and fails the test on any error or on a
+// block left beside those the devices held before.
+func onDevices(t *testing.T, devs []*device.Device, wrap func(parallel.Communicator) parallel.Communicator, f func(c parallel.Communicator, dev *device.Device) error) {
+	t.Helper()
+	before := make([]int, len(devs))
+	for r, d := range devs {
+		before[r] = d.LiveBlocks()
+	}
+	comms := parallel.NewGroup(len(devs))
+	if wrap != nil {
+		for r, c := range comms {
+			comms[r] = wrap(c)
+		}
+	}
 	if err := parallel.Run(comms, func(c parallel.Communicator) error { return f(c, devs[c.Rank()]) }); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range devs {
-		if d.LiveBlocks() != 0 {
+	for r, d := range devs {
+		if d.LiveBlocks() != before[r] {
 			t.Errorf("%s leaks %v", d, d.Live())
 		}
 	}
@@ -91,87 +108,99 @@ func tensorOf(dev *device.Device, dt dtype.DType, v []float64) *autograd.Tensor 
 // ranks in every dtype and compares each rank's result, bit for bit, with
 // the reduction computed directly from all ranks' inputs.
 func TestCollectivesMatchADirectComputation(t *testing.T) {
-	const per = 1000 // elements per rank slot: several scratch blocks for the larger cases below
 	for n := 1; n <= 4; n++ {
-		for _, dt := range dtypes {
-			for _, op := range []parallel.Op{parallel.Sum, parallel.Avg} {
-				name := fmt.Sprintf("n%d/%s/op%d", n, dt, op)
-				total := n*per + 3 // not a multiple of the ranks' shares
-				data := make([][]float64, n)
-				for r := range data {
-					data[r] = rankData(dt, r, max(total, n*per))
-				}
-				fail := func(what string, r, i int, got, want float64) error {
-					return fmt.Errorf("%s: %s on rank %d: element %d = %v, want %v", name, what, r, i, got, want)
-				}
-				onRanks(t, n, func(c parallel.Communicator, dev *device.Device) error {
-					r := c.Rank()
-					x := tensorOf(dev, dt, data[r][:total])
-					defer x.Release()
-					if err := c.AllReduce(x, op); err != nil {
-						return err
-					}
-					for i, v := range x.Float64s() {
-						if want := reference(dt, op, data, i); v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
-							return fail("all_reduce", r, i, v, want)
-						}
-					}
-					src := tensorOf(dev, dt, data[r][:n*per])
-					dst := autograd.New(dev, dt, device.Communication, per)
-					defer src.Release()
-					defer dst.Release()
-					if err := c.ReduceScatter(dst, src, op); err != nil {
-						return err
-					}
-					for i, v := range dst.Float64s() {
-						if want := reference(dt, op, data, r*per+i); v != want {
-							return fail("reduce_scatter", r, i, v, want)
-						}
-					}
-					mine := tensorOf(dev, dt, data[r][:per])
-					all := autograd.New(dev, dt, device.Communication, n*per)
-					defer mine.Release()
-					defer all.Release()
-					if err := c.AllGather(all, mine); err != nil {
-						return err
-					}
-					got := all.Float64s()
-					for q := range n {
-						for i := range per {
-							if got[q*per+i] != data[q][i] {
-								return fail("all_gather", r, q*per+i, got[q*per+i], data[q][i])
-							}
-						}
-					}
-					// In place: each rank's slot of the gathered buffer is its src.
-					all.Fill(0)
-					slot := all.Slice(0, r*per, (r+1)*per)
-					slot.SetFloat64s(data[r][:per])
-					err := c.AllGather(all, slot)
-					slot.Release()
-					if err != nil {
-						return err
-					}
-					got = all.Float64s()
-					for q := range n {
-						if got[q*per+per-1] != data[q][per-1] {
-							return fail("all_gather in place", r, q*per+per-1, got[q*per+per-1], data[q][per-1])
-						}
-					}
-					root := n - 1
-					b := tensorOf(dev, dt, data[r][:7])
-					defer b.Release()
-					if err := c.Broadcast(b, root); err != nil {
-						return err
-					}
-					for i, v := range b.Float64s() {
-						if v != data[root][i] {
-							return fail("broadcast", r, i, v, data[root][i])
-						}
-					}
-					return c.Barrier()
-				})
+		checkCollectives(t, 1000, func(r int) *device.Device { return cpu.New(r, device.Options{}) }, n, nil)
+	}
+}
+
+// checkCollectives runs every collective on n ranks, rank r on dev(r)
+// with its communicator wrapped by wrap unless nil, in
+// every dtype with per elements per rank slot, and compares each rank's
+// result, bit for bit, with the reduction computed directly.
+func checkCollectives(t *testing.T, per int, dev func(r int) *device.Device, n int, wrap func(parallel.Communicator) parallel.Communicator) {
+	t.Helper()
+	devs := make([]*device.Device, n)
+	for r := range devs {
+		devs[r] = dev(r)
+	}
+	for _, dt := range dtypes {
+		for _, op := range []parallel.Op{parallel.Sum, parallel.Avg} {
+			name := fmt.Sprintf("n%d/%s/op%d", n, dt, op)
+			total := n*per + 3 // not a multiple of the ranks' shares
+			data := make([][]float64, n)
+			for r := range data {
+				data[r] = rankData(dt, r, max(total, n*per))
 			}
+			fail := func(what string, r, i int, got, want float64) error {
+				return fmt.Errorf("%s: %s on rank %d: element %d = %v, want %v", name, what, r, i, got, want)
+			}
+			onDevices(t, devs, wrap, func(c parallel.Communicator, dev *device.Device) error {
+				r := c.Rank()
+				x := tensorOf(dev, dt, data[r][:total])
+				defer x.Release()
+				if err := c.AllReduce(x, op); err != nil {
+					return err
+				}
+				for i, v := range x.Float64s() {
+					if want := reference(dt, op, data, i); v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
+						return fail("all_reduce", r, i, v, want)
+					}
+				}
+				src := tensorOf(dev, dt, data[r][:n*per])
+				dst := autograd.New(dev, dt, device.Communication, per)
+				defer src.Release()
+				defer dst.Release()
+				if err := c.ReduceScatter(dst, src, op); err != nil {
+					return err
+				}
+				for i, v := range dst.Float64s() {
+					if want := reference(dt, op, data, r*per+i); v != want {
+						return fail("reduce_scatter", r, i, v, want)
+					}
+				}
+				mine := tensorOf(dev, dt, data[r][:per])
+				all := autograd.New(dev, dt, device.Communication, n*per)
+				defer mine.Release()
+				defer all.Release()
+				if err := c.AllGather(all, mine); err != nil {
+					return err
+				}
+				got := all.Float64s()
+				for q := range n {
+					for i := range per {
+						if got[q*per+i] != data[q][i] {
+							return fail("all_gather", r, q*per+i, got[q*per+i], data[q][i])
+						}
+					}
+				}
+				// In place: each rank's slot of the gathered buffer is its src.
+				all.Fill(0)
+				slot := all.Slice(0, r*per, (r+1)*per)
+				slot.SetFloat64s(data[r][:per])
+				err := c.AllGather(all, slot)
+				slot.Release()
+				if err != nil {
+					return err
+				}
+				got = all.Float64s()
+				for q := range n {
+					if got[q*per+per-1] != data[q][per-1] {
+						return fail("all_gather in place", r, q*per+per-1, got[q*per+per-1], data[q][per-1])
+					}
+				}
+				root := n - 1
+				b := tensorOf(dev, dt, data[r][:7])
+				defer b.Release()
+				if err := c.Broadcast(b, root); err != nil {
+					return err
+				}
+				for i, v := range b.Float64s() {
+					if v != data[root][i] {
+						return fail("broadcast", r, i, v, data[root][i])
+					}
+				}
+				return c.Barrier()
+			})
 		}
 	}
 }

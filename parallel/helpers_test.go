@@ -1,6 +1,7 @@
 package parallel_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda"
 	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
@@ -34,6 +36,8 @@ type setup struct {
 	capOf   func(rank int) int64
 	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
 	meta    bool                                              // meta devices: allocation only
+	cuda    bool                                              // rank r on the emulated cuda:r
+	nccl    bool                                              // with cuda: the ranks communicate through NCCL
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
@@ -43,6 +47,7 @@ type result struct {
 	losses []float64
 	dev    device.Stats
 	host   device.Stats
+	fresh  [device.NumTags]int64 // bytes by tag the device held before the model (cuda: its cuBLAS workspace; NCCL's)
 	ddp    struct{ buckets []int }
 }
 
@@ -77,6 +82,18 @@ func data(s setup) ([][]float32, [][]int64) {
 	return xs, ys
 }
 
+// rankDevice returns rank r's device for s.
+func rankDevice(s setup, r int, capacity int64) (*device.Device, error) {
+	o := device.Options{Capacity: capacity}
+	switch {
+	case s.meta:
+		return meta.New(r, o), nil
+	case s.cuda:
+		return cuda.Open(r, o)
+	}
+	return cpu.New(r, o), nil
+}
+
 // run trains s and returns each rank's result (one for the reference).
 func run(t *testing.T, s setup) []result {
 	t.Helper()
@@ -94,18 +111,31 @@ func runErr(s setup) ([]result, error) {
 	in := s.widths[0]
 	m := s.batch / (n * k) // rows of one micro-batch of one rank
 	out := make([]result, n)
+	var gpus []*device.Device // NCCL's, opened before the group
 	body := func(c parallel.Communicator, r int) (err error) {
 		var capacity int64
 		if s.capOf != nil {
 			capacity = s.capOf(r)
 		}
-		dev := cpu.New(r, device.Options{Capacity: capacity})
-		if s.meta {
-			dev = meta.New(r, device.Options{Capacity: capacity})
+		dev, err := rankDevice(s, r, capacity)
+		if gpus != nil {
+			dev = gpus[r]
+		}
+		if err != nil {
+			return err
+		}
+		before := dev.LiveBlocks() // cuda's cuBLAS workspace
+		for tag, c := range dev.Stats().ByTag {
+			out[r].fresh[tag] = c.Current
 		}
 		defer func() {
-			if err == nil && dev.LiveBlocks() != 0 {
+			if err == nil && dev.LiveBlocks() != before {
 				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
+			}
+			if s.cuda && gpus == nil {
+				if cerr := dev.Close(); err == nil {
+					err = cerr
+				}
 			}
 		}()
 		var model *nn.Sequential
@@ -199,5 +229,36 @@ func runErr(s setup) ([]result, error) {
 	if s.ranks == 0 {
 		return out, body(nil, 0)
 	}
+	if s.nccl {
+		return out, ncclRun(n, &gpus, func(c parallel.Communicator) error { return body(c, c.Rank()) })
+	}
 	return out, parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error { return body(c, c.Rank()) })
+}
+
+// ncclRun opens cuda:0…cuda:n−1 into gpus, runs f on their NCCL group and
+// closes the communicators, then the devices.
+func ncclRun(n int, gpus *[]*device.Device, f func(parallel.Communicator) error) error {
+	var errs []error
+	for r := range n {
+		d, err := cuda.Open(r, device.Options{})
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		*gpus = append(*gpus, d)
+	}
+	if len(errs) == 0 {
+		comms, err := parallel.NewNCCLGroup(*gpus)
+		errs = append(errs, err)
+		if err == nil {
+			errs = append(errs, parallel.Run(comms, f))
+			for _, c := range comms {
+				errs = append(errs, c.(*parallel.NCCL).Close())
+			}
+		}
+	}
+	for _, d := range *gpus {
+		errs = append(errs, d.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -30,7 +30,20 @@
 //
 // --device is cpu (the default), cuda or cuda:N; OpenDevice opens it, the
 // one place that does, with --mem-limit as its capacity. Data-parallel
-// ranks (--ranks, --mpi, --offload) run on cpu devices only.
+// ranks (--ranks N, --zero, --offload) run on cpu:0…cpu:N−1, or with
+// --device cuda:K on the GPUs cuda:K…cuda:K+N−1 (--device cuda is cuda:0),
+// each of --mem-limit's capacity; --offload's hosts are cpu:100+r. Under
+// --mpi (one process per GPU) a process runs on cuda:K+l, l its local
+// rank on the node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+// PMI_LOCAL_RANK or SLURM_LOCALID; else its world rank). More ranks than
+// GPUs is a usage error before any work, naming both (Check). Cuda ranks
+// in process communicate through NCCL when libnccl loads
+// (parallel.NewNCCLGroup), else through parallel.NewGroup, which stages
+// their tensors through StageBytes of host memory per rank; under --mpi
+// through NCCL with its unique id broadcast over MPI
+// (parallel.NewNCCLRank), else over MPI with the GPU's tensors staged
+// through the host device cpu:200+r (parallel.HostStaged). The run's
+// header says which.
 //
 // On cuda the single-device techniques (--checkpoint, --checkpoint-budget,
 // --accum, --prune, --mem-alert) train as on cpu, to the same losses but

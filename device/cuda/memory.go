@@ -20,6 +20,7 @@ type backend struct {
 	closing  bool              // Device.Close was called: the context goes when the last segment does
 	closed   bool
 	ws       *device.Block // the cuBLAS workspace
+	comm     *comm         // the communication stream and its waiter (comm.go), nil until a collective
 }
 
 // vseg is one VMM segment: a reserved address range and, per granule, the

@@ -191,7 +191,7 @@ func (b *backend) teardown() {
 	b.mu.Unlock()
 	var errs []error
 	_ = g.do(func() error {
-		errs = append(errs, g.drv.StreamSync(g.stream))
+		errs = append(errs, b.closeComm(), g.drv.StreamSync(g.stream))
 		if g.blas != nil {
 			g.blas.Destroy()
 		}

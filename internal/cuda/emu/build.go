@@ -26,12 +26,15 @@ var csrc embed.FS
 // Libs names the fake libraries that Build made.
 type Libs struct {
 	Cuda, Cublas, CublasLt string // full paths of the fake libcuda, libcublas, libcublasLt
+	Nccl                   string // full path of the fake libnccl.so.2
 }
 
 // Env returns the environment entries that point headroom's loader at the
-// fake libraries: HEADROOM_LIBCUDA, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT.
+// fake libraries: HEADROOM_LIBCUDA, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT,
+// HEADROOM_LIBNCCL.
 func (l Libs) Env() []string {
-	return []string{"HEADROOM_LIBCUDA=" + l.Cuda, "HEADROOM_LIBCUBLAS=" + l.Cublas, "HEADROOM_LIBCUBLASLT=" + l.CublasLt}
+	return []string{"HEADROOM_LIBCUDA=" + l.Cuda, "HEADROOM_LIBCUBLAS=" + l.Cublas, "HEADROOM_LIBCUBLASLT=" + l.CublasLt,
+		"HEADROOM_LIBNCCL=" + l.Nccl}
 }
 
 // Setenv sets the entries of Env for the duration of the test t.
@@ -44,7 +47,7 @@ func (l Libs) Setenv(t testing.TB) {
 
 // buildVersion is part of every cache key: change it when Build's own way of
 // making the libraries (the generated files, the link) changes.
-const buildVersion = "2"
+const buildVersion = "3"
 
 // cflags are the flags of every compilation; they are part of the cache key.
 var cflags = []string{"-O1", "-fPIC", "-std=c++17", "-w", "-fno-strict-aliasing", "-fvisibility=hidden"}
@@ -52,7 +55,7 @@ var cflags = []string{"-O1", "-fPIC", "-std=c++17", "-w", "-fno-strict-aliasing"
 // Build compiles the kernel sources (file name → contents; every .cu is a
 // translation unit, other files such as common.cuh are only included) for the
 // host under the emulator's shim, and links them with the fake driver into
-// libcuda.so.1 beside a fake libcublas.so and libcublasLt.so. The result is
+// libcuda.so.1 beside a fake libcublas.so, libcublasLt.so and libnccl.so.2. The result is
 // cached in a folder named by a hash of all sources, the emulator's own
 // sources and the compiler flags (HEADROOM_EMU_CACHE, or headroom/emu under
 // os.UserCacheDir), so only the first call for a set of sources compiles.
@@ -62,7 +65,8 @@ func Build(sources map[string][]byte) (Libs, error) {
 		return Libs{}, err
 	}
 	dir := filepath.Join(root, key(sources))
-	libs := Libs{filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "libcublas.so"), filepath.Join(dir, "libcublasLt.so")}
+	libs := Libs{filepath.Join(dir, "libcuda.so.1"), filepath.Join(dir, "libcublas.so"), filepath.Join(dir, "libcublasLt.so"),
+		filepath.Join(dir, "libnccl.so.2")}
 	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
 		return libs, nil
 	}
@@ -190,7 +194,7 @@ func sortedKeys(m map[string][]byte) []string {
 	return ks
 }
 
-// compileAll writes the sources under tmp and builds the three libraries there.
+// compileAll writes the sources under tmp and builds the four libraries there.
 func compileAll(root, tmp string, sources map[string][]byte) error {
 	src, emuDir, obj := filepath.Join(tmp, "src"), filepath.Join(tmp, "emu"), filepath.Join(tmp, "obj")
 	for _, d := range []string{src, emuDir, obj} {
@@ -230,8 +234,12 @@ func compileAll(root, tmp string, sources map[string][]byte) error {
 		filepath.Join(emuDir, "cublas.cpp"), cuda, "-Wl,--disable-new-dtags,-rpath,$ORIGIN")...); err != nil {
 		return err
 	}
-	return gxx(append(cflags, "-shared", "-I", emuDir, "-o", filepath.Join(tmp, "libcublasLt.so"), "-Wl,-soname,libcublasLt.so",
-		filepath.Join(emuDir, "cublaslt.cpp"))...)
+	if err := gxx(append(cflags, "-shared", "-I", emuDir, "-o", filepath.Join(tmp, "libcublasLt.so"), "-Wl,-soname,libcublasLt.so",
+		filepath.Join(emuDir, "cublaslt.cpp"))...); err != nil {
+		return err
+	}
+	return gxx(append(cflags, "-shared", "-I", emuDir, "-o", filepath.Join(tmp, "libnccl.so.2"), "-Wl,-soname,libnccl.so.2",
+		filepath.Join(emuDir, "nccl.cpp"), cuda, "-Wl,--disable-new-dtags,-rpath,$ORIGIN", "-lpthread")...)
 }
 
 // unit is one compilation: a kernel source (scanned for entries and compiled

@@ -6,9 +6,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <chrono>
+#include <thread>
+
 static std::recursive_mutex mu;
-Lock::Lock() { mu.lock(); }
-Lock::~Lock() { mu.unlock(); }
+static thread_local int depth; // how often this thread holds mu
+Lock::Lock() {
+	mu.lock();
+	depth++;
+}
+Lock::~Lock() {
+	depth--;
+	mu.unlock();
+}
+
+// emu_wait_unlocked lets go of the driver lock for a moment, however deeply
+// this thread holds it, so that other threads can queue the work a gate
+// waits for; only the synchronising calls use it, never queued work.
+void emu_wait_unlocked() {
+	int d = depth;
+	for (int i = 0; i < d; i++) mu.unlock();
+	depth = 0;
+	std::this_thread::sleep_for(std::chrono::microseconds(50));
+	for (int i = 0; i < d; i++) mu.lock();
+	depth = d;
+}
+
+// emu_lock_c and emu_unlock_c take and give back the driver lock, which
+// guards the fake NCCL's state too (its gates run under it).
+EMU_API void emu_lock_c() {
+	mu.lock();
+	depth++;
+}
+EMU_API void emu_unlock_c() {
+	depth--;
+	mu.unlock();
+}
 
 bool emu_initialized;
 int emu_devices = 1;

@@ -74,6 +74,13 @@ extern size_t emu_used[64];        // physical bytes in use per device
 // Streams, in stream.cpp.
 EmuStream* emu_stream(CUstream s, CUresult* r); // nullptr and *r set when s is not a stream
 void emu_enqueue(EmuStream* s, std::function<void()> work);
+// emu_enqueue_gate queues an item that runs only once ready() holds (a
+// collective whose peers have not all reached it, say): until then the
+// stream stops in front of it. It returns the item's position on s.
+unsigned long long emu_enqueue_gate(EmuStream* s, std::function<bool()> ready, std::function<void()> work);
+bool emu_run(EmuStream* s, unsigned long long upto); // false: stopped at a gate that is not ready
+void emu_block(const std::function<bool()>& done);    // retries done, the driver lock released between tries
+void emu_wait_unlocked();                             // releases the driver lock a moment (driver.cpp)
 void emu_sync_all();
 void emu_sync_legacy(); // the NULL stream and the blocking streams, as a synchronous copy waits
 
@@ -82,8 +89,15 @@ extern std::set<EmuFunc*> emu_funcs;
 bool emu_dev_range(CUdeviceptr p, size_t n); // [p, p+n) is readable and writable device memory
 
 // The handles behind CUstream, CUevent, CUfunction and CUmodule.
+// EmuItem is one queued piece of work; ready, when set, gates it.
+struct EmuItem {
+	std::function<bool()> ready;
+	std::function<void()> work;
+};
+
 struct EmuStream {
-	std::deque<std::function<void()>> q;
+	std::deque<EmuItem> q;
+	bool gating = false; // a gate of this stream is being evaluated
 	unsigned long long queued = 0, started = 0; // items ever queued, ever begun
 	bool blocking = true;                      // synchronises with the NULL stream
 	bool live = true;

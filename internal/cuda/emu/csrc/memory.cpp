@@ -143,9 +143,10 @@ EMU_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t n) {
 EMU_API CUresult cuMemFree_v2(CUdeviceptr p) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
+	if (!blocks.count(p)) return CUDA_ERROR_INVALID_VALUE;
+	emu_sync_all(); // as the real call, it waits for the device (the lock is let go meanwhile)
 	auto it = blocks.find(p);
 	if (it == blocks.end()) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all(); // as the real call, it waits for the device
 	munmap(it->second.map, it->second.map_len);
 	emu_used[it->second.dev] -= it->second.counted;
 	blocks.erase(it);
@@ -166,9 +167,10 @@ EMU_API CUresult cuMemAllocHost_v2(void** pp, size_t n) {
 EMU_API CUresult cuMemFreeHost(void* p) {
 	Lock l;
 	if (CUresult r = emu_check_ctx()) return r;
+	if (!host.count(p)) return CUDA_ERROR_INVALID_VALUE;
+	emu_sync_all();
 	auto it = host.find(p);
 	if (it == host.end()) return CUDA_ERROR_INVALID_VALUE;
-	emu_sync_all();
 	munmap(p, round_up(it->second, page()));
 	host.erase(it);
 	return CUDA_SUCCESS;
