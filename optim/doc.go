@@ -46,7 +46,9 @@
 // Each state tensor is labelled with its name as op and the parameter's
 // name as scope ("fc1.weight/exp_avg") in the device's live and leak
 // reports. Step allocates nothing else; ClipGradNorm borrows one F64
-// element per gradient while it runs. Release frees the state.
+// element per gradient while it runs (SumSquares, which the loss scaler's
+// overflow check shares: one workspace tensor and one host read per
+// device). Release frees the state.
 //
 // # Failures
 //
