@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -160,4 +161,55 @@ func TestConv2dWorkspace(t *testing.T) {
 			exact(t, "Conv2dGradWeight dw again", c.dt, dw1, dw2)
 		})
 	}
+}
+
+// TestConv2dGradWeight16SumsInF32: a 16-bit weight gradient over many
+// samples, with the F32 workspace autograd passes, sums the samples in F32
+// and rounds once, as the cpu does: every element within one unit in the
+// last place of the cpu's (the two F32 sums differ in order only). The
+// cases fit all of dw[g] in the accumulator (Kg ≤ OH·OW/2) or take it in
+// blocks of rows (grouped, the last block short). A 16-bit workspace
+// leaves no room for the accumulator: that path sums in the dtype, and its
+// error is logged beside the F32 one.
+func TestConv2dGradWeight16SumsInF32(t *testing.T) {
+	g := newRig(t)
+	one := device.Conv2d{N: 16, C: 4, H: 6, W: 6, K: 3, R: 3, S: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1}
+	blocks := device.Conv2d{N: 12, C: 4, H: 4, W: 4, K: 6, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 2}
+	for _, p := range []device.Conv2d{one, blocks} {
+		p.OutSize()
+		for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+			t.Run(fmt.Sprintf("%s/n%d_k%d_g%d_ohw%d", dt, p.N, p.K, p.Groups, p.OH*p.OW), func(t *testing.T) {
+				g.t = t
+				ulp := math.Ldexp(1, -7) // bf16: 8 significant bits
+				if dt == dtype.F16 {
+					ulp = math.Ldexp(1, -10)
+				}
+				x, dy := g.rand(dt, p.N, p.C, p.H, p.W), g.rand(dt, p.N, p.K, p.OH, p.OW)
+				var worst [2]float64
+				for i, wdt := range []dtype.DType{dtype.F32, dt} {
+					ws := g.rand(wdt, p.Workspace())
+					dw := g.rand(dt, p.K, p.C/p.Groups, p.R, p.S)
+					g.both(func(k device.Kernels, o func(twin) device.Operand) { k.Conv2dGradWeight(p, o(dw), o(dy), o(x), o(ws)) })
+					want, got := g.floats(dw)
+					worst[i] = worstULPs(want, got, ulp)
+				}
+				t.Logf("largest error in units of the last place: F32 sum %.2f, %s sum %.2f", worst[0], dt, worst[1])
+				if worst[0] > 1 {
+					t.Errorf("dw summed in F32 is %.2f units in the last place from the cpu's, want ≤ 1 (the %s sum: %.2f)", worst[0], dt, worst[1])
+				}
+			})
+		}
+	}
+}
+
+// worstULPs is the largest |got − want| in units of the last place of
+// want's binade (ulp is the unit at 1); zeros count against the unit at
+// the smallest normal magnitude of want's.
+func worstULPs(want, got []float64, ulp float64) float64 {
+	worst := 0.0
+	for i, w := range want {
+		unit := ulp * math.Pow(2, math.Floor(math.Log2(max(math.Abs(w), 1e-30))))
+		worst = max(worst, math.Abs(got[i]-w)/unit)
+	}
+	return worst
 }
