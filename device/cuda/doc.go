@@ -73,6 +73,17 @@
 // inputs accumulate in F32. cuBLASLt is loaded and only its handle is
 // made (cublasLtCreate, cublasLtDestroy, cublasLtGetVersion).
 //
+// # Int8
+//
+// The quantization kernels of package quant (kernels/quant.cu) give the
+// cpu's results bit for bit. LinearI8 and Conv2dI8 run gemm_i8, a tiled
+// int8 GEMM of this package (64 × 64 outputs a block, __dp4a, exact int32
+// accumulators; not cuBLAS) whose epilogue dequantizes straight into y, a
+// product and a sum each rounded (no FMA). Conv2dI8 writes the transposed
+// im2col matrix of as many samples as its col workspace holds
+// (p.I8Workspace(): 2·I8Chunk samples) and leaves acc unused; no memory
+// beyond the operands and those workspaces.
+//
 // # Knobs (environment, read at the first Open)
 //
 //	HEADROOM_LIBCUDA, HEADROOM_LIBNVRTC, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT
@@ -86,8 +97,7 @@
 //
 // # Not yet
 //
-// The quantization kernels (issue #15) raise a *device.KernelError
-// wrapping ErrUnsupported. For F16/BF16 convolutions the weight gradient
+// For F16/BF16 convolutions the weight gradient
 // is summed over the batch in the 16-bit dtype (one GEMM per sample with
 // beta 1), where the cpu keeps F32: a 3-step BF16 ResNet run differs from
 // the cpu's by up to 4% of a tensor's largest momentum value (F32: 2.5e-6).
