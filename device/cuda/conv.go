@@ -92,6 +92,8 @@ func (k *kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 
 // Conv2dGradInput: col (Cg·R·S, P) = w[g]ᵀ · dy[n, g] (Kg, P), then
 // conv_col2im_T sums col into dx[n, g] (pointwise: the GEMM writes dx).
+// 16-bit convolutions keep col in F32 when the workspace holds it (the F32
+// workspace autograd passes does), so that dx is rounded once.
 func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	_, col := k.convCheck("Conv2dGradInput", p, ws, dy, dx, w)
 	if dx.Len() == 0 {
@@ -101,6 +103,10 @@ func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	if kg == 0 || (col.Nil() && pp == 0) {
 		k.Fill(device.Operand{Block: dx.Block, Off: dx.Off, DType: dx.DType, Shape: []int{dx.Len()}}, 0)
 		return
+	}
+	kernel := "conv_col2im_" + Suffix(col.DType)
+	if wide := wideCol(p, col.DType, ws); !wide.Nil() {
+		col, kernel = wide, "conv_col2im_wide_"+Suffix(dx.DType)
 	}
 	for gi := 0; gi < p.Groups; gi++ {
 		wg, dyg := at(w, gi*kg*crs), at(dy, gi*kg*pp)
@@ -117,7 +123,7 @@ func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 				k.Fill(col, 0)
 			}
 			dst := at(dx, (n*p.C+gi*cg)*p.H*p.W)
-			k.launch("conv_col2im_"+Suffix(col.DType), Linear(cg*p.H*p.W), append([]Arg{k.Ptr(dst), k.Ptr(col)}, convArgs(p)...)...)
+			k.launch(kernel, Linear(cg*p.H*p.W), append([]Arg{k.Ptr(dst), k.Ptr(col)}, convArgs(p)...)...)
 		}
 	}
 }
@@ -162,6 +168,17 @@ func sampleBeta(n int) float64 {
 		return 0
 	}
 	return 1
+}
+
+// wideCol returns the workspace as an F32 im2col matrix for a 16-bit
+// convolution's input gradient, a nil-Block operand when dt is not 16-bit
+// or the workspace is too small (a 16-bit one).
+func wideCol(p device.Conv2d, dt dtype.DType, ws device.Operand) device.Operand {
+	n := p.Workspace()
+	if !dt.IsLowPrecision() || n == 0 || ws.Len()*ws.DType.Size() < 4*n || ws.Off*ws.DType.Size()%4 != 0 {
+		return device.Operand{}
+	}
+	return device.Operand{Block: ws.Block, Off: ws.Off * ws.DType.Size() / 4, DType: dtype.F32, Shape: []int{n}}
 }
 
 // accRows places an F32 accumulator for rows of a 16-bit dw[g] in the
