@@ -66,17 +66,20 @@ type recipe struct {
 	// each device's optimizer moves them by its own rounding noise (nil:
 	// none); compareValues bounds those by noiseBound instead.
 	noise func(name string, i int) bool
+	// noFail leaves the recipe out of TestTrainFailedStep, where a recipe
+	// of the same kind stands for it (to keep the suite's time down).
+	noFail bool
 }
 
 func recipes() []recipe {
-	return []recipe{
-		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil},
-		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil},
-		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias},
-		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias},
-		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil},
-		{"resnet-sgd-bf16", dtype.BF16, tolBF16, resnetRun, nil},
-	}
+	return append([]recipe{
+		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil, false},
+		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil, false},
+		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias, false},
+		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias, false},
+		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil, false},
+		{"resnet-sgd-bf16", dtype.BF16, tolBF16, resnetRun, nil, true},
+	}, ampRecipes()...)
 }
 
 // A tiny ResNet with the ImageNet stem (convolution 7×7 stride 2, batch
@@ -438,6 +441,9 @@ func diffCounter(t *testing.T, name string, want, got device.Counter) {
 // atomics may sum in another order run to run).
 func TestTrainFailedStep(t *testing.T) {
 	for _, rc := range recipes() {
+		if rc.noFail {
+			continue
+		}
 		t.Run(rc.name, func(t *testing.T) {
 			gd := openCuda(t)
 			r := rc.build(t, gd, rc.autocast)
