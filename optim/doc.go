@@ -62,8 +62,8 @@
 // update kernels of package device, on every backend, to save 62 launches
 // a step on a ResNet-18 (one per parameter tensor), against the thousands
 // its convolutions launch (an im2col and a GEMM per sample and layer on
-// cuda), and a fraction of its memory traffic under 1% — so the two
-// launches stay.
+// cuda), and 70 MB of traffic (11.7 M elements × 6 bytes) against the
+// gigabytes its activations move — so the two launches stay.
 //
 // # Failures
 //
