@@ -12,7 +12,6 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
-	"github.com/headroom-ml/headroom/train"
 )
 
 // Mixed precision on the emulated cuda device, against the cpu device:
@@ -35,10 +34,10 @@ func ampRecipes() []recipe {
 		return optim.NewSGD(ps, optim.SGDConfig{LR: 0.05, Momentum: 0.9, MasterWeights: true})
 	}
 	return []recipe{
-		{"mlp-adamw-bf16-params", dtype.Invalid, tolBF16, mlp16Run(dtype.BF16, masterAdamW, 1), nil, true},
-		{"mlp-adamw-f16-params", dtype.Invalid, tolF16, mlp16Run(dtype.F16, masterAdamW, 1), nil, false},
-		{"mlp-sgd-bf16-params", dtype.Invalid, tolBF16, mlp16Run(dtype.BF16, masterSGD, 0), nil, true},
-		{"mlp-sgd-f16-params", dtype.Invalid, tolF16, mlp16Run(dtype.F16, masterSGD, 0), nil, true},
+		{"mlp-adamw-bf16-params", dtype.Invalid, tolBF16, mlpRunIn(dtype.BF16, masterAdamW, 1), nil, true},
+		{"mlp-adamw-f16-params", dtype.Invalid, tolF16, mlpRunIn(dtype.F16, masterAdamW, 1), nil, false},
+		{"mlp-sgd-bf16-params", dtype.Invalid, tolBF16, mlpRunIn(dtype.BF16, masterSGD, 0), nil, true},
+		{"mlp-sgd-f16-params", dtype.Invalid, tolF16, mlpRunIn(dtype.F16, masterSGD, 0), nil, true},
 		{"mlp-adamw-f16-autocast-scaler", dtype.F16, tolF16, mlpScaledRun(amp.ScalerConfig{}), nil, false},
 	}
 }
@@ -47,31 +46,6 @@ func ampRecipes() []recipe {
 // 5e-4 a rounding): 4e-3, an a priori bound for a real GPU; the emulated
 // runs agree exactly.
 const tolF16 = 4e-3
-
-// mlp16Run is mlpRun with the model built in pdt (the inputs cast to it,
-// as examples/resnet casts them under --amp-params), newOpt keeping F32
-// masters, and the Stepper clipping to clip (0: not). An F16 model's
-// gradients are scaled by the Scaler, as the examples scale them.
-func mlp16Run(pdt dtype.DType, newOpt func([]nn.Param) (optim.Optimizer, error), clip float64) func(*testing.T, *device.Device, dtype.DType) *run {
-	return func(t *testing.T, dev *device.Device, ac dtype.DType) *run {
-		b := nn.NewBuilder(dev, pdt, 1)
-		m := nn.NewSequential(nn.NewLinear(b, "fc1", mlpIn, mlpHidden, true), nn.ReLU("relu"), nn.NewLinear(b, "fc2", mlpHidden, mlpClasses, true))
-		opt, err := newOpt(m.Params())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fwd := func(s *autograd.Scope, step int) *autograd.Tensor {
-			x, y := mlpBatchOf(step)
-			logits := m.Forward(s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x).Cast(pdt))
-			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{mlpBatch}, y), autograd.CEOptions{})
-		}
-		st := &train.Stepper{Opt: opt, Autocast: ac, Clip: clip}
-		if pdt == dtype.F16 {
-			st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
-		}
-		return &run{dev: dev, model: m, st: st, forward: fwd}
-	}
-}
 
 // mlpScaledRun is mlpRun(adamw) with a Scaler made with c.
 func mlpScaledRun(c amp.ScalerConfig) func(*testing.T, *device.Device, dtype.DType) *run {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
@@ -127,8 +128,16 @@ func sgd(ps []nn.Param) (optim.Optimizer, error) {
 }
 
 func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *device.Device, dtype.DType) *run {
+	return mlpRunIn(dtype.F32, newOpt, 0)
+}
+
+// mlpRunIn is mlpRun with the model built in pdt (the inputs cast to it,
+// as examples/resnet casts them under --amp-params) and the Stepper
+// clipping to clip (0: not). An F16 model's losses are scaled by a Scaler,
+// as the examples scale them.
+func mlpRunIn(pdt dtype.DType, newOpt func([]nn.Param) (optim.Optimizer, error), clip float64) func(*testing.T, *device.Device, dtype.DType) *run {
 	return func(t *testing.T, dev *device.Device, ac dtype.DType) *run {
-		b := nn.NewBuilder(dev, dtype.F32, 1)
+		b := nn.NewBuilder(dev, pdt, 1)
 		m := nn.NewSequential(nn.NewLinear(b, "fc1", mlpIn, mlpHidden, true), nn.ReLU("relu"), nn.NewLinear(b, "fc2", mlpHidden, mlpClasses, true))
 		opt, err := newOpt(m.Params())
 		if err != nil {
@@ -136,10 +145,18 @@ func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *
 		}
 		fwd := func(s *autograd.Scope, step int) *autograd.Tensor {
 			x, y := mlpBatchOf(step)
-			logits := m.Forward(s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x))
+			xs := s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x)
+			if pdt != dtype.F32 {
+				xs = xs.Cast(pdt)
+			}
+			logits := m.Forward(xs)
 			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{mlpBatch}, y), autograd.CEOptions{})
 		}
-		return &run{dev: dev, model: m, st: &train.Stepper{Opt: opt, Autocast: ac}, forward: fwd}
+		st := &train.Stepper{Opt: opt, Autocast: ac, Clip: clip}
+		if pdt == dtype.F16 {
+			st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+		}
+		return &run{dev: dev, model: m, st: st, forward: fwd}
 	}
 }
 
