@@ -64,9 +64,6 @@ func (c *Common) checkSupported(supported []string) error {
 	if kind != "cpu" && (c.Ranks > 1 || c.MPI || c.Offload) {
 		return fmt.Errorf("--device %s with --ranks, --mpi or --offload: data-parallel ranks run on cpu devices only", c.Device)
 	}
-	if kind != "cpu" && c.Quantize != "" {
-		return fmt.Errorf("--device %s with --quantize: the int8 kernels are not yet on cuda (issue #15)", c.Device)
-	}
 	ok := map[string]bool{}
 	for _, s := range supported {
 		ok[s] = true

@@ -20,6 +20,21 @@ import (
 // the convolution needs none).
 func (k *kern) convCheck(op string, p device.Conv2d, ws device.Operand, os ...device.Operand) (dtype.DType, device.Operand) {
 	dt := k.sameFloat(op, os...)
+	k.convShape(op, p, os...)
+	n := p.Workspace()
+	if n == 0 {
+		return dt, device.Operand{DType: dt}
+	}
+	if ws.Nil() || !ws.Contiguous() || !ws.DType.IsFloat() || ws.Len()*ws.DType.Size() < n*dt.Size() ||
+		ws.Off*ws.DType.Size()%dt.Size() != 0 {
+		k.bad(op, "workspace of dtype %s shape %v: want %d contiguous elements of %s (or of its compute dtype)", ws.DType, ws.Shape, n, dt)
+	}
+	return dt, device.Operand{Block: ws.Block, Off: ws.Off * ws.DType.Size() / dt.Size(), DType: dt, Shape: []int{n}}
+}
+
+// convShape checks p and that os, the output-side, input-side and weight
+// operands, are contiguous with their lengths under p.
+func (k *kern) convShape(op string, p device.Conv2d, os ...device.Operand) {
 	g := max(p.Groups, 1)
 	if p.Groups < 1 || p.C%g != 0 || p.K%g != 0 || p.StrideH < 1 || p.StrideW < 1 || p.DilH < 1 || p.DilW < 1 ||
 		p.N < 0 || p.OH < 0 || p.OW < 0 {
@@ -34,15 +49,6 @@ func (k *kern) convCheck(op string, p device.Conv2d, ws device.Operand, os ...de
 			k.bad(op, "operand %d of shape %v: want %d elements for %+v", i, o.Shape, want[i], p)
 		}
 	}
-	n := p.Workspace()
-	if n == 0 {
-		return dt, device.Operand{DType: dt}
-	}
-	if ws.Nil() || !ws.Contiguous() || !ws.DType.IsFloat() || ws.Len()*ws.DType.Size() < n*dt.Size() ||
-		ws.Off*ws.DType.Size()%dt.Size() != 0 {
-		k.bad(op, "workspace of dtype %s shape %v: want %d contiguous elements of %s (or of its compute dtype)", ws.DType, ws.Shape, n, dt)
-	}
-	return dt, device.Operand{Block: ws.Block, Off: ws.Off * ws.DType.Size() / dt.Size(), DType: dt, Shape: []int{n}}
 }
 
 // at is o moved on by off elements.
