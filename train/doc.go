@@ -32,6 +32,13 @@
 // one place that does, with --mem-limit as its capacity. Data-parallel
 // ranks (--ranks, --mpi, --offload) run on cpu devices only.
 //
+// On cuda the single-device techniques (--checkpoint, --checkpoint-budget,
+// --accum, --prune, --mem-alert) train as on cpu, to the same losses but
+// for rounding, and allocate what they allocate on cpu and meta, byte for
+// byte, besides the cuBLAS workspace the device holds from Open (32 MiB
+// on sm_90, tag workspace): it is part of every step's peak, so the
+// capacity and --mem-alert's threshold count it.
+//
 // # Snapshots and resuming
 //
 // --save writes a snapshot (SaveSnapshot): the model's and optimizer's
