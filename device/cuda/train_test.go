@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
@@ -37,7 +38,11 @@ const trainSteps = 3
 // BF16: each autocast op rounds its inputs to 8 bits of mantissa (2⁻⁸ ≈
 // 4e-3); a rounding that falls differently on the two devices moves a
 // result by one BF16 ulp, hence 2e-2 for losses and parameters: an a
-// priori bound for a real GPU; the emulated runs agree exactly.
+// priori bound for a real GPU; the emulated runs agree exactly, the BF16
+// ResNet included since 16-bit convolution gradients keep F32 until their
+// one rounding (it was 4% off when the weight gradient summed its samples
+// in BF16, 16% with only that fixed and the input gradient's im2col
+// matrix still rounded to BF16).
 const (
 	tolF32  = 1e-4
 	tolBF16 = 2e-2
@@ -62,16 +67,20 @@ type recipe struct {
 	// each device's optimizer moves them by its own rounding noise (nil:
 	// none); compareValues bounds those by noiseBound instead.
 	noise func(name string, i int) bool
+	// noFail leaves the recipe out of TestTrainFailedStep, where a recipe
+	// of the same kind stands for it (to keep the suite's time down).
+	noFail bool
 }
 
 func recipes() []recipe {
-	return []recipe{
-		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil},
-		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil},
-		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias},
-		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias},
-		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil},
-	}
+	return append([]recipe{
+		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil, false},
+		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil, false},
+		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias, false},
+		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias, false},
+		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil, false},
+		{"resnet-sgd-bf16", dtype.BF16, tolBF16, resnetRun, nil, true},
+	}, ampRecipes()...)
 }
 
 // A tiny ResNet with the ImageNet stem (convolution 7×7 stride 2, batch
@@ -119,8 +128,16 @@ func sgd(ps []nn.Param) (optim.Optimizer, error) {
 }
 
 func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *device.Device, dtype.DType) *run {
+	return mlpRunIn(dtype.F32, newOpt, 0)
+}
+
+// mlpRunIn is mlpRun with the model built in pdt (the inputs cast to it,
+// as examples/resnet casts them under --amp-params) and the Stepper
+// clipping to clip (0: not). An F16 model's losses are scaled by a Scaler,
+// as the examples scale them.
+func mlpRunIn(pdt dtype.DType, newOpt func([]nn.Param) (optim.Optimizer, error), clip float64) func(*testing.T, *device.Device, dtype.DType) *run {
 	return func(t *testing.T, dev *device.Device, ac dtype.DType) *run {
-		b := nn.NewBuilder(dev, dtype.F32, 1)
+		b := nn.NewBuilder(dev, pdt, 1)
 		m := nn.NewSequential(nn.NewLinear(b, "fc1", mlpIn, mlpHidden, true), nn.ReLU("relu"), nn.NewLinear(b, "fc2", mlpHidden, mlpClasses, true))
 		opt, err := newOpt(m.Params())
 		if err != nil {
@@ -128,10 +145,18 @@ func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *
 		}
 		fwd := func(s *autograd.Scope, step int) *autograd.Tensor {
 			x, y := mlpBatchOf(step)
-			logits := m.Forward(s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x))
+			xs := s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x)
+			if pdt != dtype.F32 {
+				xs = xs.Cast(pdt)
+			}
+			logits := m.Forward(xs)
 			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{mlpBatch}, y), autograd.CEOptions{})
 		}
-		return &run{dev: dev, model: m, st: &train.Stepper{Opt: opt, Autocast: ac}, forward: fwd}
+		st := &train.Stepper{Opt: opt, Autocast: ac, Clip: clip}
+		if pdt == dtype.F16 {
+			st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+		}
+		return &run{dev: dev, model: m, st: st, forward: fwd}
 	}
 }
 
@@ -365,6 +390,9 @@ func compareStats(t *testing.T, when string, m, g device.Stats, ws int64) {
 // atomics may sum in another order run to run).
 func TestTrainFailedStep(t *testing.T) {
 	for _, rc := range recipes() {
+		if rc.noFail {
+			continue
+		}
 		t.Run(rc.name, func(t *testing.T) {
 			gd := openCuda(t)
 			r := rc.build(t, gd, rc.autocast)
