@@ -34,8 +34,9 @@ type ConvOptions struct {
 // before it returns. The bias is added into y in place by a broadcast add.
 // Saves x when w needs a gradient and w when x needs one (contiguous
 // copies when they are strided). Backward allocates dx, dw and db as
-// needed, each of dx and dw borrowing its own workspace of the same size;
-// db is the sum of dy over N, OH and OW.
+// needed, each of dx and dw borrowing its own workspace of the same size
+// (dw of a 16-bit pointwise convolution instead borrows K/G·C/G, where its
+// sum over the samples stays in F32); db is the sum of dy over N, OH and OW.
 func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	o := begin("conv2d", x, w, b)
 	cast, rel := o.castLow(x, w, b)
@@ -49,7 +50,7 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	defer fx()
 	wc, fw := dense(w)
 	defer fw()
-	ws := convScratch(o, p, cdt)
+	ws := convScratch(o, p.Workspace(), cdt)
 	if k := o.k(); k != nil {
 		k.Conv2d(p, y.operand(), xc.operand(), wc.operand(), optOperand(ws))
 		if b != nil {
@@ -70,7 +71,7 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 		res := make([]*Tensor, 3)
 		if c.need[0] {
 			dx := bo.empty(dt, xs)
-			ws := convScratch(bo, p, cdt)
+			ws := convScratch(bo, p.Workspace(), cdt)
 			if k := bo.k(); k != nil {
 				k.Conv2dGradInput(p, dx.operand(), g.operand(), c.saved[1].operand(), optOperand(ws))
 			}
@@ -81,7 +82,7 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 		}
 		if c.need[1] {
 			dw := bo.empty(dt, wsh)
-			ws := convScratch(bo, p, cdt)
+			ws := convScratch(bo, p.GradWeightWorkspace(dt), cdt)
 			if k := bo.k(); k != nil {
 				k.Conv2dGradWeight(p, dw.operand(), g.operand(), c.saved[0].operand(), optOperand(ws))
 			}
@@ -98,9 +99,9 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	return y
 }
 
-// convScratch allocates the convolution's workspace, nil when it needs none.
-func convScratch(o *op, p device.Conv2d, cdt dtype.DType) *Tensor {
-	n := p.Workspace()
+// convScratch allocates a convolution's workspace of n elements of cdt,
+// nil when n is 0 (it needs none).
+func convScratch(o *op, n int, cdt dtype.DType) *Tensor {
 	if n == 0 {
 		return nil
 	}

@@ -86,7 +86,8 @@ type Kernels interface {
 	Conv2d(p Conv2d, y, x, w, ws Operand)
 	// Conv2dGradInput writes dx from dy and w.
 	Conv2dGradInput(p Conv2d, dx, dy, w, ws Operand)
-	// Conv2dGradWeight writes dw (overwritten) from dy and x.
+	// Conv2dGradWeight writes dw (overwritten) from dy and x; its ws holds
+	// p.GradWeightWorkspace(dw's dtype) elements of the compute dtype.
 	Conv2dGradWeight(p Conv2d, dw, dy, x, ws Operand)
 	// MaxPool2d writes the window maxima of x into y.
 	MaxPool2d(p Pool2d, y, x Operand)

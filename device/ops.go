@@ -1,5 +1,7 @@
 package device
 
+import "github.com/headroom-ml/headroom/dtype"
+
 // UnaryOp is an elementwise function of one operand and a scalar argument.
 // The comment of each says which forward values its gradient reads (x: the
 // input, y: the output).
@@ -137,6 +139,18 @@ func (p Conv2d) Workspace() int {
 		return 0
 	}
 	return p.C / p.Groups * p.R * p.S * p.OH * p.OW
+}
+
+// GradWeightWorkspace returns the elements of scratch Conv2dGradWeight
+// needs for operands of dtype dt, counted in its compute dtype (F32 for
+// F16 and BF16): Workspace(), except that a 16-bit pointwise convolution
+// takes K/G·C/G, room for one group's weight gradient summed over the
+// samples in F32 (the cpu sums in its own F32 copy and ignores it).
+func (p Conv2d) GradWeightWorkspace(dt dtype.DType) int {
+	if dt.IsLowPrecision() && p.Pointwise() && p.Groups > 0 {
+		return p.K / p.Groups * (p.C / p.Groups)
+	}
+	return p.Workspace()
 }
 
 // Pool2d describes a 2-D pooling window over (N, C, H, W) → (N, C, OH, OW).

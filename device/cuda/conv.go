@@ -12,8 +12,10 @@ import (
 // elements of the operands' dtype: autograd passes a workspace of the
 // compute dtype (F32 for F16 and BF16), whose bytes are reused as twice as
 // many 16-bit elements. The 16-bit weight gradient puts its F32 sum over
-// the samples in the other half (accRows): cuBLAS's GEMM with 16-bit
-// inputs and an F32 output adds each sample in F32, and one cast writes dw.
+// the samples in the other half (accRows; a pointwise one, which has no
+// im2col matrix, in all of the K/G·C/G elements of
+// device.Conv2d.GradWeightWorkspace): cuBLAS's GEMM with 16-bit inputs and
+// an F32 output adds each sample in F32, and one cast writes dw.
 
 // convCheck checks the operands' dtypes, lengths and contiguity and
 // returns the dtype and the workspace as elements of it (nil Block when
@@ -23,6 +25,9 @@ func (k *kern) convCheck(op string, p device.Conv2d, ws device.Operand, os ...de
 	k.convShape(op, p, os...)
 	n := p.Workspace()
 	if n == 0 {
+		if !ws.Nil() && (!ws.Contiguous() || !ws.DType.IsFloat()) {
+			k.bad(op, "workspace of dtype %s shape %v strides %v: want a contiguous float operand", ws.DType, ws.Shape, ws.Strides)
+		}
 		return dt, device.Operand{DType: dt}
 	}
 	if ws.Nil() || !ws.Contiguous() || !ws.DType.IsFloat() || ws.Len()*ws.DType.Size() < n*dt.Size() ||
@@ -137,14 +142,13 @@ func (k *kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 // Conv2dGradWeight: dw[g] (Kg, Cg·R·S) = Σ_n dy[n, g] (Kg, P) · colᵀ, the
 // first sample's GEMM with beta 0 (dw is overwritten), the others beta 1.
 // 16-bit convolutions sum the samples in F32 when the workspace has room
-// (gradWeight16); pointwise ones, which have no workspace, sum in their
-// dtype.
+// (gradWeight16), else in their dtype.
 func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	dt, col := k.convCheck("Conv2dGradWeight", p, ws, dy, x, dw)
 	if dw.Len() == 0 {
 		return
 	}
-	cg, kg, pp, crs := p.C/p.Groups, p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	kg, pp, crs := p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
 	if p.N == 0 || pp == 0 {
 		k.Fill(device.Operand{Block: dw.Block, Off: dw.Off, DType: dw.DType, Shape: []int{dw.Len()}}, 0)
 		return
@@ -156,15 +160,21 @@ func (k *kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	for gi := 0; gi < p.Groups; gi++ {
 		dwg, dyg := at(dw, gi*kg*crs), at(dy, gi*kg*pp)
 		for n := 0; n < p.N; n++ {
-			b := at(x, (n*p.C+gi*cg)*pp)
-			if !col.Nil() {
-				k.im2col(p, col, x, n, gi)
-				b = col
-			}
 			k.Gemm(device.Gemm{TransB: true, M: kg, N: crs, K: pp, Alpha: 1, Beta: sampleBeta(n),
-				A: at(dyg, n*p.K*pp), LdA: pp, B: b, LdB: pp, C: dwg, LdC: crs, Batch: 1})
+				A: at(dyg, n*p.K*pp), LdA: pp, B: k.sampleCols(p, col, x, n, gi), LdB: pp, C: dwg, LdC: crs, Batch: 1})
 		}
 	}
+}
+
+// sampleCols returns the weight gradient's B operand for sample n, group
+// gi: col after conv_im2col_T of it, or that part of x itself when col is
+// nil (pointwise: x is already the (C/G, OH·OW) matrix).
+func (k *kern) sampleCols(p device.Conv2d, col, x device.Operand, n, gi int) device.Operand {
+	if col.Nil() {
+		return at(x, (n*p.C+gi*p.C/p.Groups)*p.OH*p.OW)
+	}
+	k.im2col(p, col, x, n, gi)
+	return col
 }
 
 // sampleBeta is the GEMM beta of sample n of a sum over samples: 0 for the
@@ -189,17 +199,18 @@ func wideCol(p device.Conv2d, dt dtype.DType, ws device.Operand) device.Operand 
 
 // accRows places an F32 accumulator for rows of a 16-bit dw[g] in the
 // workspace after the 16-bit im2col matrix (the workspace autograd passes
-// is F32, twice the bytes the matrix needs): it returns the accumulator and
-// how many rows of dw[g] it holds, 0 when dt is not 16-bit, the
-// convolution is pointwise (no workspace) or no row fits (OH·OW < 2).
+// is F32, twice the bytes the matrix needs; a pointwise convolution has no
+// matrix and its workspace is all accumulator): it returns the accumulator
+// and how many rows of dw[g] it holds, 0 when dt is not 16-bit or no row
+// fits (OH·OW < 2, a 16-bit workspace, none).
 func accRows(p device.Conv2d, dt dtype.DType, ws device.Operand) (device.Operand, int) {
-	n := p.Workspace()
-	if !dt.IsLowPrecision() || n == 0 {
+	if !dt.IsLowPrecision() || ws.Nil() {
 		return device.Operand{}, 0
 	}
 	crs := p.C / p.Groups * p.R * p.S
-	start := ws.Off*ws.DType.Size() + (n*dt.Size()+3)/4*4 // bytes, 4-aligned
-	free := ws.Off*ws.DType.Size() + ws.Len()*ws.DType.Size() - start
+	base := ws.Off * ws.DType.Size()
+	start := (base + p.Workspace()*dt.Size() + 3) / 4 * 4 // bytes, 4-aligned
+	free := base + ws.Len()*ws.DType.Size() - start
 	rows := min(p.K/p.Groups, free/(4*crs))
 	if rows < 1 {
 		return device.Operand{}, 0
@@ -209,10 +220,11 @@ func accRows(p device.Conv2d, dt dtype.DType, ws device.Operand) (device.Operand
 
 // gradWeight16 is Conv2dGradWeight for 16-bit operands with the samples
 // summed in F32: for each block of rows of dw[g], the samples' GEMMs
-// (16-bit dy and im2col, F32 output) add into acc, which one cast then
-// writes into dw. When the block is all of dw[g] (Kg ≤ OH·OW/2) that is
-// the 16-bit path's launches plus one cast per group; otherwise each block
-// builds the im2col matrices again.
+// (16-bit dy and im2col, or x itself when col is nil, F32 output) add
+// into acc, which one cast then writes into dw. When the block is all of
+// dw[g] (Kg ≤ OH·OW/2, or pointwise) that is the 16-bit path's launches
+// plus one cast per group; otherwise each block builds the im2col
+// matrices again.
 func (k *kern) gradWeight16(p device.Conv2d, dw, dy, x, col, acc device.Operand, rows int) {
 	kg, pp, crs := p.K/p.Groups, p.OH*p.OW, p.C/p.Groups*p.R*p.S
 	for gi := 0; gi < p.Groups; gi++ {
@@ -220,9 +232,8 @@ func (k *kern) gradWeight16(p device.Conv2d, dw, dy, x, col, acc device.Operand,
 		for r0 := 0; r0 < kg; r0 += rows {
 			m := min(rows, kg-r0)
 			for n := 0; n < p.N; n++ {
-				k.im2col(p, col, x, n, gi)
 				k.Gemm(device.Gemm{TransB: true, M: m, N: crs, K: pp, Alpha: 1, Beta: sampleBeta(n),
-					A: at(dyg, n*p.K*pp+r0*pp), LdA: pp, B: col, LdB: pp, C: acc, LdC: crs, Batch: 1})
+					A: at(dyg, n*p.K*pp+r0*pp), LdA: pp, B: k.sampleCols(p, col, x, n, gi), LdB: pp, C: acc, LdC: crs, Batch: 1})
 			}
 			dst := device.Operand{Block: dw.Block, Off: dw.Off + (gi*kg+r0)*crs, DType: dw.DType, Shape: []int{m * crs}}
 			k.Copy(dst, device.Operand{Block: acc.Block, Off: acc.Off, DType: dtype.F32, Shape: []int{m * crs}})

@@ -106,12 +106,16 @@
 // cast writes dw. The input gradient's GEMM writes an F32 im2col matrix,
 // which conv_col2im_wide_T sums and rounds. The workspace is
 // device.Conv2d.Workspace() elements of the compute dtype, as before, so
-// meta accounts it unchanged. A 3-step BF16 ResNet matches the cpu bit for
-// bit on the emulator (it differed by up to 4% of a tensor's largest
-// momentum value when the samples were summed in BF16). Pointwise
-// convolutions, which have no workspace, and callers passing a 16-bit
-// workspace still sum the weight gradient's samples in the 16-bit dtype
-// (one GEMM per sample, beta 1).
+// meta accounts it unchanged. A pointwise convolution (1×1, stride 1, no
+// padding) has no im2col matrix: its weight gradient's workspace is
+// device.Conv2d.GradWeightWorkspace(), K/G·C/G F32 elements for 16-bit
+// operands (autograd allocates it, so meta accounts it too), all of it the
+// accumulator. A 3-step BF16 ResNet matches the cpu bit for bit on the
+// emulator (it differed by up to 4% of a tensor's largest momentum value
+// when the samples were summed in BF16). Callers passing a 16-bit
+// workspace too small for one row of F32 sums, or none, still sum the
+// weight gradient's samples in the 16-bit dtype (one GEMM per sample,
+// beta 1).
 //
 // Close gives
 // everything back (segments unmapped, address ranges freed, staging freed,
