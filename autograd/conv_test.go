@@ -183,6 +183,7 @@ func TestConv2dMemory(t *testing.T) {
 		{"f64_dilated", dtype.F64, []int{1, 3, 8, 8}, []int{2, 3, 2, 3}, autograd.ConvOptions{Dilation: [2]int{2, 2}}, 6, 4},
 		{"f16_computes_f32", dtype.F16, []int{2, 2, 5, 5}, []int{3, 2, 3, 3}, autograd.ConvOptions{}, 3, 3},
 		{"pointwise", dtype.F32, []int{2, 4, 5, 3}, []int{8, 4, 1, 1}, autograd.ConvOptions{}, 5, 3},
+		{"pointwise_bf16", dtype.BF16, []int{2, 6, 5, 3}, []int{8, 3, 1, 1}, autograd.ConvOptions{Groups: 2}, 5, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,8 +196,8 @@ func TestConv2dMemory(t *testing.T) {
 			}
 			yBytes := int64(n*k*c.oh*c.ow) * size
 			wsBytes := int64(c.xs[1]/groups*c.wsh[2]*c.wsh[3]*c.oh*c.ow) * csize
-			if c.name == "pointwise" {
-				wsBytes = 0
+			if c.wsh[2] == 1 && c.wsh[3] == 1 {
+				wsBytes = 0 // pointwise
 			}
 			got := convMem(t, cpu.New(0, device.Options{}), c.dt, c.xs, c.wsh, c.o)
 			before, after := got[0], got[1]
