@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda"
 	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	resnet "github.com/headroom-ml/headroom/examples/resnet/run"
 	transformer "github.com/headroom-ml/headroom/examples/transformer/run"
@@ -78,9 +80,11 @@ func runExample(t *testing.T, main exampleMain, dev string, args []string) (int,
 
 // TestExamplesOnCUDA runs each example with technique flags on cpu and on
 // the emulated cuda: both succeed, the final training loss and the
-// evaluation agree (within cudaTolF32, or cudaTolBF16 with --amp), and
+// evaluation agree (within cudaTolF32, or cudaTolBF16 with --amp),
 // cuda's memory statistics are cpu's plus the cuBLAS workspace (the cpu
-// device's allocator is the one meta's accounting mirrors).
+// device's allocator is the one meta's accounting mirrors), and each
+// report's kernels name its device's path (cuda's compute capability and
+// GPU, the cpu's instruction set).
 func TestExamplesOnCUDA(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -107,7 +111,11 @@ func TestExamplesOnCUDA(t *testing.T) {
 					t.Errorf("%s %.8g on cuda, %.8g on cpu (|Δ| %.3g > %g relative)", v.what, v.got, v.want, d, tc.tol)
 				}
 			}
-			cudatest.SameStats(t, "the run's statistics", c.Stats, g.Stats, cudatest.Workspace(t, cudatest.Open(t, 0, device.Options{})))
+			gpu := cudatest.Open(t, 0, device.Options{})
+			cudatest.SameStats(t, "the run's statistics", c.Stats, g.Stats, cudatest.Workspace(t, gpu))
+			if want := cuda.KernelPath(gpu); g.Kernels != want || !strings.HasPrefix(want, "cuda sm_") || c.Kernels != cpu.KernelPath() {
+				t.Errorf("the reports' kernels: %q on cuda, %q on cpu; want %q and %q", g.Kernels, c.Kernels, want, cpu.KernelPath())
+			}
 			t.Logf("final loss cpu %.7f cuda %.7f; %s cpu %.7f cuda %.7f; peak cpu %d B, cuda %d B", c.FinalLoss, g.FinalLoss, c.EvalMetric, c.Eval, g.Eval, c.PeakBytes.Total, g.PeakBytes.Total)
 		})
 	}

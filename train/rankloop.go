@@ -36,7 +36,7 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 		}
 		defer r.release()
 		if rk.Comm.Rank() == 0 {
-			rep.Params = nn.Count(r.R.Module())
+			rep.Params, rep.Kernels = nn.Count(r.R.Module()), kernelPath(rk.Dev)
 			r.header(p, c.RanksDesc(rk),
 				fmt.Sprintf("global batch %d (%d per rank)×%d", c.Batch, c.Micro(), c.Accum))
 		} else {

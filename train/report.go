@@ -37,9 +37,11 @@ type Report struct {
 	// Extra holds example-specific results (samples generated, …).
 	Extra map[string]any `json:"extra,omitempty"`
 	Stats device.Stats   `json:"stats"`
-	// Kernels is the cpu device's instruction-set path
-	// (cpu.KernelPath: go, avx2, avx512 or avx512+vnni, +bf16 with VDPBF16PS); Write fills it
-	// in when it is empty, so speeds are read for what ran.
+	// Kernels names what ran the kernels, so speeds are read for it: on
+	// a cuda device cuda.KernelPath ("cuda sm_90 (NVIDIA H200)"), else the
+	// cpu's instruction-set path (cpu.KernelPath: go, avx2, avx512 or
+	// avx512+vnni, +bf16 with VDPBF16PS), which Write fills in when it is
+	// empty.
 	Kernels string `json:"kernels"`
 }
 

@@ -131,7 +131,7 @@ func (r *Run[R]) report(p *Program[R], ev Eval, capacity int64, seconds float64)
 	rep := &Report{
 		Example: p.Name, Model: p.Model, Params: nn.Count(r.R.Module()), Steps: r.End, FinalLoss: r.Loss,
 		Eval: ev.Value, EvalMetric: p.Metric, Seconds: seconds, PeakBytes: Peaks(r.Trained), CapacityBytes: capacity,
-		Flags: r.C.Values(), Stats: r.Trained, Extra: ev.Extra,
+		Flags: r.C.Values(), Stats: r.Trained, Extra: ev.Extra, Kernels: kernelPath(r.Dev),
 	}
 	if n := r.End - r.Start; n > 0 {
 		rep.SamplesPerSec = float64(n*r.C.Batch) / seconds

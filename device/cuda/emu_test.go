@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -260,5 +261,37 @@ func TestOpenIndex(t *testing.T) {
 		if _, err := Open(i, device.Options{}); !errors.Is(err, ErrNoDevice) {
 			t.Fatalf("Open(%d) with %d devices: %v, want ErrNoDevice", i, n, err)
 		}
+	}
+}
+
+// TestKernelPath: an open device names its compute capability and the
+// driver's name of the GPU, read here from the driver itself ("cuda sm_90
+// (headroom emulator)" on the emulator); a cpu device has none.
+func TestKernelPath(t *testing.T) {
+	g := devices(t)
+	drv, err := cuda.LoadDriver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := drv.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	major, err1 := drv.Attribute(h, cuda.AttrComputeCapabilityMajor)
+	minor, err2 := drv.Attribute(h, cuda.AttrComputeCapabilityMinor)
+	name, err3 := drv.DeviceName(h)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("cuda sm_%d%d (%s)", major, minor, name)
+	if TF32() {
+		want += " +tf32"
+	}
+	if got := KernelPath(g.gpu); got != want {
+		t.Errorf("KernelPath(cuda:0) = %q, want %q", got, want)
+	}
+	t.Logf("KernelPath(cuda:0) = %q", want)
+	if got := KernelPath(g.cpu); got != "" {
+		t.Errorf("KernelPath(cpu) = %q, want \"\"", got)
 	}
 }

@@ -17,6 +17,8 @@ type gpu struct {
 	drv   *cuda.Driver
 	dev   int // driver handle
 	arch  string
+	model string // the driver's name of the device
+	tf32  bool   // F32 GEMMs may use TF32 (TF32() at Open)
 
 	q     chan task
 	calls sync.Pool

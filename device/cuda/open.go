@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/headroom-ml/headroom/device"
@@ -114,6 +115,9 @@ func (g *gpu) init(rtc *cuda.NVRTC, blas *cuda.Cublas) (int, error) {
 		return 0, err
 	}
 	g.arch = fmt.Sprintf("compute_%d%d", major, minor)
+	if g.model, err = g.drv.DeviceName(g.dev); err != nil {
+		return 0, err
+	}
 	g.vmm = g.drv.VMM && os.Getenv("HEADROOM_CUDA_VMM") != "0"
 	if g.vmm {
 		if v, err := g.drv.Attribute(g.dev, cuda.AttrVMMSupported); err != nil || v == 0 {
@@ -129,7 +133,8 @@ func (g *gpu) init(rtc *cuda.NVRTC, blas *cuda.Cublas) (int, error) {
 	if g.stage, err = newStaging(g.drv); err != nil {
 		return 0, err
 	}
-	if g.blas, err = blas.NewHandle(g.stream, TF32()); err != nil {
+	g.tf32 = TF32()
+	if g.blas, err = blas.NewHandle(g.stream, g.tf32); err != nil {
 		return 0, err
 	}
 	return major, nil
@@ -140,6 +145,22 @@ func (g *gpu) init(rtc *cuda.NVRTC, blas *cuda.Cublas) (int, error) {
 // match the cpu device within F32 tolerances). It is read when a device
 // opens.
 func TF32() bool { return os.Getenv("HEADROOM_CUDA_TF32") == "1" }
+
+// KernelPath names what runs dev's kernels when Open opened it: the
+// compute capability and the driver's name of the GPU, as in "cuda sm_90
+// (NVIDIA H200)", with "+tf32" when its F32 GEMMs may use TF32; "" for a
+// device of another backend.
+func KernelPath(dev *device.Device) string {
+	b := backendOf(dev)
+	if b == nil {
+		return ""
+	}
+	path := fmt.Sprintf("cuda sm_%s (%s)", strings.TrimPrefix(b.g.arch, "compute_"), b.g.model)
+	if b.g.tf32 {
+		path += " +tf32"
+	}
+	return path
+}
 
 // workspace gives cuBLAS a block of the device's own memory, tagged
 // workspace and marked resident (never a leak).
