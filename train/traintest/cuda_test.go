@@ -17,7 +17,8 @@ import (
 )
 
 // TestMain runs the package's tests with two emulated GPUs of 64 MiB, for
-// the tests of cuda ranks.
+// the tests of cuda ranks (which take what a real driver has, one GPU or
+// two: cudatest.GPUs).
 func TestMain(m *testing.M) { cudatest.Main(m, 64<<20, 2) }
 
 func parsed(t *testing.T, args ...string) *train.Common {
@@ -31,20 +32,23 @@ func parsed(t *testing.T, args ...string) *train.Common {
 	return &c
 }
 
-// TestCheckRefusesMoreRanksThanGPUs: with two GPUs, --ranks 2 fits on
-// cuda:0 and cuda:1, but not from cuda:1 on, and 3 ranks never: a usage
-// error (exit 64) naming the ranks, the devices they need and the GPUs
-// there are, before any device is opened.
+// TestCheckRefusesMoreRanksThanGPUs: with n GPUs (two emulated, or one
+// on a one-GPU machine), --ranks n fits on cuda:0…cuda:n−1, and a single
+// rank on the last GPU, but not 2 ranks from the last GPU on, and n+2
+// ranks never: a usage error (exit 64) naming the ranks, the devices
+// they need and the GPUs there are, before any device is opened.
 func TestCheckRefusesMoreRanksThanGPUs(t *testing.T) {
+	n := cudatest.GPUs(t, 2)
+	last := fmt.Sprintf("cuda:%d", n-1)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--device", "cuda", "--ranks", "2"}, ""},
-		{[]string{"--device", "cuda:1", "--zero", "1"}, ""},
-		{[]string{"--device", "cuda", "--ranks", "2", "--zero", "3", "--offload"}, ""},
-		{[]string{"--device", "cuda", "--ranks", "4"}, "--ranks 4 on --device cuda: the ranks need cuda:0…cuda:3, but the driver has 2 GPUs (cuda:0…cuda:1): want --ranks ≤ 2"},
-		{[]string{"--device", "cuda:1", "--ranks", "2"}, "--ranks 2 on --device cuda:1: the ranks need cuda:1…cuda:2, but the driver has 2 GPUs (cuda:0…cuda:1): want --ranks ≤ 1"},
+		{[]string{"--device", "cuda", "--ranks", fmt.Sprint(n)}, ""},
+		{[]string{"--device", last, "--zero", "1"}, ""},
+		{[]string{"--device", "cuda", "--ranks", fmt.Sprint(n), "--zero", "3", "--offload"}, ""},
+		{[]string{"--device", "cuda", "--ranks", fmt.Sprint(n + 2)}, fmt.Sprintf("--ranks %d on --device cuda: the ranks need cuda:0…cuda:%d, but the driver has %d GPUs (cuda:0…cuda:%d): want --ranks ≤ %d", n+2, n+1, n, n-1, n)},
+		{[]string{"--device", last, "--ranks", "2"}, fmt.Sprintf("--ranks 2 on --device %s: the ranks need %s…cuda:%d, but the driver has %d GPUs (cuda:0…cuda:%d): want --ranks ≤ 1", last, last, n, n, n-1)},
 	} {
 		err := parsed(t, tc.args...).Check("ranks", "zero", "offload")
 		var ue *train.UsageError
@@ -54,12 +58,13 @@ func TestCheckRefusesMoreRanksThanGPUs(t *testing.T) {
 	}
 }
 
-// TestRunRanksOnGPUs runs two ranks with --device cuda: rank r trains on
-// cuda:r (with --offload its host is cpu:100+r) and the ranks' all-reduce
-// of their ranks' numbers gives both the same sum; the header names the
-// devices and how they communicate.
+// TestRunRanksOnGPUs runs two ranks (one on a one-GPU machine) with
+// --device cuda: rank r trains on cuda:r (with --offload its host is
+// cpu:100+r) and the ranks' all-reduce of their ranks' numbers gives each
+// the same sum; the header names the devices and how they communicate.
 func TestRunRanksOnGPUs(t *testing.T) {
-	c := parsed(t, "--device", "cuda", "--ranks", "2", "--zero", "1", "--offload")
+	n := cudatest.GPUs(t, 2)
+	c := parsed(t, "--device", "cuda", "--ranks", fmt.Sprint(n), "--zero", "1", "--offload")
 	if err := c.Check("ranks", "zero", "offload"); err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +85,13 @@ func TestRunRanksOnGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for r, want := range []string{"cuda:0 cpu:100 [3 20 200]", "cuda:1 cpu:101 [3 20 200]"} {
-		if got[r] != want {
+	for r := range n {
+		if want := fmt.Sprintf("cuda:%d cpu:%d [%d %d %d]", r, 100+r, n*(n+1)/2, 10*n, 100*n); got[r] != want {
 			t.Errorf("rank %d: %q, want %q", r, got[r], want)
 		}
 	}
 	desc := c.RanksDesc(ranks[0])
-	if !strings.HasPrefix(desc, "2 ranks cuda:0…cuda:1 (") || !strings.Contains(desc, ranks[0].Via) || !strings.HasSuffix(desc, "ZeRO stage 1 with the optimizer offloaded to cpu:100…") {
+	if !strings.HasPrefix(desc, fmt.Sprintf("%d ranks cuda:0…cuda:%d (", n, n-1)) || !strings.Contains(desc, ranks[0].Via) || !strings.HasSuffix(desc, "ZeRO stage 1 with the optimizer offloaded to cpu:100…") {
 		t.Errorf("RanksDesc = %q, want the cuda devices, %q, the stage and the offload", desc, ranks[0].Via)
 	}
 	t.Logf("header: %s", desc)

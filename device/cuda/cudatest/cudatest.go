@@ -71,3 +71,27 @@ func Open(t testing.TB, index int, o device.Options) *device.Device {
 	})
 	return d
 }
+
+// GPUs returns min(want, the number of cuda devices), for a test that is
+// still meaningful on fewer GPUs than it would like (a real machine with
+// one GPU: its ranks beyond the first become cpu ranks, or fewer ranks);
+// it fails t when the driver has none.
+func GPUs(t testing.TB, want int) int {
+	t.Helper()
+	n, err := cuda.Available()
+	if err != nil || n < 1 {
+		t.Fatalf("cudatest: the driver has no cuda device (%d, %v)", n, err)
+	}
+	return min(want, n)
+}
+
+// NeedGPUs fails t at once, naming the need, unless the driver has at
+// least n cuda devices: for a test that means nothing on fewer (a
+// collective waiting for a second rank). It never skips: a one-GPU run
+// of scripts/gpu-check.sh must leave such tests out by name.
+func NeedGPUs(t testing.TB, n int) {
+	t.Helper()
+	if have := GPUs(t, n); have < n {
+		t.Fatalf("cudatest: %s needs %d cuda devices, the driver has %d (leave it out on this machine: -run/-skip)", t.Name(), n, have)
+	}
+}

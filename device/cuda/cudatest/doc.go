@@ -15,6 +15,11 @@
 // compares tensors by name within a tolerance relative to each reference
 // tensor's largest element.
 //
+// Tests of several ranks ask for their GPUs: GPUs(t, 2) is min(2, what
+// the driver has) for a test still meaningful on one GPU, and NeedGPUs(t,
+// 2) fails a test that is not, naming its need (never a skip), so that
+// HEADROOM_CUDA_REAL=1 on a one-GPU machine runs what it can.
+//
 // Knobs: Main's memory (the emulated device's total bytes; 0 means 512 MiB)
 // and devices (how many emulated GPUs, HEADROOM_EMU_DEVICES; 0 means 1).
 // The libraries are cached under ~/.cache/headroom/emu keyed by a hash of
