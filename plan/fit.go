@@ -138,7 +138,7 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 		tq.Apply(&cc)
 		hint := -1
 		if hints != nil {
-			cc.onCPU, hint = true, hints[i]
+			cc.measure, hint = true, hints[i]
 		}
 		cc.Capacity = capacity
 		o, err := search(probeOf(cc), base.Ranks*max(cc.Accum, 1), target, hint)
