@@ -19,10 +19,18 @@
 //	res, err := bench.Run(bench.Config{Mode: bench.Quick})
 //	paths, err := res.Write("out") // bench.json, bench.md, PNG charts
 //
+// Device (Config.Device, --device) is where every run trains: "cpu", the
+// default, or "cuda": plan.Measure runs the step on cuda:0 (cuda:1 too for
+// the 2-rank techniques) and the examples train with --device cuda; the
+// peaks then include cuBLAS's 32 MiB workspace (plan's Resident), and
+// without a GPU Run fails at once with a *train.DeviceError (the command
+// exits 69).
+//
 // Knobs and defaults (Config): Mode Full (the examples' batches, 100
 // training steps), Quick (about a minute on 2 cores) or Tiny (tests);
 // Models both; Techniques all (Techniques), plain always first; Steps the
-// mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt.
+// mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt; Device
+// cpu.
 //
 // Outputs: Result.WriteJSON (one row per model and technique: each tag's
 // own peak, what each tag held at the peak, seconds per step, samples per

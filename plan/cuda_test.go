@@ -91,3 +91,25 @@ func comparePlanToRun(t *testing.T, c Config) {
 	t.Logf("peak %d bytes (workspace %d) predicted and measured on %s; allocated peak %d, reserved peak %d",
 		p.Total, p.Workspace, m.Stats.Device, p.AllocatedPeak, p.Stats.Reserved.Peak)
 }
+
+// TestCUDAFitMeasured runs the fit search for real on the emulated GPU (one
+// technique, a capacity a little above cuBLAS's workspace): the largest
+// batch and its peak equal the prediction's, and that batch was run on
+// the GPU within the capacity while the next did not fit.
+func TestCUDAFitMeasured(t *testing.T) {
+	c := Config{Model: "small", Image: 8, Device: CUDA}
+	const capacity = 33<<20 + 200<<10
+	pred, err := Fit(c, capacity, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meas, err := FitMeasured(c, capacity, 4, Techniques[:1], nil)
+	if err != nil {
+		t.Fatalf("measured on cuda: %v", err)
+	}
+	p, m := pred.Options[0], meas.Options[0]
+	if p != m || m.MaxBatch < 1 {
+		t.Errorf("fit on cuda: predicted %+v, measured %+v (want equal, max batch ≥ 1)", p, m)
+	}
+	t.Logf("%s in %d bytes: max batch %d (peak %d) predicted and measured on the emulated GPU", p.Technique, capacity, m.MaxBatch, m.Peak)
+}
