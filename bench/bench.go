@@ -89,7 +89,7 @@ type Row struct {
 	Batch int      `json:"batch"`
 	Ranks int      `json:"ranks"`
 	// Peak is the peak of each tag and of the total (the largest rank's),
-	// measured on cpu devices by plan.Measure; AtPeak what each tag held
+	// measured on Config.Device's devices by plan.Measure; AtPeak what each tag held
 	// when the total peaked (it adds up to the total).
 	Peak   train.PeakBytes  `json:"peak_bytes"`
 	AtPeak train.PeakBytes  `json:"at_peak"`
@@ -141,7 +141,7 @@ type Result struct {
 }
 
 // Run benches every technique of c on every model: for each, plan.Measure
-// runs the training step on cpu devices (peaks by tag, the step's
+// runs the training step on c.Device's devices (peaks by tag, the step's
 // timeline and time) and the example program trains it on real data (loss
 // and evaluation). A technique that fails gets a row with the error in
 // Note; Run fails only on bad configuration or when plain fails.

@@ -4,11 +4,11 @@
 // weights), amp fp16 + amp-params (with loss scaling), checkpointing
 // (⌈√n⌉ segments or a byte budget), accumulation, their combination, data
 // parallelism over 2 ranks with ZeRO stages 1 and 2 and offload — for real
-// on cpu devices, for the ResNet
-// (SmallResNet on MNIST) and the Transformer (the byte-level GPT of
+// on cpu devices (or on a GPU: Device), for the ResNet (SmallResNet on
+// MNIST) and the Transformer (the byte-level GPT of
 // examples/transformer on Go source), and compares each with the plain run.
 //
-// For each technique and model, plan.Measure runs the training step on cpu
+// For each technique and model, plan.Measure runs the training step on the
 // devices: peak bytes by tag (the largest rank's), what each tag held at
 // the peak, the memory timeline of the measured step and its time. Then the
 // example program (examples/resnet/run, examples/transformer/run) trains

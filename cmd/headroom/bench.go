@@ -14,9 +14,9 @@ import (
 const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer] [--techniques LIST] [--steps N]
        [--device cpu|cuda]
 
-Runs every memory technique for real on the CPU (--device cuda: on the GPU), for the ResNet (SmallResNet
-on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
-Go's fmt sources): plan.Measure runs the training step on cpu devices (peak
+Runs every memory technique for real on the CPU (--device cuda: on the
+GPU), for the ResNet (SmallResNet on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
+Go's fmt sources): plan.Measure runs the training step on the devices (peak
 bytes by tag, the step's memory timeline and time) and the example program
 trains it on real data (final loss and evaluation), each against the plain
 run. Writes bench.json, bench.md and PNG charts into --out. --quick takes
