@@ -46,7 +46,10 @@
 # is needed), with tiny settings (a few steps, small batches, a quick subset
 # of device/cuda's tests, no 4096³ GEMM) and every timeout multiplied by
 # HEADROOM_GPU_CHECK_SCALE (default 6 there, 1 on a GPU). nvidia-smi is not
-# required then; everything else runs as on a GPU.
+# required then; everything else runs as on a GPU. HEADROOM_GPU_CHECK_ONLY,
+# a space-separated list of part names (tests, plan-tests, train-tests,
+# nccl, resnet, cuda, cuda-amp-checkpoint, plan-vs-measured, benchmarks,
+# cpu), runs only those, on a GPU or on the emulator.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
@@ -141,6 +144,10 @@ fi
 part() {
 	local name="$1" secs=$(($2 * SCALE))
 	shift 2
+	if [ -n "${HEADROOM_GPU_CHECK_ONLY:-}" ] && [[ " $HEADROOM_GPU_CHECK_ONLY " != *" $name "* ]] && [ "$name" != build ] && [ "$name" != nvidia-smi ]; then
+		echo "=== $name: skipped (HEADROOM_GPU_CHECK_ONLY)"
+		return 0
+	fi
 	echo
 	echo "=== $name (timeout ${secs}s): $*"
 	local start=$SECONDS rc
@@ -155,7 +162,7 @@ part() {
 	echo "--- $name: exit $rc in $((SECONDS - start))s"
 	return $rc
 }
-speed() { grep -o '[0-9.]* samples/s' "$log/$1.txt" | tail -1; }
+speed() { grep -o '[0-9.]* samples/s' "$log/$1.txt" 2>/dev/null | tail -1; }
 
 MAJOR=9
 if [ "$EMU" != 1 ]; then
@@ -246,9 +253,9 @@ part cpu 20 "$log/transformer" --device cpu --steps 20 "${TR_ARGS[@]}"
 
 echo
 echo "=== summary"
-grep -E '^Benchmark' "$log/benchmarks.txt"
-grep -h 'test accuracy' "$log/resnet.txt" | sed "s/^/resnet --device cuda --amp bf16 --checkpoint, $RESNET_STEPS steps: /"
-grep -E 'plan/measured' "$log/plan-vs-measured.txt"
+grep -E '^Benchmark' "$log/benchmarks.txt" 2>/dev/null
+grep -h 'test accuracy' "$log/resnet.txt" 2>/dev/null | sed "s/^/resnet --device cuda --amp bf16 --checkpoint, $RESNET_STEPS steps: /"
+grep -E 'plan/measured' "$log/plan-vs-measured.txt" 2>/dev/null
 echo "transformer samples/s: cuda $(speed cuda), cuda --amp bf16 --checkpoint $(speed cuda-amp-checkpoint), cpu $(speed cpu) (same model and batch)"
 [ "$EMU" = 1 ] || nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv
 if [ ${#failed[@]} -gt 0 ]; then
