@@ -36,6 +36,7 @@ type setup struct {
 	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
 	meta    bool                                              // meta devices: allocation only
 	cuda    bool                                              // rank r on the emulated cuda:r
+	nccl    []*device.Device                                  // rank r on nccl[r] (open cuda devices), through NewNCCLGroup
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
@@ -84,6 +85,8 @@ func data(s setup) ([][]float32, [][]int64) {
 func rankDevice(s setup, r int, capacity int64) (*device.Device, error) {
 	o := device.Options{Capacity: capacity}
 	switch {
+	case s.nccl != nil:
+		return s.nccl[r], nil
 	case s.meta:
 		return meta.New(r, o), nil
 	case s.cuda:
@@ -221,5 +224,13 @@ func runErr(s setup) ([]result, error) {
 	if s.ranks == 0 {
 		return out, body(nil, 0)
 	}
-	return out, parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error { return body(c, c.Rank()) })
+	comms := parallel.NewGroup(n)
+	if s.nccl != nil {
+		var err error
+		if comms, err = parallel.NewNCCLGroup(s.nccl); err != nil {
+			return nil, err
+		}
+		defer closeAll(comms)
+	}
+	return out, parallel.Run(comms, func(c parallel.Communicator) error { return body(c, c.Rank()) })
 }
