@@ -30,7 +30,26 @@ func TestCollectivesOnCudaRanks(t *testing.T) {
 				return gpus[r]
 			}
 			return cpu.New(r, device.Options{})
-		}, n)
+		}, n, nil)
+	}
+}
+
+// TestHostStagedOnCudaRanks runs every collective on the two emulated
+// GPUs through HostStaged over the in-process group, which then sees
+// host tensors only (as the MPI communicator must), with rounds of at
+// most 96 bytes: bit for bit the direct computation again, and every
+// staging tensor freed (counted on the hosts, tag communication).
+func TestHostStagedOnCudaRanks(t *testing.T) {
+	defer parallel.SetStageBytes(96)()
+	gpus := []*device.Device{cudatest.Open(t, 0, device.Options{}), cudatest.Open(t, 1, device.Options{})}
+	hosts := []*device.Device{cpu.New(100, device.Options{}), cpu.New(101, device.Options{})}
+	checkCollectives(t, 100, func(r int) *device.Device { return gpus[r] }, 2,
+		func(c parallel.Communicator) parallel.Communicator { return parallel.HostStaged(c, hosts[c.Rank()]) })
+	for _, h := range hosts {
+		st := h.Stats().ByTag[device.Communication]
+		if st.Current != 0 || st.Peak == 0 || st.Peak > 96 {
+			t.Errorf("%s: staging bytes current %d peak %d, want 0 and (0, 96]", h, st.Current, st.Peak)
+		}
 	}
 }
 

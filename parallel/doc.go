@@ -203,8 +203,20 @@
 // # Communicators
 //
 // NewGroup is the in-process communicator: ranks are goroutines, each
-// usually with its own logical device (cpu.New(rank, …)), and data moves
-// through host memory. Reductions add in rank order in F32 (F64 for F64)
-// and give every rank the same bits. NewMPI, in builds with the mpi tag,
-// runs ranks as processes (docs/MPI.md).
+// usually with its own device (cpu.New(rank, …), or the GPU cuda:rank),
+// and data moves through host memory. Reductions add in rank order in F32
+// (F64 for F64) and give every rank the same bits. A cpu rank's tensors
+// are read and written in place; a cuda rank's are staged through the
+// host with the device's Read and Write, in rounds of at most StageBytes
+// (4 MiB) per rank: a Go slice made at the rank's first such collective,
+// outside every allocator, and kept by the communicator — the
+// collectives allocate no device memory either way, so the table above
+// holds for cuda ranks too, plus each cuda device's own cuBLAS workspace
+// block (tag workspace). cpu and cuda ranks may be mixed in one group
+// (not meta with either). It is the fallback for GPUs without NCCL and
+// the reference NCCL is tested against. With offload on cuda ranks the
+// pieces' gradients go to the host and the masters come back through
+// the device's Read and Write (host copies of a piece's size, the
+// autograd transfer's). NewMPI, in builds with the mpi tag, runs ranks as
+// processes (docs/MPI.md); its tensors must be host memory.
 package parallel

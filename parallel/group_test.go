@@ -70,18 +70,24 @@ func onRanks(t *testing.T, n int, f func(c parallel.Communicator, dev *device.De
 	for r := range devs {
 		devs[r] = cpu.New(r, device.Options{})
 	}
-	onDevices(t, devs, f)
+	onDevices(t, devs, nil, f)
 }
 
-// onDevices runs f on one rank per device of devs and fails the test on
-// any error or on a block left beside those the devices held before.
-func onDevices(t *testing.T, devs []*device.Device, f func(c parallel.Communicator, dev *device.Device) error) {
+// onDevices runs f on one rank per device of devs, its communicator
+// wrapped by wrap unless nil, and fails the test on any error or on a
+// block left beside those the devices held before.
+func onDevices(t *testing.T, devs []*device.Device, wrap func(parallel.Communicator) parallel.Communicator, f func(c parallel.Communicator, dev *device.Device) error) {
 	t.Helper()
 	before := make([]int, len(devs))
 	for r, d := range devs {
 		before[r] = d.LiveBlocks()
 	}
 	comms := parallel.NewGroup(len(devs))
+	if wrap != nil {
+		for r, c := range comms {
+			comms[r] = wrap(c)
+		}
+	}
 	if err := parallel.Run(comms, func(c parallel.Communicator) error { return f(c, devs[c.Rank()]) }); err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +109,15 @@ func tensorOf(dev *device.Device, dt dtype.DType, v []float64) *autograd.Tensor 
 // the reduction computed directly from all ranks' inputs.
 func TestCollectivesMatchADirectComputation(t *testing.T) {
 	for n := 1; n <= 4; n++ {
-		checkCollectives(t, 1000, func(r int) *device.Device { return cpu.New(r, device.Options{}) }, n)
+		checkCollectives(t, 1000, func(r int) *device.Device { return cpu.New(r, device.Options{}) }, n, nil)
 	}
 }
 
-// checkCollectives runs every collective on n ranks, rank r on dev(r), in
+// checkCollectives runs every collective on n ranks, rank r on dev(r)
+// with its communicator wrapped by wrap unless nil, in
 // every dtype with per elements per rank slot, and compares each rank's
 // result, bit for bit, with the reduction computed directly.
-func checkCollectives(t *testing.T, per int, dev func(r int) *device.Device, n int) {
+func checkCollectives(t *testing.T, per int, dev func(r int) *device.Device, n int, wrap func(parallel.Communicator) parallel.Communicator) {
 	t.Helper()
 	devs := make([]*device.Device, n)
 	for r := range devs {
@@ -127,7 +134,7 @@ func checkCollectives(t *testing.T, per int, dev func(r int) *device.Device, n i
 			fail := func(what string, r, i int, got, want float64) error {
 				return fmt.Errorf("%s: %s on rank %d: element %d = %v, want %v", name, what, r, i, got, want)
 			}
-			onDevices(t, devs, func(c parallel.Communicator, dev *device.Device) error {
+			onDevices(t, devs, wrap, func(c parallel.Communicator, dev *device.Device) error {
 				r := c.Rank()
 				x := tensorOf(dev, dt, data[r][:total])
 				defer x.Release()

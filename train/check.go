@@ -53,16 +53,18 @@ func First(errs ...error) error {
 // Finite reports whether x is a number other than ±Inf.
 func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// checkSupported refuses a --device that does not parse, data-parallel
-// ranks on a device other than cpu, and the technique flags that are not
-// in supported.
+// checkSupported refuses a --device that does not parse, more
+// data-parallel ranks than GPUs, and the technique flags that are not in
+// supported.
 func (c *Common) checkSupported(supported []string) error {
-	kind, _, err := ParseDevice(c.Device)
+	kind, index, err := ParseDevice(c.Device)
 	if err != nil {
 		return err
 	}
-	if kind != "cpu" && (c.Ranks > 1 || c.MPI || c.Offload) {
-		return fmt.Errorf("--device %s with --ranks, --mpi or --offload: data-parallel ranks run on cpu devices only", c.Device)
+	if kind == "cuda" && c.Parallel() {
+		if err := c.checkGPUs(index); err != nil {
+			return err
+		}
 	}
 	if kind != "cpu" && c.Quantize != "" {
 		return fmt.Errorf("--device %s with --quantize: the int8 kernels are not yet on cuda (issue #15)", c.Device)

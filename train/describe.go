@@ -42,3 +42,27 @@ func (c *Common) OffloadDesc() string {
 	}
 	return ""
 }
+
+// RanksDesc describes a data-parallel run for its header, as rank r (rank
+// 0) sees it: the ranks' devices, how they communicate when that is not
+// the plain in-process group of cpu ranks (NCCL, the host-staged group,
+// MPI), the ZeRO stage and the offload.
+func (c *Common) RanksDesc(r *Rank) string {
+	var where string
+	if c.MPI {
+		where = fmt.Sprintf("%d ranks over MPI (one process per rank, rank 0 on %s)", c.Ranks, r.Dev.Name())
+		if r.Via != "MPI" {
+			where = fmt.Sprintf("%d ranks over %s (one process per rank, rank 0 on %s)", c.Ranks, r.Via, r.Dev.Name())
+		}
+	} else {
+		kind, first, _ := ParseDevice(c.Device)
+		if kind == "cpu" {
+			first = 0
+		}
+		where = fmt.Sprintf("%d ranks %s:%d…%s:%d", c.Ranks, kind, first, kind, first+c.Ranks-1)
+		if r.Via != "in-process group" {
+			where += " (" + r.Via + ")"
+		}
+	}
+	return fmt.Sprintf("%s, ZeRO stage %d%s", where, c.Zero, c.OffloadDesc())
+}

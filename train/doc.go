@@ -30,7 +30,17 @@
 //
 // --device is cpu (the default), cuda or cuda:N; OpenDevice opens it, the
 // one place that does, with --mem-limit as its capacity. Data-parallel
-// ranks (--ranks, --mpi, --offload) run on cpu devices only.
+// ranks (--ranks N, --zero, --offload) run on cpu:0…cpu:N−1, or with
+// --device cuda:K on the GPUs cuda:K…cuda:K+N−1 (--device cuda is cuda:0),
+// each of --mem-limit's capacity; --offload's hosts are cpu:100+r. Under
+// --mpi (one process per GPU) a process runs on cuda:K+l, l its local
+// rank on the node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+// PMI_LOCAL_RANK or SLURM_LOCALID; else its world rank). More ranks than
+// GPUs is a usage error before any work, naming both (Check). Cuda ranks
+// in process communicate through NCCL when package parallel has it and
+// libnccl loads, else through parallel.NewGroup, which stages their
+// tensors through StageBytes of host memory per rank; the run's header
+// says which.
 //
 // # Snapshots and resuming
 //

@@ -78,7 +78,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N ≥ 1 segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, a positive size such as 256MiB (not with --checkpoint)")
 	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation, ≥ 1: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")
-	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, ≥ 1, in-process: N goroutines on devices cpu:0…cpu:N-1, each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
+	fs.IntVar(&c.Ranks, "ranks", 1, "data-parallel ranks, ≥ 1, in-process: N goroutines on devices cpu:0…cpu:N-1 (with --device cuda:K the GPUs cuda:K…cuda:K+N-1), each of --mem-limit's capacity; --batch is the global batch, each rank trains on batch/N of it")
 	fs.IntVar(&c.Zero, "zero", 0, "ZeRO stage: 0 every rank holds all model states, 1 optimizer state sharded over the ranks, 2 gradients too, 3 parameters too (gathered by layer when used)")
 	fs.BoolVar(&c.MPI, "mpi", false, "run as one rank of an mpirun launch (mpirun -np N prog --mpi --ranks N …; needs a build with -tags mpi, see docs/MPI.md)")
 	fs.BoolVar(&c.Offload, "offload", false, "with --zero 1, 2 or 3: optimizer state and f32 master weights on a host device cpu:100+r, where the step runs")

@@ -37,7 +37,7 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 		defer r.release()
 		if rk.Comm.Rank() == 0 {
 			rep.Params = nn.Count(r.R.Module())
-			r.header(p, fmt.Sprintf("%d ranks cpu:0…cpu:%d, ZeRO stage %d%s", c.Ranks, c.Ranks-1, c.Zero, c.OffloadDesc()),
+			r.header(p, c.RanksDesc(rk),
 				fmt.Sprintf("global batch %d (%d per rank)×%d", c.Batch, c.Micro(), c.Accum))
 		} else {
 			r.Out = io.Discard
@@ -93,5 +93,9 @@ func FinishRanks(out io.Writer, rep *Report, ranks []*Rank, final []float64, tra
 		rep.Extra["host_ranks"] = host
 	}
 	fmt.Fprint(out, trained.Summary())
-	fmt.Fprint(out, rankTable(dev, host))
+	names := make([]string, len(ranks))
+	for i, r := range ranks {
+		names[i] = r.Dev.Name()
+	}
+	fmt.Fprint(out, rankTable(names, dev, host))
 }

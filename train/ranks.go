@@ -3,9 +3,13 @@ package train
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/parallel"
 )
@@ -46,14 +50,19 @@ func (c *Common) CheckParallel() error {
 	return nil
 }
 
-// Rank is one rank of an in-process data-parallel run: its communicator,
-// its compute device and, with --offload, its host device.
+// Rank is one rank of a data-parallel run: its communicator, its compute
+// device and, with --offload, its host device.
 type Rank struct {
 	Comm parallel.Communicator
 	Dev  *device.Device
 	Host *device.Device
+	// Via says how the ranks communicate, for the run's header: "in-process
+	// group", "NCCL", "MPI", or the in-process group staged through the
+	// host when NCCL is not there.
+	Via string
 
-	trained, hostTrained device.Stats // at Trained
+	stage                *device.Device // --mpi on cuda: the host that stages the GPU's tensors
+	trained, hostTrained device.Stats   // at Trained
 	done                 bool
 }
 
@@ -68,30 +77,126 @@ func (r *Rank) Trained() {
 }
 
 // RunRanks runs f for each of --ranks ranks, each on its own goroutine
-// with its own logical devices — cpu:r of the given capacity and, with
-// --offload, the host cpu:(100+r) without a limit — and returns their
+// with its own devices — rank r on cpu:r, or with --device cuda:K on the
+// GPU cuda:K+r (--device cuda is cuda:0), of the given capacity, and with
+// --offload the host cpu:(100+r) without a limit — and returns their
 // errors as parallel.Run does (the failed rank's first). It returns the
-// ranks so that their devices' statistics can be read afterwards.
+// ranks so that their devices' statistics can be read afterwards. Cuda
+// ranks communicate through NCCL when it loads, else through the
+// in-process group, staged through the host (parallel.StageBytes).
 //
 // With --mpi the process is one rank of an mpirun launch: f runs once, for
-// that rank, and the returned slice holds it alone.
+// that rank (on cuda:K+l for local rank l, the rank's index on its node),
+// and the returned slice holds it alone.
 func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error) {
 	if c.MPI {
 		return c.runMPI(capacity, f)
 	}
-	comms := parallel.NewGroup(c.Ranks)
 	ranks := make([]*Rank, c.Ranks)
-	for i, cm := range comms {
-		ranks[i] = &Rank{Comm: cm, Dev: cpu.New(i, device.Options{Capacity: capacity})}
+	devs := make([]*device.Device, c.Ranks)
+	for i := range ranks {
+		dev, err := c.rankDevice(i, capacity)
+		if err != nil {
+			closeRanks(ranks[:i])
+			return nil, err
+		}
+		ranks[i], devs[i] = &Rank{Dev: dev}, dev
 		if c.Offload {
 			ranks[i].Host = cpu.New(100+i, device.Options{})
 		}
 	}
-	err := parallel.Run(comms, func(cm parallel.Communicator) error { return f(ranks[cm.Rank()]) })
+	comms, via, err := group(devs)
+	if err != nil {
+		closeRanks(ranks)
+		return nil, err
+	}
+	for i, cm := range comms {
+		ranks[i].Comm, ranks[i].Via = cm, via
+	}
+	err = parallel.Run(comms, func(cm parallel.Communicator) error { return f(ranks[cm.Rank()]) })
 	if cerr := closeRanks(ranks); err == nil {
 		err = cerr
 	}
 	return ranks, err
+}
+
+// rankDevice opens the compute device of rank i (its index on this
+// node under --mpi): cpu:i, or cuda:K+i for --device cuda:K.
+func (c *Common) rankDevice(i int, capacity int64) (*device.Device, error) {
+	o := device.Options{Capacity: capacity}
+	kind, first, err := ParseDevice(c.Device)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "cpu" {
+		return cpu.New(i, o), nil
+	}
+	return OpenDevice(fmt.Sprintf("cuda:%d", first+i), o)
+}
+
+// newNCCLGroup makes one NCCL communicator per cuda device of this
+// process, failing with errNoNCCL when the library is not there; nil
+// until package parallel has NCCL (issue #15).
+var (
+	newNCCLGroup func(devs []*device.Device) ([]parallel.Communicator, error)
+	errNoNCCL    error
+)
+
+// group returns the in-process communicators of ranks on devs and what
+// they are: NCCL for cuda ranks when it loads, else the in-process group
+// (staged through the host for cuda ranks, with the reason).
+func group(devs []*device.Device) ([]parallel.Communicator, string, error) {
+	if !isCUDA(devs[0]) {
+		return parallel.NewGroup(len(devs)), "in-process group", nil
+	}
+	why := "no NCCL in this build"
+	if newNCCLGroup != nil {
+		comms, err := newNCCLGroup(devs)
+		if err == nil {
+			return comms, "NCCL", nil
+		}
+		if !errors.Is(err, errNoNCCL) {
+			return nil, "", fmt.Errorf("NCCL for %d ranks: %w", len(devs), err)
+		}
+		why = "no NCCL: " + err.Error()
+	}
+	return parallel.NewGroup(len(devs)), "in-process group staged through the host: " + why, nil
+}
+
+// isCUDA reports whether dev is a GPU.
+func isCUDA(dev *device.Device) bool { return strings.HasPrefix(dev.Name(), "cuda:") }
+
+// checkGPUs checks, before any work, that the GPUs the ranks need exist:
+// cuda:first…cuda:first+N−1 in process, cuda:first+l under --mpi (l the
+// process's local rank). When the driver does not load it says nothing:
+// opening the device then fails with a *DeviceError.
+func (c *Common) checkGPUs(first int) error {
+	n, err := cuda.Available()
+	if err != nil {
+		return nil
+	}
+	if c.MPI {
+		l := localRank(-1)
+		if l >= 0 && first+l >= n {
+			return Usagef("--mpi on --device %s: the process of local rank %d needs cuda:%d, but this node has %d GPUs (cuda:0…cuda:%d): start at most %d processes per node", c.Device, l, first+l, n, n-1, max(n-first, 0))
+		}
+		return nil
+	}
+	if first+c.Ranks > n {
+		return Usagef("--ranks %d on --device %s: the ranks need cuda:%d…cuda:%d, but the driver has %d GPUs (cuda:0…cuda:%d): want --ranks ≤ %d", c.Ranks, c.Device, first, first+c.Ranks-1, n, n-1, max(n-first, 0))
+	}
+	return nil
+}
+
+// localRank returns this process's rank on its node as the launcher
+// tells it (OpenMPI, MPICH, Slurm), or def when none does.
+func localRank(def int) int {
+	for _, k := range []string{"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"} {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v >= 0 {
+			return v
+		}
+	}
+	return def
 }
 
 // closeRanks closes the ranks' devices (their statistics stay readable) and
@@ -99,9 +204,10 @@ func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error
 func closeRanks(ranks []*Rank) error {
 	var errs []error
 	for _, r := range ranks {
-		errs = append(errs, r.Dev.Close())
-		if r.Host != nil {
-			errs = append(errs, r.Host.Close())
+		for _, d := range []*device.Device{r.Dev, r.Host, r.stage} {
+			if d != nil {
+				errs = append(errs, d.Close())
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -139,16 +245,17 @@ func rankPeaks(ranks []*Rank) (dev, host []PeakBytes) {
 	return dev, host
 }
 
-// rankTable renders each rank's peak bytes of the model-state tags (and
-// each host's, when host is not nil) as a table.
-func rankTable(dev, host []PeakBytes) string {
+// rankTable renders each rank's peak bytes of the model-state tags on its
+// device (named by names) and each host's, when host is not nil, as a
+// table.
+func rankTable(names []string, dev, host []PeakBytes) string {
 	s := "rank  device     parameter     gradient    optimizer  communication        total\n"
 	row := func(r int, d string, p PeakBytes) string {
 		return fmt.Sprintf("%4d  %-8s %11s  %11s  %11s  %13s  %11s\n", r, d, device.FormatBytes(p.Parameter), device.FormatBytes(p.Gradient),
 			device.FormatBytes(p.Optimizer), device.FormatBytes(p.Communication), device.FormatBytes(p.Total))
 	}
 	for r, p := range dev {
-		s += row(r, fmt.Sprintf("cpu:%d", r), p)
+		s += row(r, names[r], p)
 		if host != nil {
 			s += row(r, fmt.Sprintf("cpu:%d", 100+r), host[r])
 		}
@@ -167,9 +274,20 @@ func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) 
 		return nil, fmt.Errorf("--ranks %d, but mpirun started %d processes: give --ranks the -np value", c.Ranks, comm.Size())
 	}
 	rank := comm.Rank()
-	r := &Rank{Comm: comm, Dev: cpu.New(rank, device.Options{Capacity: capacity})}
+	dev, err := c.rankDevice(localRank(rank), capacity)
+	if err != nil {
+		comm.Abort(err)
+		return nil, &parallel.RankError{Rank: rank, Err: err}
+	}
+	r := &Rank{Comm: comm, Dev: dev, Via: "MPI"}
 	if c.Offload {
 		r.Host = cpu.New(100+rank, device.Options{})
+	}
+	if isCUDA(dev) {
+		// MPI moves host memory only: the GPU's tensors go through the
+		// host device cpu:200+r (at most parallel.StageBytes at a time).
+		r.stage = cpu.New(200+rank, device.Options{})
+		r.Comm, r.Via = parallel.HostStaged(comm, r.stage), "MPI, staged through the host"
 	}
 	ranks := []*Rank{r}
 	if err := f(r); err != nil {
