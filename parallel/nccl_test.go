@@ -351,3 +351,31 @@ func TestNCCLAbort(t *testing.T) {
 		}
 	}
 }
+
+// TestNCCLRankOverAWorld makes each rank's NCCL communicator with
+// NewNCCLRank, the unique id broadcast over an existing communicator (here
+// the in-process group, standing for MPI's one process per GPU): the
+// ranks meet and all-reduce.
+func TestNCCLRankOverAWorld(t *testing.T) {
+	devs := ncclDevices(t, 2)
+	err := parallel.Run(parallel.NewGroup(2), func(world parallel.Communicator) error {
+		r := world.Rank()
+		c, err := parallel.NewNCCLRank(world, devs[r])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		x := tensorOf(devs[r], dtype.F32, []float64{float64(r + 1), 10})
+		defer x.Release()
+		if err := c.AllReduce(x, parallel.Avg); err != nil {
+			return err
+		}
+		if got := fmt.Sprint(x.Float64s()); got != "[1.5 10]" || c.Rank() != r || c.Size() != 2 {
+			return fmt.Errorf("rank %d of %d: avg %s, want [1.5 10]", c.Rank(), c.Size(), got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
