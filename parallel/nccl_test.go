@@ -379,3 +379,31 @@ func TestNCCLRankOverAWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNCCLMismatchIsAnError has the two ranks all-reduce different
+// counts: on the emulator every rank gets NCCL's invalid-usage error (its
+// asynchronous error) and no data moves. Real NCCL may hang or corrupt
+// memory instead, so the test runs only on the emulator.
+func TestNCCLMismatchIsAnError(t *testing.T) {
+	if cudatest.Real() {
+		t.Skip("real NCCL does not detect ranks that call different counts")
+	}
+	devs := ncclDevices(t, 2)
+	comms := ncclGroup(t, devs)
+	err := parallel.Run(comms, func(c parallel.Communicator) error {
+		r := c.Rank()
+		x := tensorOf(devs[r], dtype.F32, []float64{1, 2, 3, 4, 5}[:4+r])
+		defer x.Release()
+		err := c.AllReduce(x, parallel.Sum)
+		if err == nil || !strings.Contains(err.Error(), "NCCL_INVALID_USAGE") {
+			return fmt.Errorf("rank %d: all_reduce of %d elements against %d: %v, want NCCL_INVALID_USAGE", r, 4+r, 5-r, err)
+		}
+		if got := x.Float64s()[0]; got != 1 {
+			return fmt.Errorf("rank %d: element 0 = %v after the refused collective, want 1 (unchanged)", r, got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
