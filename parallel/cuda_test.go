@@ -12,9 +12,11 @@ import (
 	"github.com/headroom-ml/headroom/parallel"
 )
 
-// TestMain runs the package's tests with two emulated GPUs of 128 MiB
+// TestMain runs the package's tests with two emulated GPUs of 224 MiB
 // (each holds a 32 MiB cuBLAS workspace) for the tests of cuda ranks.
-func TestMain(m *testing.M) { cudatest.Main(m, 128<<20, 2) }
+// (Each NCCL run leaves 32 MiB of the emulated driver's memory taken
+// after every Close: reported to issue #15's NCCL helper.)
+func TestMain(m *testing.M) { cudatest.Main(m, 224<<20, 2) }
 
 // TestCollectivesOnCudaRanks runs every collective with ranks on the two
 // emulated GPUs, and with a third rank on the cpu (a mixed group), with
@@ -60,14 +62,17 @@ func TestHostStagedOnCudaRanks(t *testing.T) {
 // cuda device's F32 tolerance — and each rank's accounting with the same
 // run on meta devices: every tag's current and peak bytes equal meta's,
 // the workspace's plus the one cuBLAS workspace block the device holds
-// from Open, and the host's bytes under offload equal too.
+// from Open, and the host's bytes under offload equal too. Three of the
+// runs also go through NCCL: the same parameters bit for bit, and the
+// same accounting plus NCCL's own memory (tag communication).
 func TestDDPOnCudaRanks(t *testing.T) {
 	for _, c := range []struct {
 		zero    int
 		offload bool
 		dt      dtype.DType
-	}{{0, false, dtype.F32}, {1, false, dtype.F32}, {2, false, dtype.F32}, {3, false, dtype.F32},
-		{2, true, dtype.F32}, {3, true, dtype.F32}, {2, false, dtype.BF16}, {1, true, dtype.BF16}} {
+		nccl    bool // also through NCCL: bit for bit the in-process group's
+	}{{0, false, dtype.F32, true}, {1, false, dtype.F32, false}, {2, false, dtype.F32, true}, {3, false, dtype.F32, false},
+		{2, true, dtype.F32, false}, {3, true, dtype.F32, true}, {2, false, dtype.BF16, false}, {1, true, dtype.BF16, false}} {
 		s := setup{ranks: 2, zero: c.zero, offload: c.offload, dt: c.dt, widths: []int{5, 7, 3}, batch: 8, steps: 3, bucket: int64(16 * c.dt.Size())} // two buckets
 		name := fmt.Sprintf("zero %d, offload %v, %s", c.zero, c.offload, c.dt)
 		want := run(t, s)
@@ -75,6 +80,11 @@ func TestDDPOnCudaRanks(t *testing.T) {
 		acct := run(t, s)
 		s.meta, s.cuda = false, true
 		got := run(t, s)
+		var viaNCCL []result
+		if c.nccl {
+			s.nccl = true
+			viaNCCL = run(t, s)
+		}
 		if len(want[0].ddp.buckets) < 2 {
 			t.Fatalf("%s: buckets %v, want several", name, want[0].ddp.buckets)
 		}
@@ -86,6 +96,10 @@ func TestDDPOnCudaRanks(t *testing.T) {
 			compareValues(t, fmt.Sprintf("%s, rank %d: parameters", name, r), got[r].params, want[r].params, tol)
 			compareValues(t, fmt.Sprintf("%s, rank %d: losses", name, r), got[r].losses, want[r].losses, tol)
 			compareAccounting(t, fmt.Sprintf("%s, rank %d", name, r), got[r], acct[r])
+			if viaNCCL != nil {
+				compareValues(t, fmt.Sprintf("%s, rank %d: parameters through NCCL", name, r), viaNCCL[r].params, got[r].params, 0)
+				compareAccounting(t, fmt.Sprintf("%s, rank %d, NCCL", name, r), viaNCCL[r], acct[r])
+			}
 		}
 	}
 }
@@ -111,28 +125,31 @@ func compareValues(t *testing.T, what string, got, want []float64, tol float64) 
 }
 
 // compareAccounting checks a cuda rank's bytes per tag, current and peak,
-// against the same rank on meta, plus the workspace block cuda holds from
-// Open (fresh); and the offload host's, which is cpu beside cuda.
+// against the same rank on meta, plus what cuda held before the model
+// (fresh: the workspace block it holds from Open, and under NCCL the
+// communicator's memory); and the offload host's, which is cpu beside
+// cuda.
 func compareAccounting(t *testing.T, what string, g, m result) {
 	t.Helper()
-	if m.fresh != 0 || g.fresh <= 0 {
-		t.Fatalf("%s: fresh devices hold %d bytes (cuda) and %d (meta), want the cuBLAS workspace and 0", what, g.fresh, m.fresh)
+	var fresh int64
+	for tag := range device.NumTags {
+		fresh += g.fresh[tag]
+	}
+	if m.fresh != ([device.NumTags]int64{}) || g.fresh[device.Workspace] <= 0 {
+		t.Fatalf("%s: fresh devices hold %v bytes by tag (cuda) and %v (meta), want the cuBLAS workspace and none", what, g.fresh, m.fresh)
 	}
 	for tag := range device.NumTags {
 		want := m.dev.ByTag[tag]
-		if tag == device.Workspace {
-			want.Current += g.fresh
-			want.Peak += g.fresh
-		}
+		want.Current += g.fresh[tag]
+		want.Peak += g.fresh[tag]
 		if got := g.dev.ByTag[tag]; got.Current != want.Current || got.Peak != want.Peak {
-			t.Errorf("%s: %s bytes current %d peak %d on cuda, want %d and %d (meta's%s)", what, tag, got.Current, got.Peak, want.Current, want.Peak,
-				map[bool]string{true: " plus the cuBLAS workspace"}[tag == device.Workspace])
+			t.Errorf("%s: %s bytes current %d peak %d on cuda, want %d and %d (meta's plus %d held before the model)", what, tag, got.Current, got.Peak, want.Current, want.Peak, g.fresh[tag])
 		}
 		if got, want := g.host.ByTag[tag], m.host.ByTag[tag]; got.Current != want.Current || got.Peak != want.Peak {
 			t.Errorf("%s: host %s bytes current %d peak %d, want %d and %d", what, tag, got.Current, got.Peak, want.Current, want.Peak)
 		}
 	}
-	if got, want := g.dev.Requested.Peak, m.dev.Requested.Peak+g.fresh; got != want {
+	if got, want := g.dev.Requested.Peak, m.dev.Requested.Peak+fresh; got != want {
 		t.Errorf("%s: requested peak %d on cuda, want %d (meta's plus the workspace)", what, got, want)
 	}
 }

@@ -217,8 +217,13 @@
 // the reference NCCL is tested against. With offload on cuda ranks the
 // pieces' gradients go to the host and the masters come back through
 // the device's Read and Write (host copies of a piece's size, the
-// autograd transfer's). NewMPI, in builds with the mpi tag, runs ranks as
-// processes (docs/MPI.md); its tensors must be host memory.
+// autograd transfer's). A staged Read waits for all the work queued on
+// the device so far, so without NCCL a bucket's reduction overlaps
+// backward less on cuda ranks than on cpu ranks. NewMPI, in builds with
+// the mpi tag, runs ranks as processes (docs/MPI.md); its tensors must be
+// host memory: HostStaged wraps it (or any host-only communicator) for
+// cuda tensors, in rounds of at most StageBytes through host tensors on a
+// host device (tag communication).
 //
 // NewNCCLGroup(devs) is the NCCL communicator for ranks that are cuda
 // devices of this process, one rank per GPU (the unique id is passed in
@@ -240,5 +245,7 @@
 // of this process (ranks in other processes see NCCL's remote error).
 // Close frees a rank's communicator and its record. Reductions are
 // NCCL's (its rank order and accumulation are its own on a GPU; the
-// emulator's fake NCCL reduces as NewGroup does, bit for bit).
+// emulator's fake NCCL reduces as NewGroup does, bit for bit: there the
+// DDP engine, every stage and offload run on NCCL unchanged and give the
+// in-process group's results bit for bit, as the tests check).
 package parallel

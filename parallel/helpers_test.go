@@ -1,6 +1,7 @@
 package parallel_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -36,7 +37,7 @@ type setup struct {
 	ckpt    bool                                              // checkpoint.Sequential over the layers (⌈√n⌉ segments)
 	meta    bool                                              // meta devices: allocation only
 	cuda    bool                                              // rank r on the emulated cuda:r
-	nccl    []*device.Device                                  // rank r on nccl[r] (open cuda devices), through NewNCCLGroup
+	nccl    bool                                              // with cuda: the ranks communicate through NCCL
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
@@ -46,7 +47,7 @@ type result struct {
 	losses []float64
 	dev    device.Stats
 	host   device.Stats
-	fresh  int64 // bytes the device held before the model (cuda: its cuBLAS workspace)
+	fresh  [device.NumTags]int64 // bytes by tag the device held before the model (cuda: its cuBLAS workspace; NCCL's)
 	ddp    struct{ buckets []int }
 }
 
@@ -85,8 +86,6 @@ func data(s setup) ([][]float32, [][]int64) {
 func rankDevice(s setup, r int, capacity int64) (*device.Device, error) {
 	o := device.Options{Capacity: capacity}
 	switch {
-	case s.nccl != nil:
-		return s.nccl[r], nil
 	case s.meta:
 		return meta.New(r, o), nil
 	case s.cuda:
@@ -112,22 +111,30 @@ func runErr(s setup) ([]result, error) {
 	in := s.widths[0]
 	m := s.batch / (n * k) // rows of one micro-batch of one rank
 	out := make([]result, n)
+	var gpus []*device.Device // NCCL's, opened before the group
 	body := func(c parallel.Communicator, r int) (err error) {
 		var capacity int64
 		if s.capOf != nil {
 			capacity = s.capOf(r)
 		}
-		dev, err := rankDevice(s, r, capacity)
+		dev, err := func() (*device.Device, error) {
+			if gpus != nil {
+				return gpus[r], nil // NCCL's, opened before the group (and closed after it)
+			}
+			return rankDevice(s, r, capacity)
+		}()
 		if err != nil {
 			return err
 		}
 		before := dev.LiveBlocks() // cuda's cuBLAS workspace
-		out[r].fresh = dev.Stats().Requested.Current
+		for tag, c := range dev.Stats().ByTag {
+			out[r].fresh[tag] = c.Current
+		}
 		defer func() {
 			if err == nil && dev.LiveBlocks() != before {
 				err = fmt.Errorf("rank %d leaks %v", r, dev.Live())
 			}
-			if s.cuda {
+			if s.cuda && gpus == nil {
 				if cerr := dev.Close(); err == nil {
 					err = cerr
 				}
@@ -224,13 +231,36 @@ func runErr(s setup) ([]result, error) {
 	if s.ranks == 0 {
 		return out, body(nil, 0)
 	}
-	comms := parallel.NewGroup(n)
-	if s.nccl != nil {
-		var err error
-		if comms, err = parallel.NewNCCLGroup(s.nccl); err != nil {
-			return nil, err
-		}
-		defer closeAll(comms)
+	if s.nccl {
+		return out, ncclRun(n, &gpus, func(c parallel.Communicator) error { return body(c, c.Rank()) })
 	}
-	return out, parallel.Run(comms, func(c parallel.Communicator) error { return body(c, c.Rank()) })
+	return out, parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error { return body(c, c.Rank()) })
+}
+
+// ncclRun opens cuda:0…cuda:n−1 into gpus, runs f on their NCCL group and
+// closes the communicators, then the devices.
+func ncclRun(n int, gpus *[]*device.Device, f func(parallel.Communicator) error) error {
+	var errs []error
+	for r := range n {
+		d, err := cuda.Open(r, device.Options{})
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		*gpus = append(*gpus, d)
+	}
+	if len(errs) == 0 {
+		comms, err := parallel.NewNCCLGroup(*gpus)
+		errs = append(errs, err)
+		if err == nil {
+			errs = append(errs, parallel.Run(comms, f))
+			for _, c := range comms {
+				errs = append(errs, c.(*parallel.NCCL).Close())
+			}
+		}
+	}
+	for _, d := range *gpus {
+		errs = append(errs, d.Close())
+	}
+	return errors.Join(errs...)
 }

@@ -82,7 +82,6 @@ func copyOut(b buf, lo, hi int, h *autograd.Tensor) error {
 	return autograd.Try(func() {
 		hb := h.Block().Bytes()[h.Offset()*b.es:]
 		b.k.Write(b.part(lo, hi), hb[:(hi-lo)*b.es])
-		h.Block().Bump()
 	})
 }
 
@@ -101,66 +100,56 @@ func (s *hostStaged) AllReduce(t *autograd.Tensor, op Op) error {
 	if !onDevice(t) {
 		return s.Communicator.AllReduce(t, op)
 	}
-	n := t.Len()
-	m := perRound(n, t.DType().Size(), 1)
-	return s.staged("all_reduce", []*autograd.Tensor{t}, []int{m}, func(h []*autograd.Tensor, bs []buf) error {
-		b := bs[0]
-		for lo := 0; lo < n; lo += m {
-			hi := min(lo+m, n)
-			v := view(h[0], 0, []int{hi - lo})
-			err := copyIn(v, b, lo, hi)
-			if err != nil {
-				v.Release()
-				return s.abort("all_reduce", err)
-			}
-			err = s.Communicator.AllReduce(v, op)
-			if err == nil {
-				if err = copyOut(b, lo, hi, v); err != nil {
-					err = s.abort("all_reduce", err)
-				}
-			}
-			v.Release()
-			if err != nil {
-				return err
-			}
-		}
-		t.Block().Bump()
-		return nil
-	})
+	return s.inRounds("all_reduce", t, true, true, func(v *autograd.Tensor) error { return s.Communicator.AllReduce(v, op) })
 }
 
 func (s *hostStaged) Broadcast(t *autograd.Tensor, root int) error {
 	if !onDevice(t) {
 		return s.Communicator.Broadcast(t, root)
 	}
+	me := s.Rank() == root
+	return s.inRounds("broadcast", t, me, !me, func(v *autograd.Tensor) error { return s.Communicator.Broadcast(v, root) })
+}
+
+// inRounds runs the collective coll of one tensor t in rounds of a host
+// tensor: each round's elements are read into it when in, coll runs on
+// it, and they are written back when out.
+func (s *hostStaged) inRounds(kind string, t *autograd.Tensor, in, out bool, coll func(v *autograd.Tensor) error) error {
 	n := t.Len()
 	m := perRound(n, t.DType().Size(), 1)
-	return s.staged("broadcast", []*autograd.Tensor{t}, []int{m}, func(h []*autograd.Tensor, bs []buf) error {
-		b := bs[0]
+	return s.staged(kind, []*autograd.Tensor{t}, []int{m}, func(h []*autograd.Tensor, bs []buf) error {
 		for lo := 0; lo < n; lo += m {
 			hi := min(lo+m, n)
 			v := view(h[0], 0, []int{hi - lo})
-			var err error
-			if s.Rank() == root {
-				if err = copyIn(v, b, lo, hi); err != nil {
-					err = s.abort("broadcast", err)
-				}
-			}
-			if err == nil {
-				err = s.Communicator.Broadcast(v, root)
-			}
-			if err == nil && s.Rank() != root {
-				if err = copyOut(b, lo, hi, v); err != nil {
-					err = s.abort("broadcast", err)
-				}
-			}
+			err := s.round(kind, v, bs[0], lo, hi, in, out, coll)
 			v.Release()
 			if err != nil {
 				return err
 			}
 		}
+		if out {
+			t.Block().Bump()
+		}
 		return nil
 	})
+}
+
+// round is one round of inRounds on v, elements [lo, hi) of b.
+func (s *hostStaged) round(kind string, v *autograd.Tensor, b buf, lo, hi int, in, out bool, coll func(v *autograd.Tensor) error) error {
+	if in {
+		if err := copyIn(v, b, lo, hi); err != nil {
+			return s.abort(kind, err)
+		}
+	}
+	if err := coll(v); err != nil {
+		return err
+	}
+	if out {
+		if err := copyOut(b, lo, hi, v); err != nil {
+			return s.abort(kind, err)
+		}
+	}
+	return nil
 }
 
 func (s *hostStaged) ReduceScatter(dst, src *autograd.Tensor, op Op) error {

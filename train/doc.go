@@ -37,10 +37,13 @@
 // rank on the node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
 // PMI_LOCAL_RANK or SLURM_LOCALID; else its world rank). More ranks than
 // GPUs is a usage error before any work, naming both (Check). Cuda ranks
-// in process communicate through NCCL when package parallel has it and
-// libnccl loads, else through parallel.NewGroup, which stages their
-// tensors through StageBytes of host memory per rank; the run's header
-// says which.
+// in process communicate through NCCL when libnccl loads
+// (parallel.NewNCCLGroup), else through parallel.NewGroup, which stages
+// their tensors through StageBytes of host memory per rank; under --mpi
+// through NCCL with its unique id broadcast over MPI
+// (parallel.NewNCCLRank), else over MPI with the GPU's tensors staged
+// through the host device cpu:200+r (parallel.HostStaged). The run's
+// header says which.
 //
 // # Snapshots and resuming
 //

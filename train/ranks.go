@@ -114,7 +114,7 @@ func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error
 		ranks[i].Comm, ranks[i].Via = cm, via
 	}
 	err = parallel.Run(comms, func(cm parallel.Communicator) error { return f(ranks[cm.Rank()]) })
-	if cerr := closeRanks(ranks); err == nil {
+	if cerr := errors.Join(closeComms(comms...), closeRanks(ranks)); err == nil {
 		err = cerr
 	}
 	return ranks, err
@@ -134,33 +134,33 @@ func (c *Common) rankDevice(i int, capacity int64) (*device.Device, error) {
 	return OpenDevice(fmt.Sprintf("cuda:%d", first+i), o)
 }
 
-// newNCCLGroup makes one NCCL communicator per cuda device of this
-// process, failing with errNoNCCL when the library is not there; nil
-// until package parallel has NCCL (issue #15).
-var (
-	newNCCLGroup func(devs []*device.Device) ([]parallel.Communicator, error)
-	errNoNCCL    error
-)
-
 // group returns the in-process communicators of ranks on devs and what
-// they are: NCCL for cuda ranks when it loads, else the in-process group
-// (staged through the host for cuda ranks, with the reason).
+// they are: NCCL for cuda ranks when libnccl loads, else the in-process
+// group (staged through the host for cuda ranks, with the reason).
 func group(devs []*device.Device) ([]parallel.Communicator, string, error) {
 	if !isCUDA(devs[0]) {
 		return parallel.NewGroup(len(devs)), "in-process group", nil
 	}
-	why := "no NCCL in this build"
-	if newNCCLGroup != nil {
-		comms, err := newNCCLGroup(devs)
-		if err == nil {
-			return comms, "NCCL", nil
-		}
-		if !errors.Is(err, errNoNCCL) {
-			return nil, "", fmt.Errorf("NCCL for %d ranks: %w", len(devs), err)
-		}
-		why = "no NCCL: " + err.Error()
+	comms, err := parallel.NewNCCLGroup(devs)
+	switch {
+	case err == nil:
+		return comms, "NCCL", nil
+	case !errors.Is(err, parallel.ErrNoNCCL):
+		return nil, "", fmt.Errorf("NCCL for %d ranks: %w", len(devs), err)
 	}
-	return parallel.NewGroup(len(devs)), "in-process group staged through the host: " + why, nil
+	return parallel.NewGroup(len(devs)), "in-process group staged through the host: no NCCL (" + err.Error() + ")", nil
+}
+
+// closeComms closes the NCCL communicators among comms (what NCCL holds
+// on the devices goes back before they close).
+func closeComms(comms ...parallel.Communicator) error {
+	var errs []error
+	for _, c := range comms {
+		if n, ok := c.(*parallel.NCCL); ok {
+			errs = append(errs, n.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // isCUDA reports whether dev is a GPU.
@@ -283,19 +283,41 @@ func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) 
 	if c.Offload {
 		r.Host = cpu.New(100+rank, device.Options{})
 	}
-	if isCUDA(dev) {
-		// MPI moves host memory only: the GPU's tensors go through the
-		// host device cpu:200+r (at most parallel.StageBytes at a time).
-		r.stage = cpu.New(200+rank, device.Options{})
-		r.Comm, r.Via = parallel.HostStaged(comm, r.stage), "MPI, staged through the host"
-	}
 	ranks := []*Rank{r}
+	if isCUDA(dev) {
+		if err := r.overMPI(comm); err != nil {
+			comm.Abort(err)
+			closeRanks(ranks)
+			return ranks, &parallel.RankError{Rank: rank, Err: err}
+		}
+	}
 	if err := f(r); err != nil {
-		comm.Abort(err)
+		r.Comm.Abort(err)
+		closeComms(r.Comm)
 		closeRanks(ranks)
 		return ranks, &parallel.RankError{Rank: rank, Err: err}
 	}
-	return ranks, closeRanks(ranks)
+	return ranks, errors.Join(closeComms(r.Comm), closeRanks(ranks))
+}
+
+// overMPI gives a cuda rank of an mpirun launch its communicator: NCCL,
+// its unique id broadcast over world, when libnccl loads (every process
+// decides alike: they run the same build on like nodes), else world
+// itself with the GPU's tensors staged through the host device cpu:200+r
+// (at most parallel.StageBytes at a time), since MPI moves host memory
+// only.
+func (r *Rank) overMPI(world parallel.Communicator) error {
+	n, err := parallel.NewNCCLRank(world, r.Dev)
+	switch {
+	case err == nil:
+		r.Comm, r.Via = n, "NCCL (unique id over MPI)"
+		return nil
+	case !errors.Is(err, parallel.ErrNoNCCL):
+		return err
+	}
+	r.stage = cpu.New(200+world.Rank(), device.Options{})
+	r.Comm, r.Via = parallel.HostStaged(world, r.stage), "MPI, staged through the host"
+	return nil
 }
 
 // Follower reports whether ranks is a non-zero rank of an mpirun launch:
