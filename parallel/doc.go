@@ -238,7 +238,9 @@
 // device's worker and compute stream go on — so DDP's bucketed all-reduce,
 // made from its own goroutine as buckets fill, overlaps backward. NCCL's
 // own device buffers (measured as the driver's used bytes after the
-// initialisation less before) are counted on the device as one resident
+// initialisation less before; NCCL_RUNTIME_CONNECT is set to 0 unless the
+// environment sets it, so that NCCL 2.22+ allocates them all then rather
+// than at the first collective) are counted on the device as one resident
 // record tagged communication (op "nccl", device.Hold), with the 4-byte
 // F32 that Barrier all-reduces: Summary and OOM reports show them and the
 // capacity leaves room for them. Abort calls ncclCommAbort on every rank
