@@ -18,10 +18,15 @@
 // The Scaler is PyTorch's GradScaler: multiply the loss by a scale before
 // backward so that F16 gradients do not underflow, divide the gradients by
 // it before the optimizer step, skip the step when a gradient overflowed,
-// and adapt the scale. Its defaults are PyTorch's: InitScale 2^16,
-// GrowthFactor 2, BackoffFactor 0.5, GrowthInterval 2000. BF16 has F32's
-// exponent range and needs no scaling: a Scaler made for BF16 is disabled
-// and says so. A disabled Scaler is a no-op, so one loop serves all modes
+// and adapt the scale. The overflow check costs one device→host read per
+// device per Unscale, whatever the number of gradients: optim.SumSquares
+// unscales every gradient and writes its Σ g² (float64) into one F64
+// workspace element, one workspace tensor per device, read once (a
+// non-contiguous gradient, which backward never makes, is checked with a
+// read of its own); a non-finite sum is an overflow. Its defaults are
+// PyTorch's: InitScale 2^16, GrowthFactor 2, BackoffFactor 0.5,
+// GrowthInterval 2000. BF16 has F32's exponent range and needs no scaling:
+// a Scaler made for BF16 is disabled and says so. A disabled Scaler is a no-op, so one loop serves all modes
 // (ExampleScaler_trainingLoop runs it; train.Stepper is this loop with
 // gradient accumulation, and leaves everything as it was when a step
 // fails, the Scaler included: Mark):

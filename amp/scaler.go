@@ -148,23 +148,7 @@ func (s *Scaler) Unscale(o optim.Optimizer) error {
 	case stepped:
 		return fmt.Errorf("amp: Unscale called after Step: call Update first")
 	}
-	inv := 1 / s.scale
-	err := autograd.Try(func() {
-		for _, p := range o.Params() {
-			g := p.T.Grad()
-			if g == nil {
-				continue
-			}
-			g.ScaleInPlace(inv)
-			if ss := g.SumSquares(); math.IsInf(ss, 0) || math.IsNaN(ss) {
-				if !st.foundInf {
-					st.overflow = p.Name
-				}
-				st.foundInf = true
-			}
-		}
-	})
-	if err != nil {
+	if err := s.unscale(o, st); err != nil {
 		return fmt.Errorf("amp: unscale: %w", err)
 	}
 	if sh, ok := o.(optim.Sharded); ok {
@@ -183,6 +167,55 @@ func (s *Scaler) Unscale(o optim.Optimizer) error {
 		}
 	}
 	st.stage = unscaled
+	return nil
+}
+
+// unscale divides the gradients of o's parameters by the scale and records
+// in st the first parameter whose gradient is not finite. The check is
+// optim.SumSquares: one host read per device, whatever the number of
+// gradients (a non-contiguous gradient, which backward never makes, costs
+// a read of its own).
+func (s *Scaler) unscale(o optim.Optimizer, st *optState) error {
+	inv := 1 / s.scale
+	var names []string
+	var grads, dense, strided []*autograd.Tensor
+	for _, p := range o.Params() {
+		if g := p.T.Grad(); g != nil {
+			names, grads = append(names, p.Name), append(grads, g)
+			if g.IsContiguous() {
+				dense = append(dense, g)
+			} else {
+				strided = append(strided, g)
+			}
+		}
+	}
+	sums, err := optim.SumSquares("amp_unscale", dense, inv)
+	if err != nil {
+		return err
+	}
+	extra := make([]float64, len(strided))
+	if err := autograd.Try(func() {
+		for i, g := range strided {
+			g.ScaleInPlace(inv)
+			extra[i] = g.SumSquares()
+		}
+	}); err != nil {
+		return err
+	}
+	for i, g := range grads {
+		var ss float64
+		if g.IsContiguous() {
+			ss, sums = sums[0], sums[1:]
+		} else {
+			ss, extra = extra[0], extra[1:]
+		}
+		if math.IsInf(ss, 0) || math.IsNaN(ss) {
+			if !st.foundInf {
+				st.overflow = names[i]
+			}
+			st.foundInf = true
+		}
+	}
 	return nil
 }
 

@@ -48,7 +48,8 @@ func TestTinyBench(t *testing.T) {
 	if len(got.Rows) != 2*len(want) {
 		t.Fatalf("bench.json has %d rows, want %d", len(got.Rows), 2*len(want))
 	}
-	if k := got.Kernels; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" {
+	if k := got.Kernels; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" &&
+		k != "avx512+bf16" && k != "avx512+vnni+bf16" {
 		t.Errorf("bench.json's kernels = %q, want the cpu device's path", k)
 	}
 	rows := map[string]Row{}

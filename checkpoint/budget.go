@@ -19,6 +19,11 @@ import (
 // it cut into checkpointed segments whose recomputation fits. The budget
 // covers what the layers hold: their input, what their ops save, their
 // outputs. What the caller computes from the result comes on top.
+//
+// A step that fails (out of memory) after its measuring backward has
+// recomputed every layer keeps the measurement, which does not depend on
+// the step's values: its retry runs the plan — the same values as the
+// measuring step would have computed, in fewer allocations.
 type Budget struct {
 	// Bytes is the activation budget.
 	Bytes int64

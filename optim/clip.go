@@ -5,8 +5,6 @@ import (
 	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 )
 
@@ -65,7 +63,7 @@ func clip(params []nn.Param, maxNorm float64, all func(float64) (float64, error)
 	}
 	var ss float64
 	if len(grads) > 0 {
-		sums, err := sumSquares(grads)
+		sums, err := SumSquares("clip_grad_norm", grads, 1)
 		if err != nil {
 			return 0, err
 		}
@@ -92,54 +90,4 @@ func clip(params []nn.Param, maxNorm float64, all func(float64) (float64, error)
 		}
 	}
 	return total, nil
-}
-
-// sumSquares returns Σ g² of each gradient, computed on its device into
-// one F64 workspace tensor per device.
-func sumSquares(grads []*autograd.Tensor) ([]float64, error) {
-	var devs []*device.Device
-	count := map[*device.Device]int{}
-	for _, g := range grads {
-		if count[g.Device()] == 0 {
-			devs = append(devs, g.Device())
-		}
-		count[g.Device()]++
-	}
-	ws := map[*device.Device]*autograd.Tensor{}
-	release := func() {
-		for _, t := range ws {
-			t.Release()
-		}
-	}
-	defer release()
-	err := autograd.Try(func() {
-		for _, d := range devs {
-			t := autograd.New(d, dtype.F64, device.Workspace, count[d])
-			ws[d] = t
-			t.Block().Relabel("clip_grad_norm", "")
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("clip_grad_norm: %w", err)
-	}
-	slot := make([]int, len(grads))
-	next := map[*device.Device]int{}
-	for i, g := range grads {
-		d := g.Device()
-		slot[i] = next[d]
-		next[d]++
-		if k := d.Kernels(); k != nil {
-			dst := device.Operand{Block: ws[d].Block(), Off: slot[i], DType: dtype.F64, Shape: []int{1}}
-			k.SumSquares(dst, operand(g))
-		}
-	}
-	host := map[*device.Device][]float64{}
-	for _, d := range devs {
-		host[d] = ws[d].Float64s()
-	}
-	out := make([]float64, len(grads))
-	for i, g := range grads {
-		out[i] = host[g.Device()][slot[i]]
-	}
-	return out, nil
 }

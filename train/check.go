@@ -66,9 +66,6 @@ func (c *Common) checkSupported(supported []string) error {
 			return err
 		}
 	}
-	if kind != "cpu" && c.Quantize != "" {
-		return fmt.Errorf("--device %s with --quantize: the int8 kernels are not yet on cuda (issue #15)", c.Device)
-	}
 	ok := map[string]bool{}
 	for _, s := range supported {
 		ok[s] = true

@@ -45,6 +45,13 @@
 // through the host device cpu:200+r (parallel.HostStaged). The run's
 // header says which.
 //
+// On cuda the single-device techniques (--checkpoint, --checkpoint-budget,
+// --accum, --prune, --mem-alert) train as on cpu, to the same losses but
+// for rounding, and allocate what they allocate on cpu and meta, byte for
+// byte, besides the cuBLAS workspace the device holds from Open (32 MiB
+// on sm_90, tag workspace): it is part of every step's peak, so the
+// capacity and --mem-alert's threshold count it.
+//
 // # Snapshots and resuming
 //
 // --save writes a snapshot (SaveSnapshot): the model's and optimizer's

@@ -38,7 +38,7 @@ type Report struct {
 	Extra map[string]any `json:"extra,omitempty"`
 	Stats device.Stats   `json:"stats"`
 	// Kernels is the cpu device's instruction-set path
-	// (cpu.KernelPath: go, avx2, avx512 or avx512+vnni); Write fills it
+	// (cpu.KernelPath: go, avx2, avx512 or avx512+vnni, +bf16 with VDPBF16PS); Write fills it
 	// in when it is empty, so speeds are read for what ran.
 	Kernels string `json:"kernels"`
 }

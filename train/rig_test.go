@@ -30,6 +30,9 @@ type setup struct {
 	ckpt     bool        // checkpoint the blocks in two segments
 	capacity int64       // the device's capacity (0: unlimited)
 	steps    []int       // the steps to fail at every allocation
+	// open, when set, opens the device instead (onCPU is then ignored):
+	// cuda_test.go's emulated cuda device.
+	open func(device.Options) (*device.Device, error)
 }
 
 func (c setup) String() string {
@@ -43,7 +46,10 @@ func (c setup) String() string {
 	if c.ckpt {
 		s += " checkpoint"
 	}
-	if c.onCPU {
+	switch {
+	case c.open != nil:
+		return s + " on an opened device"
+	case c.onCPU:
 		return s + " on cpu"
 	}
 	return s + " on meta"
@@ -77,9 +83,14 @@ func newRig(t *testing.T, c setup) *rig {
 func tryRig(c setup) (_ *rig, err error) {
 	r := &rig{gen: autograd.NewGenerator(7)}
 	o := device.Options{Capacity: c.capacity}
-	if c.onCPU {
+	switch {
+	case c.open != nil:
+		if r.dev, err = c.open(o); err != nil {
+			return nil, err
+		}
+	case c.onCPU:
 		r.dev = cpu.New(0, o)
-	} else {
+	default:
 		r.dev = meta.New(0, o)
 	}
 	defer func() {

@@ -12,35 +12,15 @@ import (
 // kern implements device.Kernels over host memory with package kernels.
 //
 // F32 and F64 operands are used in place. F16 and BF16 operands are computed
-// in F32: the adapter converts their whole block into a temporary Go slice
-// and writes outputs back. That temporary is an artefact of this CPU
-// implementation (an accelerator reads 16-bit values directly), so it is not
-// charged to the device; the fast-kernels work replaces it.
+// in F32 (see widen.go): GEMM reads them as 16-bit bits; other kernels get
+// a converted copy of only the elements the operand's view can reach, never
+// its whole block, and outputs are written back over that same range.
 type kern struct{}
 
 var _ device.Kernels = kern{}
 
 func lay(o device.Operand) kernels.Layout {
 	return kernels.Layout{Off: o.Off, Shape: o.Shape, Strides: o.Strides}
-}
-
-// f32 returns o's block as float32 elements (a converted copy for 16-bit
-// and other dtypes).
-func f32(o device.Operand) []float32 {
-	b := o.Block.Bytes()
-	if o.DType == dtype.F32 {
-		return dtype.AsF32(b)
-	}
-	out := make([]float32, len(b)/o.DType.Size())
-	toF32(out, o.DType, b)
-	return out
-}
-
-// put32 stores a converted copy back into a non-F32 block.
-func put32(o device.Operand, v []float32) {
-	if o.DType != dtype.F32 {
-		fromF32(o.DType, o.Block.Bytes(), v)
-	}
 }
 
 // toF32 is dtype.ToF32 with F16 and BF16 converted by the bulk kernels of
@@ -83,23 +63,6 @@ func halves(b []byte) ([]uint16, bool) {
 		return nil, false
 	}
 	return dtype.AsU16(b), true
-}
-
-// f64 returns o's block as float64 elements (a converted copy unless F64).
-func f64(o device.Operand) []float64 {
-	b := o.Block.Bytes()
-	if o.DType == dtype.F64 {
-		return dtype.AsF64(b)
-	}
-	out := make([]float64, len(b)/o.DType.Size())
-	dtype.ToF64(out, o.DType, b)
-	return out
-}
-
-func put64(o device.Operand, v []float64) {
-	if o.DType != dtype.F64 {
-		dtype.FromF64(o.DType, o.Block.Bytes(), v)
-	}
 }
 
 // ints returns an integer operand's block as int64 values.
@@ -158,12 +121,10 @@ func (kern) Copy(dst, src device.Operand) {
 			return
 		}
 	}
-	in := make([]float64, len(sb)/src.DType.Size())
-	dtype.ToF64(in, src.DType, sb)
-	out := make([]float64, len(db)/dst.DType.Size())
-	dtype.ToF64(out, dst.DType, db)
-	kernels.Copy(out, lay(dst), in, lay(src))
-	dtype.FromF64(dst.DType, db, out)
+	in, sl := f64(src)
+	out, dl := f64(dst)
+	kernels.Copy(out, lay(dl), in, lay(sl))
+	put64(dst, out)
 }
 
 // copyRaw copies between operands of one dtype without conversion.

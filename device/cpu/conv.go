@@ -41,13 +41,13 @@ func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 	contiguous("Conv2d", y, x, w, ws)
 	a := convArgs(p)
 	if wide(y) {
-		d := f64(y)
-		kernels.Conv2d(a, span(d, y), span(f64(x), x), span(f64(w), w), opt64(ws))
+		d := s64(y)
+		kernels.Conv2d(a, d, s64(x), s64(w), opt64(ws))
 		put64(y, d)
 		return
 	}
-	d := f32(y)
-	kernels.Conv2d(a, span(d, y), span(f32(x), x), span(f32(w), w), opt32(ws))
+	d := s32(y)
+	kernels.Conv2d(a, d, s32(x), s32(w), opt32(ws))
 	put32(y, d)
 }
 
@@ -55,13 +55,13 @@ func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	contiguous("Conv2dGradInput", dx, dy, w, ws)
 	a := convArgs(p)
 	if wide(dx) {
-		d := f64(dx)
-		kernels.Conv2dGradInput(a, span(d, dx), span(f64(dy), dy), span(f64(w), w), opt64(ws))
+		d := s64(dx)
+		kernels.Conv2dGradInput(a, d, s64(dy), s64(w), opt64(ws))
 		put64(dx, d)
 		return
 	}
-	d := f32(dx)
-	kernels.Conv2dGradInput(a, span(d, dx), span(f32(dy), dy), span(f32(w), w), opt32(ws))
+	d := s32(dx)
+	kernels.Conv2dGradInput(a, d, s32(dy), s32(w), opt32(ws))
 	put32(dx, d)
 }
 
@@ -69,13 +69,13 @@ func (kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	contiguous("Conv2dGradWeight", dw, dy, x, ws)
 	a := convArgs(p)
 	if wide(dw) {
-		d := f64(dw)
-		kernels.Conv2dGradWeight(a, span(d, dw), span(f64(dy), dy), span(f64(x), x), opt64(ws))
+		d := s64(dw)
+		kernels.Conv2dGradWeight(a, d, s64(dy), s64(x), opt64(ws))
 		put64(dw, d)
 		return
 	}
-	d := f32(dw)
-	kernels.Conv2dGradWeight(a, span(d, dw), span(f32(dy), dy), span(f32(x), x), opt32(ws))
+	d := s32(dw)
+	kernels.Conv2dGradWeight(a, d, s32(dy), s32(x), opt32(ws))
 	put32(dw, d)
 }
 
@@ -83,13 +83,13 @@ func (kern) MaxPool2d(p device.Pool2d, y, x device.Operand) {
 	contiguous("MaxPool2d", y, x)
 	a := poolArgs(p)
 	if wide(y) {
-		d := f64(y)
-		kernels.MaxPool2d(a, span(d, y), span(f64(x), x))
+		d := s64(y)
+		kernels.MaxPool2d(a, d, s64(x))
 		put64(y, d)
 		return
 	}
-	d := f32(y)
-	kernels.MaxPool2d(a, span(d, y), span(f32(x), x))
+	d := s32(y)
+	kernels.MaxPool2d(a, d, s32(x))
 	put32(y, d)
 }
 
@@ -97,13 +97,13 @@ func (kern) MaxPool2dGrad(p device.Pool2d, dx, dy, x device.Operand) {
 	contiguous("MaxPool2dGrad", dx, dy, x)
 	a := poolArgs(p)
 	if wide(dx) {
-		d := f64(dx)
-		kernels.MaxPool2dGrad(a, span(d, dx), span(f64(dy), dy), span(f64(x), x))
+		d := s64(dx)
+		kernels.MaxPool2dGrad(a, d, s64(dy), s64(x))
 		put64(dx, d)
 		return
 	}
-	d := f32(dx)
-	kernels.MaxPool2dGrad(a, span(d, dx), span(f32(dy), dy), span(f32(x), x))
+	d := s32(dx)
+	kernels.MaxPool2dGrad(a, d, s32(dy), s32(x))
 	put32(dx, d)
 }
 
@@ -111,13 +111,13 @@ func (kern) AvgPool2d(p device.Pool2d, y, x device.Operand) {
 	contiguous("AvgPool2d", y, x)
 	a := poolArgs(p)
 	if wide(y) {
-		d := f64(y)
-		kernels.AvgPool2d(a, span(d, y), span(f64(x), x))
+		d := s64(y)
+		kernels.AvgPool2d(a, d, s64(x))
 		put64(y, d)
 		return
 	}
-	d := f32(y)
-	kernels.AvgPool2d(a, span(d, y), span(f32(x), x))
+	d := s32(y)
+	kernels.AvgPool2d(a, d, s32(x))
 	put32(y, d)
 }
 
@@ -125,38 +125,38 @@ func (kern) AvgPool2dGrad(p device.Pool2d, dx, dy device.Operand) {
 	contiguous("AvgPool2dGrad", dx, dy)
 	a := poolArgs(p)
 	if wide(dx) {
-		d := f64(dx)
-		kernels.AvgPool2dGrad(a, span(d, dx), span(f64(dy), dy))
+		d := s64(dx)
+		kernels.AvgPool2dGrad(a, d, s64(dy))
 		put64(dx, d)
 		return
 	}
-	d := f32(dx)
-	kernels.AvgPool2dGrad(a, span(d, dx), span(f32(dy), dy))
+	d := s32(dx)
+	kernels.AvgPool2dGrad(a, d, s32(dy))
 	put32(dx, d)
 }
 
 func (kern) AdaptiveAvgPool2d(y, x device.Operand, n, c, h, w, oh, ow int) {
 	contiguous("AdaptiveAvgPool2d", y, x)
 	if wide(y) {
-		d := f64(y)
-		kernels.AdaptiveAvgPool2d(span(d, y), span(f64(x), x), n, c, h, w, oh, ow)
+		d := s64(y)
+		kernels.AdaptiveAvgPool2d(d, s64(x), n, c, h, w, oh, ow)
 		put64(y, d)
 		return
 	}
-	d := f32(y)
-	kernels.AdaptiveAvgPool2d(span(d, y), span(f32(x), x), n, c, h, w, oh, ow)
+	d := s32(y)
+	kernels.AdaptiveAvgPool2d(d, s32(x), n, c, h, w, oh, ow)
 	put32(y, d)
 }
 
 func (kern) AdaptiveAvgPool2dGrad(dx, dy device.Operand, n, c, h, w, oh, ow int) {
 	contiguous("AdaptiveAvgPool2dGrad", dx, dy)
 	if wide(dx) {
-		d := f64(dx)
-		kernels.AdaptiveAvgPool2dGrad(span(d, dx), span(f64(dy), dy), n, c, h, w, oh, ow)
+		d := s64(dx)
+		kernels.AdaptiveAvgPool2dGrad(d, s64(dy), n, c, h, w, oh, ow)
 		put64(dx, d)
 		return
 	}
-	d := f32(dx)
-	kernels.AdaptiveAvgPool2dGrad(span(d, dx), span(f32(dy), dy), n, c, h, w, oh, ow)
+	d := s32(dx)
+	kernels.AdaptiveAvgPool2dGrad(d, s32(dy), n, c, h, w, oh, ow)
 	put32(dx, d)
 }

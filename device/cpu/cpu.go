@@ -27,7 +27,8 @@ func (backend) Kind() string { return "cpu" }
 
 // KernelPath names the instruction-set path the cpu device's kernels take
 // on this machine: "go" (no assembly: another architecture, or the noasm
-// build tag), "avx2", "avx512" or "avx512+vnni". Benchmarks record it, so
+// build tag), "avx2", "avx512" or "avx512+vnni", with "+bf16" when
+// bfloat16 GEMMs run on VDPBF16PS (AVX512_BF16). Benchmarks record it, so
 // that figures from different machines are read for what ran.
 func KernelPath() string { return kernels.CPU.Path() }
 

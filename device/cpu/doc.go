@@ -22,4 +22,29 @@
 // They share the machine's cores. A cpu device allocates exactly as a meta
 // device does (same rounding, segments, addresses and OOM points), so a
 // meta run predicts a cpu run's memory byte for byte.
+//
+// F16 and BF16 operands are computed in F32 and never widened a whole
+// block at a time (a parameter that is a view of one flat buffer costs
+// its own size, not the buffer's):
+//
+//   - GEMM reads A and B as 16-bit values while it packs (BF16×BF16 on
+//     VDPBF16PS where the CPU has AVX512_BF16, KernelPath "+bf16"); a
+//     16-bit C is widened over its footprint, as below;
+//   - Unary, UnaryGrad and Binary widen tile by tile: 4096 elements of each
+//     operand per tile, gathered through the operand's strides into a
+//     worker's scratch of 4 tiles (64 KiB, kept for reuse), so at most
+//     Workers()·64 KiB per calling goroutine, whatever the operands' sizes;
+//     Softmax, SoftmaxGrad and LayerNorm do the same by groups of whole
+//     rows (up to 4096 elements; LayerNorm's w and b, one row each, are
+//     widened once per call), when a row fits a tile;
+//   - the other kernels (those three when a row is over 4096 elements,
+//     LayerNorm's gradient, batch norm, losses, attention, convolution,
+//     pooling, indexing, Where, Axpy, Reduce, Dropout, Copy between dtypes)
+//     widen each operand's extent, the block elements its view reaches,
+//     into a Go slice for the call (4 bytes per element, 8 when the call
+//     computes in F64), and convert outputs back over the same extent.
+//
+// That host scratch is an artefact of this CPU implementation, not tensor
+// memory: the device allocator does not see it, and a meta device
+// predicts none of it.
 package cpu

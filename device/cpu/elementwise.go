@@ -8,13 +8,21 @@ import (
 
 func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 	if wide(dst) {
-		d := f64(dst)
-		kernels.Unary(int(op), arg, d, lay(dst), f64(src), lay(src))
+		d, dl := f64(dst)
+		x, xl := f64(src)
+		kernels.Unary(int(op), arg, d, lay(dl), x, lay(xl))
 		put64(dst, d)
 		return
 	}
-	d := f32(dst)
-	kernels.Unary(int(op), arg, d, lay(dst), f32(src), lay(src))
+	if anyHalf(dst, src) {
+		tiled(dst, []device.Operand{src}, func(d []float32, in [][]float32) {
+			kernels.UnaryFlat(int(op), arg, d, in[0])
+		})
+		return
+	}
+	d, dl := f32(dst)
+	x, xl := f32(src)
+	kernels.Unary(int(op), arg, d, lay(dl), x, lay(xl))
 	put32(dst, d)
 }
 
@@ -25,72 +33,96 @@ func opt32(o device.Operand) []float32 {
 	if o.Nil() {
 		return nil
 	}
-	return span(f32(o), o)
+	return s32(o)
 }
 
 func opt64(o device.Operand) []float64 {
 	if o.Nil() {
 		return nil
 	}
-	return span(f64(o), o)
+	return s64(o)
 }
 
 func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float64) {
 	if wide(dx) {
-		d := f64(dx)
-		kernels.UnaryGrad(int(op), arg, span(d, dx), span(f64(dy), dy), opt64(x), opt64(y))
+		d := s64(dx)
+		kernels.UnaryGrad(int(op), arg, d, s64(dy), opt64(x), opt64(y))
 		put64(dx, d)
 		return
 	}
-	d := f32(dx)
-	kernels.UnaryGrad(int(op), arg, span(d, dx), span(f32(dy), dy), opt32(x), opt32(y))
+	if anyHalf(dx, dy, x, y) {
+		tiled(flatten(dx), []device.Operand{flatten(dy), flatten(x), flatten(y)}, func(d []float32, in [][]float32) {
+			kernels.UnaryGrad(int(op), arg, d, in[0], in[1], in[2])
+		})
+		return
+	}
+	d := s32(dx)
+	kernels.UnaryGrad(int(op), arg, d, s32(dy), opt32(x), opt32(y))
 	put32(dx, d)
 }
 
 func (kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 	if wide(dst) {
-		d := f64(dst)
-		kernels.Binary(int(op), d, lay(dst), f64(a), lay(a), f64(b), lay(b))
+		d, dl := f64(dst)
+		x, xl := f64(a)
+		y, yl := f64(b)
+		kernels.Binary(int(op), d, lay(dl), x, lay(xl), y, lay(yl))
 		put64(dst, d)
 		return
 	}
-	d := f32(dst)
-	kernels.Binary(int(op), d, lay(dst), f32(a), lay(a), f32(b), lay(b))
+	if anyHalf(dst, a, b) {
+		tiled(dst, []device.Operand{a, b}, func(d []float32, in [][]float32) {
+			kernels.BinaryFlat(int(op), d, in[0], in[1])
+		})
+		return
+	}
+	d, dl := f32(dst)
+	x, xl := f32(a)
+	y, yl := f32(b)
+	kernels.Binary(int(op), d, lay(dl), x, lay(xl), y, lay(yl))
 	put32(dst, d)
 }
 
 func (kern) Axpy(alpha float64, x, y device.Operand) {
 	if wide(y) {
-		d := f64(y)
-		kernels.Axpy(alpha, f64(x), lay(x), d, y.Off)
+		d, dl := f64(y)
+		v, vl := f64(x)
+		kernels.Axpy(alpha, v, lay(vl), d, dl.Off)
 		put64(y, d)
 		return
 	}
-	d := f32(y)
-	kernels.Axpy(alpha, f32(x), lay(x), d, y.Off)
+	d, dl := f32(y)
+	v, vl := f32(x)
+	kernels.Axpy(alpha, v, lay(vl), d, dl.Off)
 	put32(y, d)
 }
 
 func (kern) Where(dst, cond, a, b device.Operand) {
-	c := f64(cond)
+	c, cl := f64(cond)
 	if wide(dst) {
-		d := f64(dst)
-		kernels.Where(d, lay(dst), c, lay(cond), f64(a), lay(a), f64(b), lay(b))
+		d, dl := f64(dst)
+		x, xl := f64(a)
+		y, yl := f64(b)
+		kernels.Where(d, lay(dl), c, lay(cl), x, lay(xl), y, lay(yl))
 		put64(dst, d)
 		return
 	}
-	d := f32(dst)
-	kernels.Where(d, lay(dst), c, lay(cond), f32(a), lay(a), f32(b), lay(b))
+	d, dl := f32(dst)
+	x, xl := f32(a)
+	y, yl := f32(b)
+	kernels.Where(d, lay(dl), c, lay(cl), x, lay(xl), y, lay(yl))
 	put32(dst, d)
 }
 
 func (kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
-	out := f64(dst)
-	store := func(i int, v float64) { out[dst.Off+i] = v }
+	out, ol := f64(dst)
+	store := func(i int, v float64) { out[ol.Off+i] = v }
 	if wide(src) {
-		kernels.Reduce(int(op), arg, dst.Shape, f64(src), lay(src), store)
+		x, xl := f64(src)
+		kernels.Reduce(int(op), arg, dst.Shape, x, lay(xl), store)
 	} else {
-		kernels.Reduce(int(op), arg, dst.Shape, f32(src), lay(src), store)
+		x, xl := f32(src)
+		kernels.Reduce(int(op), arg, dst.Shape, x, lay(xl), store)
 	}
 	put64(dst, out)
 }
@@ -101,20 +133,52 @@ func (kern) Gemm(g device.Gemm) {
 		OffA: g.A.Off, OffB: g.B.Off, OffC: g.C.Off, LdA: g.LdA, LdB: g.LdB, LdC: g.LdC,
 		Batch: g.Batch, StrideA: g.StrideA, StrideB: g.StrideB, StrideC: g.StrideC,
 	}
+	ar, ac, br, bc := g.M, g.K, g.K, g.N
+	if g.TransA {
+		ar, ac = ac, ar
+	}
+	if g.TransB {
+		br, bc = bc, br
+	}
+	n := max(g.Batch, 1)
 	if wide(g.C) {
-		c := f64(g.C)
-		kernels.Gemm(args, f64(g.A), f64(g.B), c)
-		put64(g.C, c)
+		c, lo := gemmIn(g.C, f64, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
+		a, _ := gemmIn(g.A, f64, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
+		b, _ := gemmIn(g.B, f64, &args.OffB, g.StrideB, g.LdB, br, bc, n)
+		kernels.Gemm(args, a, b, c)
+		if g.C.DType != dtype.F64 {
+			putAt64(g.C, lo, c)
+		}
 		return
 	}
-	c := f32(g.C)
+	c, lo := gemmIn(g.C, f32, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
-		// 16-bit operands are widened while they are packed: no float32
-		// copy of A or B.
+		// 16-bit operands are read as 16-bit while they are packed: no
+		// float32 copy of A or B.
 		kernels.GemmHalf(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
 			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, c)
 	} else {
-		kernels.Gemm(args, f32(g.A), f32(g.B), c)
+		a, _ := gemmIn(g.A, f32, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
+		b, _ := gemmIn(g.B, f32, &args.OffB, g.StrideB, g.LdB, br, bc, n)
+		kernels.Gemm(args, a, b, c)
 	}
-	put32(g.C, c)
+	if g.C.DType != dtype.F32 {
+		putAt32(g.C, lo, c)
+	}
+}
+
+// gemmIn widens a GEMM operand with f (f32 or f64) over its footprint:
+// batch matrices of rows×cols, stride apart, rows ld apart, from *off on.
+// It rebases *off onto the result and returns the footprint's first
+// element (nothing moves for an operand of the compute dtype).
+func gemmIn[T any](o device.Operand, f func(device.Operand) ([]T, device.Operand), off *int, stride, ld, rows, cols, batch int) ([]T, int) {
+	lo, hi := *off, *off
+	if rows > 0 && cols > 0 {
+		hi = lo + (batch-1)*stride + (rows-1)*ld + cols
+	}
+	o.Off = lo
+	o.Shape, o.Strides = []int{hi - lo}, nil
+	v, r := f(o)
+	*off -= lo - r.Off
+	return v, lo
 }

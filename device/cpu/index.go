@@ -45,13 +45,13 @@ func (kern) IndexSelect(dst, src, idx device.Operand, outer, n, inner int) {
 func (kern) IndexAdd(dst, idx, src device.Operand, outer, n, inner int) {
 	ix := span(ints(idx), idx)
 	if wide(dst) {
-		d := f64(dst)
-		kernels.IndexAdd(span(d, dst), ix, span(f64(src), src), outer, n, inner)
+		d := s64(dst)
+		kernels.IndexAdd(d, ix, s64(src), outer, n, inner)
 		put64(dst, d)
 		return
 	}
-	d := f32(dst)
-	kernels.IndexAdd(span(d, dst), ix, span(f32(src), src), outer, n, inner)
+	d := s32(dst)
+	kernels.IndexAdd(d, ix, s32(src), outer, n, inner)
 	put32(dst, d)
 }
 
@@ -67,12 +67,12 @@ func (kern) Gather(dst, src, idx device.Operand, outer, n, m, inner int) {
 func (kern) ScatterAdd(dst, idx, src device.Operand, outer, n, m, inner int) {
 	ix := span(ints(idx), idx)
 	if wide(dst) {
-		d := f64(dst)
-		kernels.ScatterAdd(span(d, dst), ix, span(f64(src), src), outer, n, m, inner)
+		d := s64(dst)
+		kernels.ScatterAdd(d, ix, s64(src), outer, n, m, inner)
 		put64(dst, d)
 		return
 	}
-	d := f32(dst)
-	kernels.ScatterAdd(span(d, dst), ix, span(f32(src), src), outer, n, m, inner)
+	d := s32(dst)
+	kernels.ScatterAdd(d, ix, s32(src), outer, n, m, inner)
 	put32(dst, d)
 }

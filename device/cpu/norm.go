@@ -19,17 +19,15 @@ type set[T kernels.Float] struct {
 
 func set64(os ...device.Operand) set[float64] {
 	g := set[float64]{s: make([][]float64, len(os))}
-	whole := make([][]float64, len(os))
 	for i, o := range os {
 		if !o.Nil() {
-			whole[i] = f64(o)
-			g.s[i] = span(whole[i], o)
+			g.s[i] = s64(o)
 		}
 	}
 	g.store = func() {
 		for i, o := range os {
 			if !o.Nil() {
-				put64(o, whole[i])
+				put64(o, g.s[i])
 			}
 		}
 	}
@@ -38,17 +36,15 @@ func set64(os ...device.Operand) set[float64] {
 
 func set32(os ...device.Operand) set[float32] {
 	g := set[float32]{s: make([][]float32, len(os))}
-	whole := make([][]float32, len(os))
 	for i, o := range os {
 		if !o.Nil() {
-			whole[i] = f32(o)
-			g.s[i] = span(whole[i], o)
+			g.s[i] = s32(o)
 		}
 	}
 	g.store = func() {
 		for i, o := range os {
 			if !o.Nil() {
-				put32(o, whole[i])
+				put32(o, g.s[i])
 			}
 		}
 	}
@@ -73,6 +69,11 @@ func (kern) Softmax(dst, src device.Operand, rows, cols int, log bool) {
 		out.store()
 		return
 	}
+	if anyHalf(dst, src) && rowTiled(rows, cols, []device.Operand{dst, src}, nil, 1, 0, func(n int, row, _ [][]float32) {
+		kernels.Softmax(row[0], row[1], n, cols, log)
+	}) {
+		return
+	}
 	out, in := set32(dst), set32(src)
 	kernels.Softmax(out.s[0], in.s[0], rows, cols, log)
 	out.store()
@@ -83,6 +84,11 @@ func (kern) SoftmaxGrad(dx, dy, y device.Operand, rows, cols int, log bool) {
 		out, in := set64(dx), set64(dy, y)
 		kernels.SoftmaxGrad(out.s[0], in.s[0], in.s[1], rows, cols, log)
 		out.store()
+		return
+	}
+	if anyHalf(dx, dy, y) && rowTiled(rows, cols, []device.Operand{dx, dy, y}, nil, 1, 0, func(n int, row, _ [][]float32) {
+		kernels.SoftmaxGrad(row[0], row[1], row[2], n, cols, log)
+	}) {
 		return
 	}
 	out, in := set32(dx), set32(dy, y)
@@ -96,6 +102,15 @@ func (kern) LayerNorm(y, mean, rstd, x, w, b device.Operand, rows, cols int, eps
 		kernels.LayerNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[1], out.s[2], rows, cols, eps)
 		out.store()
 		return
+	}
+	if anyHalf(y, mean, rstd, x, w, b) {
+		// w and b (cols values each) are widened once for all groups.
+		wb := set32(w, b)
+		if rowTiled(rows, cols, []device.Operand{y, x}, []device.Operand{mean, rstd}, 1, 2, func(n int, row, stat [][]float32) {
+			kernels.LayerNorm(row[0], row[1], wb.s[0], wb.s[1], stat[0], stat[1], n, cols, eps)
+		}) {
+			return
+		}
 	}
 	out, in := set32(y, mean, rstd), set32(x, w, b)
 	kernels.LayerNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[1], out.s[2], rows, cols, eps)

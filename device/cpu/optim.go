@@ -84,7 +84,7 @@ func (kern) SumSquares(dst, src device.Operand) {
 	case dtype.F32:
 		s = kernels.SumSquares(span32(src))
 	default:
-		s = kernels.SumSquares(span(f32(src), src))
+		s = kernels.SumSquares(s32(src))
 	}
 	span64(dst)[0] = s
 }
@@ -94,5 +94,5 @@ func grad32(g device.Operand) []float32 {
 	if g.DType == dtype.F32 {
 		return span32(g)
 	}
-	return span(f32(g), g)
+	return s32(g)
 }

@@ -86,6 +86,17 @@
 // inputs accumulate in F32. cuBLASLt is loaded and only its handle is
 // made (cublasLtCreate, cublasLtDestroy, cublasLtGetVersion).
 //
+// # Int8
+//
+// The quantization kernels of package quant (kernels/quant.cu) give the
+// cpu's results bit for bit. LinearI8 and Conv2dI8 run gemm_i8, a tiled
+// int8 GEMM of this package (64 × 64 outputs a block, __dp4a, exact int32
+// accumulators; not cuBLAS) whose epilogue dequantizes straight into y, a
+// product and a sum each rounded (no FMA). Conv2dI8 writes the transposed
+// im2col matrix of as many samples as its col workspace holds
+// (p.I8Workspace(): 2·I8Chunk samples) and leaves acc unused; no memory
+// beyond the operands and those workspaces.
+//
 // # Knobs (environment, read at the first Open)
 //
 //	HEADROOM_LIBCUDA, HEADROOM_LIBNVRTC, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT
@@ -97,13 +108,24 @@
 //	HEADROOM_CUDA_CACHE   the PTX cache folder (default headroom/ptx under
 //	    os.UserCacheDir; "off" disables it)
 //
-// # Not yet
+// # 16-bit convolutions
 //
-// The quantization kernels (issue #15) raise a *device.KernelError
-// wrapping ErrUnsupported. For F16/BF16 convolutions the weight gradient
-// is summed over the batch in the 16-bit dtype (one GEMM per sample with
-// beta 1), where the cpu keeps F32: a 3-step BF16 ResNet run differs from
-// the cpu's by up to 4% of a tensor's largest momentum value (F32: 2.5e-6).
+// F16 and BF16 convolution gradients stay in F32 until their one rounding,
+// as on the cpu. The weight gradient sums the samples in F32: cuBLAS's
+// GEMM with 16-bit inputs and an F32 output adds each sample into an
+// accumulator in the spare half of the F32 workspace autograd passes (the
+// 16-bit im2col matrix takes the other half), in blocks of dw's rows when
+// K/G > OH·OW/2 (each block builds its im2col matrices again), and one
+// cast writes dw. The input gradient's GEMM writes an F32 im2col matrix,
+// which conv_col2im_wide_T sums and rounds. The workspace is
+// device.Conv2d.Workspace() elements of the compute dtype, as before, so
+// meta accounts it unchanged. A 3-step BF16 ResNet matches the cpu bit for
+// bit on the emulator (it differed by up to 4% of a tensor's largest
+// momentum value when the samples were summed in BF16). Pointwise
+// convolutions, which have no workspace, and callers passing a 16-bit
+// workspace still sum the weight gradient's samples in the 16-bit dtype
+// (one GEMM per sample, beta 1).
+//
 // Close gives
 // everything back (segments unmapped, address ranges freed, staging freed,
 // cuBLAS destroyed, modules unloaded, the primary context released, the

@@ -29,7 +29,8 @@ func blasType(dt dtype.DType) (int, bool) {
 // A and B swap places (with their transposes, leading dimensions and
 // strides) and M and N swap. F32 and F64 compute in their own precision
 // (TF32 only with HEADROOM_CUDA_TF32=1); F16 and BF16 inputs accumulate in
-// F32.
+// F32, and C may then be F32 too (cuBLAS's mixed-output GEMM: the 16-bit
+// convolution weight gradient sums its samples in it).
 func (k *kern) Gemm(p device.Gemm) {
 	g := k.g
 	g.check()
@@ -50,9 +51,10 @@ func (k *kern) Gemm(p device.Gemm) {
 // when there is nothing to compute (M or N is 0).
 func (k *kern) blasCall(p device.Gemm) (c cuda.Gemm, ok bool) {
 	g := k.g
-	t, known := blasType(p.C.DType)
-	if !known || p.A.DType != p.C.DType || p.B.DType != p.C.DType {
-		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want A, B and C of one dtype, F32, F64, F16 or BF16)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
+	t, known := blasType(p.A.DType)
+	c32 := p.A.DType.IsLowPrecision() && p.C.DType == dtype.F32
+	if !known || p.A.DType != p.B.DType || (p.A.DType != p.C.DType && !c32) {
+		g.raise("gemm", fmt.Errorf("%w: dtypes A %s, B %s, C %s (want A, B and C of one dtype, F32, F64, F16 or BF16, or F16/BF16 A and B with an F32 C)", ErrUnsupported, p.A.DType, p.B.DType, p.C.DType))
 	}
 	for _, v := range []int{p.M, p.N, p.K, p.LdA, p.LdB, p.LdC, p.Batch} {
 		if v < 0 || v != int(int32(v)) {
@@ -74,7 +76,7 @@ func (k *kern) blasCall(p device.Gemm) (c cuda.Gemm, ok bool) {
 		A: k.ptr(p.B), B: k.ptr(p.A), C: k.ptr(p.C),
 		LdA: max(p.LdB, 1), LdB: max(p.LdA, 1), LdC: max(p.LdC, 1),
 		StrideA: int64(p.StrideB), StrideB: int64(p.StrideA), StrideC: int64(p.StrideC),
-		Batch: max(p.Batch, 1), Type: t,
+		Batch: max(p.Batch, 1), Type: t, C32: c32,
 	}, true
 }
 

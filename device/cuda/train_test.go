@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/cuda"
+	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
@@ -37,7 +38,11 @@ const trainSteps = 3
 // BF16: each autocast op rounds its inputs to 8 bits of mantissa (2⁻⁸ ≈
 // 4e-3); a rounding that falls differently on the two devices moves a
 // result by one BF16 ulp, hence 2e-2 for losses and parameters: an a
-// priori bound for a real GPU; the emulated runs agree exactly.
+// priori bound for a real GPU; the emulated runs agree exactly, the BF16
+// ResNet included since 16-bit convolution gradients keep F32 until their
+// one rounding (it was 4% off when the weight gradient summed its samples
+// in BF16, 16% with only that fixed and the input gradient's im2col
+// matrix still rounded to BF16).
 const (
 	tolF32  = 1e-4
 	tolBF16 = 2e-2
@@ -62,16 +67,20 @@ type recipe struct {
 	// each device's optimizer moves them by its own rounding noise (nil:
 	// none); compareValues bounds those by noiseBound instead.
 	noise func(name string, i int) bool
+	// noFail leaves the recipe out of TestTrainFailedStep, where a recipe
+	// of the same kind stands for it (to keep the suite's time down).
+	noFail bool
 }
 
 func recipes() []recipe {
-	return []recipe{
-		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil},
-		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil},
-		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias},
-		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias},
-		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil},
-	}
+	return append([]recipe{
+		{"mlp-adamw", dtype.Invalid, tolF32, mlpRun(adamw), nil, false},
+		{"mlp-sgd", dtype.Invalid, tolF32, mlpRun(sgd), nil, false},
+		{"gpt-adamw", dtype.Invalid, tolF32, gptRun, keyBias, false},
+		{"gpt-adamw-bf16", dtype.BF16, tolBF16, gptRun, keyBias, false},
+		{"resnet-sgd", dtype.Invalid, tolF32, resnetRun, nil, false},
+		{"resnet-sgd-bf16", dtype.BF16, tolBF16, resnetRun, nil, true},
+	}, ampRecipes()...)
 }
 
 // A tiny ResNet with the ImageNet stem (convolution 7×7 stride 2, batch
@@ -119,8 +128,16 @@ func sgd(ps []nn.Param) (optim.Optimizer, error) {
 }
 
 func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *device.Device, dtype.DType) *run {
+	return mlpRunIn(dtype.F32, newOpt, 0)
+}
+
+// mlpRunIn is mlpRun with the model built in pdt (the inputs cast to it,
+// as examples/resnet casts them under --amp-params) and the Stepper
+// clipping to clip (0: not). An F16 model's losses are scaled by a Scaler,
+// as the examples scale them.
+func mlpRunIn(pdt dtype.DType, newOpt func([]nn.Param) (optim.Optimizer, error), clip float64) func(*testing.T, *device.Device, dtype.DType) *run {
 	return func(t *testing.T, dev *device.Device, ac dtype.DType) *run {
-		b := nn.NewBuilder(dev, dtype.F32, 1)
+		b := nn.NewBuilder(dev, pdt, 1)
 		m := nn.NewSequential(nn.NewLinear(b, "fc1", mlpIn, mlpHidden, true), nn.ReLU("relu"), nn.NewLinear(b, "fc2", mlpHidden, mlpClasses, true))
 		opt, err := newOpt(m.Params())
 		if err != nil {
@@ -128,10 +145,18 @@ func mlpRun(newOpt func([]nn.Param) (optim.Optimizer, error)) func(*testing.T, *
 		}
 		fwd := func(s *autograd.Scope, step int) *autograd.Tensor {
 			x, y := mlpBatchOf(step)
-			logits := m.Forward(s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x))
+			xs := s.FromFloat32s(dev, []int{mlpBatch, mlpIn}, x)
+			if pdt != dtype.F32 {
+				xs = xs.Cast(pdt)
+			}
+			logits := m.Forward(xs)
 			return autograd.CrossEntropy(logits, s.FromInt64s(dev, []int{mlpBatch}, y), autograd.CEOptions{})
 		}
-		return &run{dev: dev, model: m, st: &train.Stepper{Opt: opt, Autocast: ac}, forward: fwd}
+		st := &train.Stepper{Opt: opt, Autocast: ac, Clip: clip}
+		if pdt == dtype.F16 {
+			st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+		}
+		return &run{dev: dev, model: m, st: st, forward: fwd}
 	}
 }
 
@@ -301,49 +326,16 @@ func TestTrainMatchesCPU(t *testing.T) {
 }
 
 // compareValues checks every tensor of got (cuda's) against want (cpu's,
-// or cuda's own before a failed step) within tol times
-// the largest |element| of the want tensor; the elements noise reports
-// (nil: none) within noiseBound.
+// or cuda's own before a failed step) within tol times the largest
+// |element| of the want tensor; the elements noise reports (nil: none)
+// within noiseBound (cudatest.CloseValues).
 func compareValues(t *testing.T, when string, want, got map[string][]float64, tol float64, noise func(string, int) bool) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d tensors, want %d", when, len(got), len(want))
+	var n cudatest.Noise
+	if noise != nil {
+		n = func(name string, i, _ int) bool { return noise(name, i) }
 	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	worst, worstName, worstNoise := 0.0, "", 0.0
-	for _, n := range names {
-		w, g := want[n], got[n]
-		if len(g) != len(w) {
-			t.Errorf("%s: %s has %d elements, want %d", when, n, len(g), len(w))
-			continue
-		}
-		scale := 0.0
-		for _, x := range w {
-			scale = max(scale, math.Abs(x))
-		}
-		for i := range w {
-			d := math.Abs(g[i] - w[i])
-			if noise != nil && noise(n, i) {
-				worstNoise = max(worstNoise, d)
-				if d > noiseBound || math.IsNaN(g[i]) {
-					t.Errorf("%s: %s[%d] (zero true gradient) = %.9g, want %.9g (|Δ| %.3g > %g)", when, n, i, g[i], w[i], d, noiseBound)
-				}
-				continue
-			}
-			if scale > 0 && d/scale > worst {
-				worst, worstName = d/scale, n
-			}
-			if d > tol*scale || math.IsNaN(g[i]) {
-				t.Errorf("%s: %s[%d] = %.9g, want %.9g (|Δ| %.3g > %g × max|want| %.3g)", when, n, i, g[i], w[i], d, tol, scale)
-				break
-			}
-		}
-	}
-	t.Logf("%s: %d tensors, worst |Δ|/max|want| %.3g (%s); zero-gradient elements: worst |Δ| %.3g", when, len(names), worst, worstName, worstNoise)
+	cudatest.CloseValues(t, when, want, got, tol, n, noiseBound)
 }
 
 // TestTrainAccountingMatchesMeta: the same steps on meta account the same
@@ -373,56 +365,21 @@ func TestTrainAccountingMatchesMeta(t *testing.T) {
 // documents as 32 MiB on sm_90 (the emulator's compute capability).
 func workspaceOf(t *testing.T, d *device.Device) int64 {
 	t.Helper()
-	live := d.Live()
-	if len(live) != 1 || live[0].Tag != device.Workspace || live[0].Creator != "cublas" || live[0].Blocks != 1 {
+	if live := d.Live(); len(live) != 1 {
 		t.Fatalf("a fresh cuda device holds %v, want one cuBLAS workspace block", live)
 	}
-	if n := live[0].Bytes; n != 32<<20 {
+	n := cudatest.Workspace(t, d)
+	if n != 32<<20 {
 		t.Fatalf("cuBLAS workspace %d bytes, want 32 MiB on sm_90", n)
 	}
-	return live[0].Bytes
+	return n
 }
 
 // compareStats checks cuda's Stats against meta's plus the workspace block
-// of ws bytes: one allocation of ws requested and allocated bytes (rounded:
-// ws is a multiple of the granularity) in a segment of its own (ws is
-// above the large-block threshold, a multiple of the segment rounding)
-// and committed whole; present since Open, so in every current and peak.
+// of ws bytes (cudatest.SameStats).
 func compareStats(t *testing.T, when string, m, g device.Stats, ws int64) {
 	t.Helper()
-	plus := func(c device.Counter) device.Counter {
-		c.Current += ws
-		c.Peak += ws
-		c.Allocated += ws
-		c.Allocs++
-		return c
-	}
-	want := m
-	want.Device, want.Capacity = g.Device, g.Capacity
-	want.Requested, want.Allocated, want.Reserved = plus(m.Requested), plus(m.Allocated), plus(m.Reserved)
-	want.ByTag[device.Workspace] = plus(m.ByTag[device.Workspace])
-	want.AtPeak[device.Workspace] += ws
-	want.Segments++
-	if g != want {
-		t.Errorf("%s: cuda's accounting differs from meta's plus the workspace block (%d bytes)", when, ws)
-		diffCounter(t, "requested", want.Requested, g.Requested)
-		for tag := range device.NumTags {
-			diffCounter(t, tag.String(), want.ByTag[tag], g.ByTag[tag])
-			if want.AtPeak[tag] != g.AtPeak[tag] {
-				t.Errorf("  at peak %s: cuda %d, want %d", tag, g.AtPeak[tag], want.AtPeak[tag])
-			}
-		}
-		diffCounter(t, "allocated", want.Allocated, g.Allocated)
-		diffCounter(t, "reserved", want.Reserved, g.Reserved)
-		t.Errorf("  segments cuda %d want %d, largest free %d want %d, OOMs %d want %d, flushes %d want %d",
-			g.Segments, want.Segments, g.LargestFree, want.LargestFree, g.OOMs, want.OOMs, g.CacheFlushes, want.CacheFlushes)
-	}
-}
-
-func diffCounter(t *testing.T, name string, want, got device.Counter) {
-	if want != got {
-		t.Errorf("  %s: cuda %+v, want %+v", name, got, want)
-	}
+	cudatest.SameStats(t, when, m, g, ws)
 }
 
 // TestTrainFailedStep fails a cuda training step at allocations spread
@@ -433,6 +390,9 @@ func diffCounter(t *testing.T, name string, want, got device.Counter) {
 // atomics may sum in another order run to run).
 func TestTrainFailedStep(t *testing.T) {
 	for _, rc := range recipes() {
+		if rc.noFail {
+			continue
+		}
 		t.Run(rc.name, func(t *testing.T) {
 			gd := openCuda(t)
 			r := rc.build(t, gd, rc.autocast)

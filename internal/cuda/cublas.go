@@ -180,7 +180,8 @@ type Gemm struct {
 	StrideA, StrideB int64
 	StrideC          int64
 	Batch            int
-	Type             int // CUDA_R_*
+	Type             int  // CUDA_R_* of A and B, and of C unless C32
+	C32              bool // C is CUDA_R_32F (A and B 16-bit: F32 output)
 }
 
 // Gemm queues g on the handle's stream.
@@ -199,17 +200,20 @@ func (h *Handle) Gemm(g Gemm) error {
 		*a32, *b32 = float32(g.Alpha), float32(g.Beta)
 		alpha, beta = unsafe.Pointer(a32), unsafe.Pointer(b32)
 	}
-	t := int32(g.Type)
+	t, ct := int32(g.Type), int32(g.Type)
+	if g.C32 {
+		ct = R32F
+	}
 	var r int32
 	name := "cublasGemmEx"
 	if g.Batch == 1 {
 		r = h.c.gemmEx(h.h, int32(g.TransA), int32(g.TransB), int32(g.M), int32(g.N), int32(g.K), alpha,
-			uintptr(g.A), t, int32(g.LdA), uintptr(g.B), t, int32(g.LdB), beta, uintptr(g.C), t, int32(g.LdC), compute, GemmDefault)
+			uintptr(g.A), t, int32(g.LdA), uintptr(g.B), t, int32(g.LdB), beta, uintptr(g.C), ct, int32(g.LdC), compute, GemmDefault)
 	} else {
 		name = "cublasGemmStridedBatchedEx"
 		r = h.c.gemmBatched(h.h, int32(g.TransA), int32(g.TransB), int32(g.M), int32(g.N), int32(g.K), alpha,
 			uintptr(g.A), t, int32(g.LdA), g.StrideA, uintptr(g.B), t, int32(g.LdB), g.StrideB, beta,
-			uintptr(g.C), t, int32(g.LdC), g.StrideC, int32(g.Batch), compute, GemmDefault)
+			uintptr(g.C), ct, int32(g.LdC), g.StrideC, int32(g.Batch), compute, GemmDefault)
 	}
 	return h.c.check(name, uintptr(uint32(r)))
 }

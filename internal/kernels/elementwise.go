@@ -318,33 +318,7 @@ func tanhSigmoidGrad32(op int, dx, dy, y []float32) {
 
 // Binary writes dst[dl] = a[al] op b[bl] over dl's shape.
 func Binary[T Float](op int, dst []T, dl Layout, a []T, al Layout, b []T, bl Layout) {
-	var f func(x, y T) T
-	switch op {
-	case BAdd:
-		f = func(x, y T) T { return x + y }
-	case BSub:
-		f = func(x, y T) T { return x - y }
-	case BMul:
-		f = func(x, y T) T { return x * y }
-	case BDiv:
-		f = func(x, y T) T { return x / y }
-	case BMax:
-		f = func(x, y T) T {
-			if x != x || x > y {
-				return x
-			}
-			return y
-		}
-	case BMin:
-		f = func(x, y T) T {
-			if x != x || x < y {
-				return x
-			}
-			return y
-		}
-	default:
-		f = compare[T](op)
-	}
+	f := binaryFunc[T](op)
 	walk(dl.Shape, []Layout{dl, al, bl}, func(o []int, n int, inc []int) {
 		d, p, q := o[0], o[1], o[2]
 		di, pi, qi := inc[0], inc[1], inc[2]
@@ -497,4 +471,72 @@ func Convert(dl Layout, sl Layout, load func(i int) float64, store func(i int, v
 			s += si
 		}
 	})
+}
+
+// binaryFunc returns the scalar function of a binary op code.
+func binaryFunc[T Float](op int) func(x, y T) T {
+	switch op {
+	case BAdd:
+		return func(x, y T) T { return x + y }
+	case BSub:
+		return func(x, y T) T { return x - y }
+	case BMul:
+		return func(x, y T) T { return x * y }
+	case BDiv:
+		return func(x, y T) T { return x / y }
+	case BMax:
+		return func(x, y T) T {
+			if x != x || x > y {
+				return x
+			}
+			return y
+		}
+	case BMin:
+		return func(x, y T) T {
+			if x != x || x < y {
+				return x
+			}
+			return y
+		}
+	}
+	return compare[T](op)
+}
+
+// BinaryFlat is Binary on contiguous slices of one length, on the calling
+// goroutine for short slices: the same values, without a layout walk (it
+// allocates nothing), for callers that run tiles.
+func BinaryFlat[T Float](op int, dst, a, b []T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	if op == BAdd || op == BSub || op == BMul {
+		binaryRun(op, dst, a, b)
+		return
+	}
+	f := binaryFunc[T](op)
+	for i := range dst {
+		dst[i] = f(a[i], b[i])
+	}
+}
+
+// UnaryFlat is Unary on contiguous slices of one length, on the calling
+// goroutine: the same values (the same run functions), without a layout
+// walk, for callers that run tiles.
+func UnaryFlat[T Float](op int, arg float64, dst, src []T) {
+	src = src[:len(dst)]
+	switch {
+	case op == URelu:
+		reluRun(dst, src)
+		return
+	case op == UScale:
+		scaleRun(dst, src, T(arg))
+		return
+	}
+	if d32, ok := f32s(dst); ok && fastUnaryOp(op) {
+		s32, _ := f32s(src)
+		fastUnaryRun(op, d32, s32)
+		return
+	}
+	f := UnaryFunc(op, arg)
+	for i, v := range src {
+		dst[i] = T(f(float64(v)))
+	}
 }

@@ -17,6 +17,9 @@ type Features struct {
 	// without AVX-512, is not used: Go's assembler encodes VPDPBUSD only
 	// in its EVEX form.)
 	AVX512VNNI bool
+	// AVX512BF16 is AVX-512 with AVX512_BF16: VDPBF16PS, the bfloat16
+	// GEMM's pair micro-kernel.
+	AVX512BF16 bool
 }
 
 // CPU is what this machine offers and the build allows.
@@ -33,13 +36,19 @@ func detect() Features {
 		AVX512:  x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ,
 		AVX512VNNI: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ &&
 			x.HasAVX512VNNI,
+		AVX512BF16: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ &&
+			x.HasAVX512BF16,
 	}
 }
 
 // Path names the widest path in use, for benchmarks and reports: "go"
 // (no assembly), "avx2", "avx512" or "avx512+vnni" (the int8 GEMM on
-// VPDPBUSD as well).
+// VPDPBUSD as well), with "+bf16" added when the bfloat16 GEMM runs on
+// VDPBF16PS ("avx512+vnni+bf16").
 func (f Features) Path() string {
+	if f.AVX512 && f.AVX512BF16 {
+		return Features{AVX512: true, AVX512VNNI: f.AVX512VNNI}.Path() + "+bf16"
+	}
 	switch {
 	case f.AVX512 && f.AVX512VNNI:
 		return "avx512+vnni"

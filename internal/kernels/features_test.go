@@ -14,6 +14,8 @@ func TestFeaturesPath(t *testing.T) {
 		{Features{AVX2FMA: true, F16C: true}, "avx2"},
 		{Features{AVX2FMA: true, F16C: true, AVX512: true}, "avx512"},
 		{Features{AVX2FMA: true, F16C: true, AVX512: true, AVX512VNNI: true}, "avx512+vnni"},
+		{Features{AVX2FMA: true, F16C: true, AVX512: true, AVX512BF16: true}, "avx512+bf16"},
+		{Features{AVX2FMA: true, F16C: true, AVX512: true, AVX512VNNI: true, AVX512BF16: true}, "avx512+vnni+bf16"},
 	} {
 		if got := c.f.Path(); got != c.want {
 			t.Errorf("%+v.Path() = %q, want %q", c.f, got, c.want)
@@ -22,7 +24,7 @@ func TestFeaturesPath(t *testing.T) {
 	if noasm && CPU != (Features{}) {
 		t.Errorf("noasm build reports features %+v", CPU)
 	}
-	if CPU.AVX512VNNI && !CPU.AVX512 {
+	if (CPU.AVX512VNNI || CPU.AVX512BF16) && !CPU.AVX512 {
 		t.Errorf("AVX512VNNI without AVX512: %+v", CPU)
 	}
 	t.Logf("this machine: %s", CPU.Path())

@@ -46,17 +46,30 @@ func Gemm[T Float](g GemmArgs, a, b, c []T) {
 
 // GemmHalf is Gemm for float32 C with A and B held as 16-bit floats (bit
 // patterns; aBF16 and bBF16 say bfloat16 for each, else IEEE binary16).
-// Elements are widened exactly to float32 while they are packed, so no
-// float32 copy of A or B is ever made; the result equals, bit for bit, Gemm
-// on the widened operands (except below the size where Gemm takes direct
-// loops: there it agrees to rounding). Leading dimensions, offsets and
-// strides count elements, as in Gemm.
+// Leading dimensions, offsets and strides count elements, as in Gemm. No
+// float32 copy of A or B is ever made:
+//
+//   - both bfloat16, alpha 1, on a CPU with AVX512_BF16: the VDPBF16PS
+//     pair kernel reads bfloat16 pairs and accumulates in float32 with the
+//     instruction's rounding (see doc.go); its results agree with Gemm on
+//     the widened operands to float32 rounding of the sum, not bit for bit;
+//   - otherwise elements are widened exactly to float32 while they are
+//     packed, and the result equals, bit for bit, Gemm on the widened
+//     operands (except below the size where Gemm takes direct loops:
+//     there it agrees to rounding).
 func GemmHalf(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, c []float32) {
 	g.check("GemmHalf", len(aBits), len(bBits), len(c))
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
-	gemm(&sgemm, &sgemmJobs, g, a, b, c)
+	kn := &sgemm
+	if aBF16 && bBF16 && g.Alpha == 1 && sbgemm != nil {
+		kn = sbgemm
+	}
+	gemm(kn, &sgemmJobs, g, a, b, c)
 }
+
+// sbgemm is the bfloat16 pair kernel of this machine, or nil.
+var sbgemm = selectSbgemm()
 
 // The reusable jobs of each element type.
 var (

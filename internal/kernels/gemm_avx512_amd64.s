@@ -1,6 +1,7 @@
 //go:build !noasm && amd64
 
 #include "textflag.h"
+#include "gemm_avx512_amd64.h"
 
 // The AVX-512 float32 GEMM micro-kernels: one 12×32 tile of C (or its
 // first six rows) from a packed A micro-panel (k×12, k-major) and a packed
@@ -134,30 +135,7 @@ TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
 	PREFETCHT0 64(R8)
 	PREFETCHT0 127(R8)
 
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	ZERO24
 	TESTQ DX, DX
 	JZ    tail
 
@@ -184,59 +162,7 @@ loop1:
 	JNZ  loop1
 
 store:
-	MOVQ mode+48(FP), DX
-	CMPQ DX, $1
-	JEQ  add
-	CMPQ DX, $2
-	JEQ  beta
-
-	STORE(Z0, Z1)
-	STORE(Z2, Z3)
-	STORE(Z4, Z5)
-	STORE(Z6, Z7)
-	STORE(Z8, Z9)
-	STORE(Z10, Z11)
-	STORE(Z12, Z13)
-	STORE(Z14, Z15)
-	STORE(Z16, Z17)
-	STORE(Z18, Z19)
-	STORE(Z20, Z21)
-	STORE(Z22, Z23)
-	VZEROUPPER
-	RET
-
-add:
-	ADDROW(Z0, Z1)
-	ADDROW(Z2, Z3)
-	ADDROW(Z4, Z5)
-	ADDROW(Z6, Z7)
-	ADDROW(Z8, Z9)
-	ADDROW(Z10, Z11)
-	ADDROW(Z12, Z13)
-	ADDROW(Z14, Z15)
-	ADDROW(Z16, Z17)
-	ADDROW(Z18, Z19)
-	ADDROW(Z20, Z21)
-	ADDROW(Z22, Z23)
-	VZEROUPPER
-	RET
-
-beta:
-	VBROADCASTSS beta+40(FP), Z24
-	BETAROW(Z0, Z1)
-	BETAROW(Z2, Z3)
-	BETAROW(Z4, Z5)
-	BETAROW(Z6, Z7)
-	BETAROW(Z8, Z9)
-	BETAROW(Z10, Z11)
-	BETAROW(Z12, Z13)
-	BETAROW(Z14, Z15)
-	BETAROW(Z16, Z17)
-	BETAROW(Z18, Z19)
-	BETAROW(Z20, Z21)
-	BETAROW(Z22, Z23)
-	VZEROUPPER
-	RET
+	JMP ·gemmStore12x32AVX512(SB)
 
 // func sgemmKernelAVX512Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
@@ -316,3 +242,66 @@ betah:
 	BETAROW(Z10, Z11)
 	VZEROUPPER
 	RET
+
+// func gemmStore12x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// The store of a finished 12×32 tile, entered by a tail jump from a
+// micro-kernel with the same arguments: the tile in Z0..Z23 (row r in
+// Z(2r), Z(2r+1)), c in DI and ldc in bytes in SI. It writes C as mode
+// says (0 C = acc, 1 C += acc, 2 C = acc + beta·C) and returns to the
+// micro-kernel's caller.
+TEXT ·gemmStore12x32AVX512(SB), NOSPLIT, $0-56
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  add
+	CMPQ DX, $2
+	JEQ  beta
+
+	STORE(Z0, Z1)
+	STORE(Z2, Z3)
+	STORE(Z4, Z5)
+	STORE(Z6, Z7)
+	STORE(Z8, Z9)
+	STORE(Z10, Z11)
+	STORE(Z12, Z13)
+	STORE(Z14, Z15)
+	STORE(Z16, Z17)
+	STORE(Z18, Z19)
+	STORE(Z20, Z21)
+	STORE(Z22, Z23)
+	VZEROUPPER
+	RET
+
+add:
+	ADDROW(Z0, Z1)
+	ADDROW(Z2, Z3)
+	ADDROW(Z4, Z5)
+	ADDROW(Z6, Z7)
+	ADDROW(Z8, Z9)
+	ADDROW(Z10, Z11)
+	ADDROW(Z12, Z13)
+	ADDROW(Z14, Z15)
+	ADDROW(Z16, Z17)
+	ADDROW(Z18, Z19)
+	ADDROW(Z20, Z21)
+	ADDROW(Z22, Z23)
+	VZEROUPPER
+	RET
+
+beta:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW(Z0, Z1)
+	BETAROW(Z2, Z3)
+	BETAROW(Z4, Z5)
+	BETAROW(Z6, Z7)
+	BETAROW(Z8, Z9)
+	BETAROW(Z10, Z11)
+	BETAROW(Z12, Z13)
+	BETAROW(Z14, Z15)
+	BETAROW(Z16, Z17)
+	BETAROW(Z18, Z19)
+	BETAROW(Z20, Z21)
+	BETAROW(Z22, Z23)
+	VZEROUPPER
+	RET
+

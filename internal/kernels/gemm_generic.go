@@ -60,6 +60,10 @@ type gemmKernel[T Float] struct {
 	// k groups of nr.
 	packA, packAT func(dst, src []T, at, ld, k int, alpha T)
 	packB, packBT func(dst, src []T, at, ld, k int)
+	// pairs marks a bfloat16 pair kernel (gemm_bf16.go): its panels hold
+	// pairs of bfloat16 depth values, packed from bfloat16 operands only,
+	// with alpha 1.
+	pairs bool
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16

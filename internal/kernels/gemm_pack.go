@@ -47,6 +47,10 @@ func halfToF32(dst []float32, src []uint16, bf16 bool) {
 // max(mc, kc) elements for 16-bit sources. op(A)[i][p] is src[off+i·ld+p],
 // or src[off+p·ld+i] when trans.
 func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, i0, mc, p0, kc int, alpha T, strip []float32) {
+	if kn.pairs {
+		packAPairs(kn, dst, src, off, ld, trans, i0, mc, p0, kc)
+		return
+	}
 	mr := kn.mr
 	if !trans {
 		for q := 0; q < mc; q += mr {
@@ -122,6 +126,10 @@ func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 // kn.nr columns; strip is as for packA but of at least max(kc, nr)
 // elements. op(B)[p][j] is src[off+p·ld+j], or src[off+j·ld+p] when trans.
 func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, p0, kc, j0, nc int, strip []float32) {
+	if kn.pairs {
+		packBPairs(kn, dst, src, off, ld, trans, p0, kc, j0, nc)
+		return
+	}
 	nr := kn.nr
 	for q := 0; q < nc; q += nr {
 		cols := min(nr, nc-q)

@@ -31,7 +31,6 @@ var Common = []Refusal{
 	Refuse("--device tpu", "--device tpu: want cpu, cuda or cuda:N"),
 	Refuse("--device cuda:x", "--device cuda:x: want cpu, cuda or cuda:N"),
 	Refuse("--device cuda:-1", "--device cuda:-1: want cpu, cuda or cuda:N"),
-	Refuse("--device cuda --quantize int8", "--device cuda with --quantize: the int8 kernels are not yet on cuda (issue #15)"),
 	Refuse("--amp fp8", "--amp fp8: want bf16 or fp16"),
 	Refuse("--amp=fp8", "--amp fp8: want bf16 or fp16"),
 	Refuse("--amp-params", "--amp-params needs --amp bf16 or --amp fp16"),

@@ -10,6 +10,9 @@
 // would have read from each position. Each dx element is summed by one
 // thread, over r then s, in the compute dtype (double for f64, else float),
 // and overwritten: no atomics, the same bits on every launch.
+// conv_col2im_wide_T (T f16 or bf16) is conv_col2im_T from an F32 col:
+// the 16-bit input gradient's GEMM writes its products in F32, so dx is
+// rounded once, as the cpu rounds it.
 #include "common.cuh"
 
 template<class T>
@@ -28,8 +31,8 @@ __device__ void conv_im2col_impl(T* col, const T* x, long long cg, long long h, 
 	}
 }
 
-template<class T>
-__device__ void conv_col2im_impl(T* dx, const T* col, long long cg, long long h, long long w, long long r, long long s,
+template<class T, class C>
+__device__ void conv_col2im_impl(T* dx, const C* col, long long cg, long long h, long long w, long long r, long long s,
 		long long sh, long long sw, long long ph, long long pw, long long dh, long long dw, long long oh, long long ow) {
 	typedef typename Elem<T>::acc A;
 	long long p = oh * ow, n = cg * h * w;
@@ -46,7 +49,7 @@ __device__ void conv_col2im_impl(T* dx, const T* col, long long cg, long long h,
 				if (tx < 0 || tx % sw != 0) continue;
 				long long ox = tx / sw;
 				if (ox >= ow) continue;
-				acc += Elem<T>::load(col, ((c * r + kr) * s + ks) * p + oy * ow + ox);
+				acc += (A)Elem<C>::load(col, ((c * r + kr) * s + ks) * p + oy * ow + ox);
 			}
 		}
 		Elem<T>::store(dx, i, acc);
@@ -62,6 +65,13 @@ __device__ void conv_col2im_impl(T* dx, const T* col, long long cg, long long h,
     conv_im2col_impl<T>(col, x, CONV_PASS);                                                  \
   }                                                                                          \
   extern "C" __global__ void conv_col2im_##sfx(T* dx, const T* col, CONV_ARGS) {            \
-    conv_col2im_impl<T>(dx, col, CONV_PASS);                                                 \
+    conv_col2im_impl<T, T>(dx, col, CONV_PASS);                                              \
   }
 FOR_FLOAT_TYPES(CONV)
+
+#define CONV_WIDE(sfx, T)                                                                    \
+  extern "C" __global__ void conv_col2im_wide_##sfx(T* dx, const float* col, CONV_ARGS) {   \
+    conv_col2im_impl<T, float>(dx, col, CONV_PASS);                                          \
+  }
+CONV_WIDE(f16, half16)
+CONV_WIDE(bf16, bfloat16)

@@ -133,6 +133,12 @@ static inline unsigned long long __umul64hi(unsigned long long a, unsigned long 
 static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
 static inline int __mul24(int a, int b) { return (int)((long long)((a << 8) >> 8) * ((b << 8) >> 8)); }
 static inline unsigned int __umul24(unsigned int a, unsigned int b) { return (a & 0xffffffu) * (b & 0xffffffu); }
+// __dp4a: the four signed byte products of a and b, summed into c (wrapping).
+static inline int __dp4a(int a, int b, int c) {
+	unsigned int s = (unsigned int)c;
+	for (int i = 0; i < 32; i += 8) s += (unsigned int)((int)(signed char)(a >> i) * (int)(signed char)(b >> i));
+	return (int)s;
+}
 static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
 static inline int __float2int_rz(float x) { return (int)x; }
 static inline int __float2int_rd(float x) { return (int)floorf(x); }

@@ -1,0 +1,41 @@
+//go:build !noasm && amd64
+
+package kernels
+
+// sbgemmKernelAVX512BF16 computes one 12×32 float32 tile of C from
+// bfloat16 pair panels with VDPBF16PS (see gemm_bf16_amd64.s), with the
+// modes of sgemmKernelAVX512.
+//
+//go:noescape
+func sbgemmKernelAVX512BF16(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
+// gemmStore12x32AVX512 is the tile store the 12×32 kernels jump to; it is
+// never called from Go.
+//
+//go:noescape
+func gemmStore12x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
+// sbgemmAVX512BF16 is the checked Go entry to the pair micro-kernel.
+func sbgemmAVX512BF16(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	if kp := (k + 1) / 2; kp > 0 {
+		_ = a[12*kp-1]
+		_ = b[32*kp-1]
+	}
+	_ = c[11*ldc+31]
+	sbgemmKernelAVX512BF16(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+}
+
+// sbgemmAVX512BF16Kernel is the bfloat16 pair kernel: the float32
+// AVX-512 kernel's 12×32 tile and blocking, with kc doubled (a pair panel
+// of kc depth is the size of a float32 panel of kc/2).
+var sbgemmAVX512BF16Kernel = gemmKernel[float32]{name: "avx512bf16-12x32", mr: 12, nr: 32, mc: 240, kc: 384, nc: 2048,
+	full: sbgemmAVX512BF16, pairs: true}
+
+// selectSbgemm returns the bfloat16 pair kernel when this CPU has
+// AVX512_BF16, else nil.
+func selectSbgemm() *gemmKernel[float32] {
+	if CPU.AVX512BF16 {
+		return &sbgemmAVX512BF16Kernel
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+//go:build !noasm && amd64
+
+#include "textflag.h"
+#include "gemm_avx512_amd64.h"
+
+// The AVX512_BF16 GEMM micro-kernel: one 12×32 tile of C in float32 from
+// bfloat16 panels packed in pairs (see gemm_bf16.go): A as ⌈k/2⌉ groups of
+// 12 dwords, each the pair (A[r][2p], A[r][2p+1]) low word first, and B as
+// ⌈k/2⌉ groups of 32 dwords (B[2p][j], B[2p+1][j]). One VDPBF16PS does two
+// k steps of 16 columns: each lane adds the products of both halves of
+// its pair, so a pair step is 2 loads of B, 12 broadcasts of an A pair and
+// 24 VDPBF16PS — the float32 kernel's k step doing twice the work.
+//
+// The Go assembler has no VDPBF16PS, so DPBF16 emits its encoding:
+// EVEX.512.F3.0F38.W0 52 /r, VDPBF16PS zmm(d), zmm(s1), zmm(s2) with no
+// mask: 62, P0 (R̄ X̄ B̄ R̄' 0 0 1 0: d's bits 3 and 4 in R and R', s2's
+// bits 3 and 4 in B and X), P1 (W=0, s1's low four bits inverted, 1,
+// pp=10 for F3), P2 (z=0, L'L=10 for 512 bits, b=0, V̄' from s1's bit 4,
+// aaa=000), the opcode 52 and ModRM 11 d[2:0] s2[2:0].
+#define DPBF16(d, s1, s2) \
+	BYTE $0x62; \
+	BYTE $((1-((d>>3)&1))<<7 | (1-((s2>>4)&1))<<6 | (1-((s2>>3)&1))<<5 | (1-((d>>4)&1))<<4 | 2); \
+	BYTE $((15-(s1&15))<<3 | 6); \
+	BYTE $(0x40 | (1-((s1>>4)&1))<<3); \
+	BYTE $0x52; \
+	BYTE $(0xC0 | (d&7)<<3 | (s2&7))
+
+// PAIRROW(ao, zt, t, lo, hi) adds one pair step to a row: A's pair at
+// ao(AX), broadcast into zt (register number t), dotted with B's pair row in Z24 and Z25 into the
+// accumulators Z(lo) and Z(hi).
+#define PAIRROW(ao, zt, t, lo, hi) \
+	VPBROADCASTD ao(AX), zt; \
+	DPBF16(lo, t, 24); \
+	DPBF16(hi, t, 25)
+
+// PAIRSTEP(ao, bo) does one pair step of all twelve rows.
+#define PAIRSTEP(ao, bo) \
+	VMOVUPS bo(BX), Z24; \
+	VMOVUPS bo+64(BX), Z25; \
+	PAIRROW(ao+0, Z26, 26, 0, 1); \
+	PAIRROW(ao+4, Z27, 27, 2, 3); \
+	PAIRROW(ao+8, Z28, 28, 4, 5); \
+	PAIRROW(ao+12, Z29, 29, 6, 7); \
+	PAIRROW(ao+16, Z30, 30, 8, 9); \
+	PAIRROW(ao+20, Z31, 31, 10, 11); \
+	PAIRROW(ao+24, Z26, 26, 12, 13); \
+	PAIRROW(ao+28, Z27, 27, 14, 15); \
+	PAIRROW(ao+32, Z28, 28, 16, 17); \
+	PAIRROW(ao+36, Z29, 29, 18, 19); \
+	PAIRROW(ao+40, Z30, 30, 20, 21); \
+	PAIRROW(ao+44, Z31, 31, 22, 23)
+
+// func sbgemmKernelAVX512BF16(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// Modes as sgemmKernelAVX512 (0 C = A·B, 1 C += A·B, 2 C = A·B + beta·C);
+// ldc is in elements. The caller guarantees k ≥ 0, 12⌈k/2⌉ dwords at a,
+// 32⌈k/2⌉ at b and a full 12×32 tile at c.
+TEXT ·sbgemmKernelAVX512BF16(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+	INCQ CX
+	SHRQ $1, CX
+	ZERO24
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   tail
+
+loop2:
+	PREFETCHT0 384(AX)
+	PAIRSTEP(0, 0)
+	PAIRSTEP(48, 128)
+	ADDQ $96, AX
+	ADDQ $256, BX
+	DECQ DX
+	JNZ  loop2
+
+tail:
+	ANDQ $1, CX
+	JZ   store
+	PAIRSTEP(0, 0)
+
+store:
+	JMP ·gemmStore12x32AVX512(SB)
