@@ -56,6 +56,11 @@ type Config struct {
 	MNIST, Corpus string
 	// Log receives a line per run (nil: nothing).
 	Log io.Writer
+	// Device is where every run trains: "cpu" (the default) or "cuda"
+	// (cuda:0, and cuda:1… for the techniques with 2 ranks; opened through
+	// device/cuda: without a GPU, Run fails at once with a
+	// *train.DeviceError).
+	Device string
 }
 
 // Setup is one model's bench configuration.
@@ -84,7 +89,7 @@ type Row struct {
 	Batch int      `json:"batch"`
 	Ranks int      `json:"ranks"`
 	// Peak is the peak of each tag and of the total (the largest rank's),
-	// measured on cpu devices by plan.Measure; AtPeak what each tag held
+	// measured on Config.Device's devices by plan.Measure; AtPeak what each tag held
 	// when the total peaked (it adds up to the total).
 	Peak   train.PeakBytes  `json:"peak_bytes"`
 	AtPeak train.PeakBytes  `json:"at_peak"`
@@ -125,6 +130,8 @@ type Result struct {
 	Mode string `json:"mode"`
 	CPUs int    `json:"cpus"`
 	Arch string `json:"arch"`
+	// Device is where the runs trained: cpu or cuda.
+	Device string `json:"device"`
 	// Kernels is the cpu device's instruction-set path (cpu.KernelPath).
 	Kernels string  `json:"kernels"`
 	Seconds float64 `json:"seconds"`
@@ -134,7 +141,7 @@ type Result struct {
 }
 
 // Run benches every technique of c on every model: for each, plan.Measure
-// runs the training step on cpu devices (peaks by tag, the step's
+// runs the training step on c.Device's devices (peaks by tag, the step's
 // timeline and time) and the example program trains it on real data (loss
 // and evaluation). A technique that fails gets a row with the error in
 // Note; Run fails only on bad configuration or when plain fails.
@@ -157,7 +164,10 @@ func Run(c Config) (*Result, error) {
 			}
 		}
 	}
-	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Kernels: cpu.KernelPath()}
+	if err := c.checkDevice(); err != nil {
+		return nil, err
+	}
+	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Device: c.device(), Kernels: cpu.KernelPath()}
 	for _, s := range setups {
 		var plain *Row
 		for _, t := range techs {
@@ -182,6 +192,31 @@ func Run(c Config) (*Result, error) {
 	res.compare()
 	res.Seconds = time.Since(began).Seconds()
 	return res, nil
+}
+
+// device returns c.Device, "cpu" when empty.
+func (c Config) device() string {
+	if c.Device == "" {
+		return plan.CPU
+	}
+	return c.Device
+}
+
+// checkDevice refuses a device other than cpu and cuda, and, for cuda,
+// opens cuda:0 once, before any work, so that a machine without a GPU gets
+// the *train.DeviceError (no driver, no GPU) at once.
+func (c Config) checkDevice() error {
+	switch c.device() {
+	case plan.CPU:
+		return nil
+	case plan.CUDA:
+		dev, err := train.OpenDevice(plan.CUDA, device.Options{})
+		if err != nil {
+			return err
+		}
+		return dev.Close()
+	}
+	return fmt.Errorf("bench: device %q: want cpu or cuda", c.Device)
 }
 
 // measure runs one technique on one model.

@@ -4,11 +4,11 @@
 // weights), amp fp16 + amp-params (with loss scaling), checkpointing
 // (⌈√n⌉ segments or a byte budget), accumulation, their combination, data
 // parallelism over 2 ranks with ZeRO stages 1 and 2 and offload — for real
-// on cpu devices, for the ResNet
-// (SmallResNet on MNIST) and the Transformer (the byte-level GPT of
+// on cpu devices (or on a GPU: Device), for the ResNet (SmallResNet on
+// MNIST) and the Transformer (the byte-level GPT of
 // examples/transformer on Go source), and compares each with the plain run.
 //
-// For each technique and model, plan.Measure runs the training step on cpu
+// For each technique and model, plan.Measure runs the training step on the
 // devices: peak bytes by tag (the largest rank's), what each tag held at
 // the peak, the memory timeline of the measured step and its time. Then the
 // example program (examples/resnet/run, examples/transformer/run) trains
@@ -19,10 +19,18 @@
 //	res, err := bench.Run(bench.Config{Mode: bench.Quick})
 //	paths, err := res.Write("out") // bench.json, bench.md, PNG charts
 //
+// Device (Config.Device, --device) is where every run trains: "cpu", the
+// default, or "cuda": plan.Measure runs the step on cuda:0 (cuda:1 too for
+// the 2-rank techniques) and the examples train with --device cuda; the
+// peaks then include cuBLAS's 32 MiB workspace (plan's Resident), and
+// without a GPU Run fails at once with a *train.DeviceError (the command
+// exits 69).
+//
 // Knobs and defaults (Config): Mode Full (the examples' batches, 100
 // training steps), Quick (about a minute on 2 cores) or Tiny (tests);
 // Models both; Techniques all (Techniques), plain always first; Steps the
-// mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt.
+// mode's; MNIST the module cache's copy; Corpus $GOROOT/src/fmt; Device
+// cpu.
 //
 // Outputs: Result.WriteJSON (one row per model and technique: each tag's
 // own peak, what each tag held at the peak, seconds per step, samples per

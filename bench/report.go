@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/plan"
 	"github.com/headroom-ml/headroom/train"
 )
 
@@ -131,7 +132,11 @@ func (r *Result) Markdown() string {
 				break
 			}
 		}
-		fmt.Fprintf(&b, "**%s** (batch %d; the peak of the largest rank, measured by plan.Measure, and what each tag held at that moment: they add up to it", m, rows[0].Batch)
+		on := ""
+		if r.Device == plan.CUDA {
+			on = " on cuda devices"
+		}
+		fmt.Fprintf(&b, "**%s** (batch %d%s; the peak of the largest rank, measured by plan.Measure, and what each tag held at that moment: they add up to it", m, rows[0].Batch, on)
 		if rows[0].TrainSteps > 0 {
 			fmt.Fprintf(&b, "; s/step, samples/s, loss and eval: the example trained %d steps on real data", rows[0].TrainSteps)
 		}

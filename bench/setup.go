@@ -44,6 +44,7 @@ func (c Config) setups() ([]Setup, error) {
 	case c.Steps < 0:
 		steps = 0
 	}
+	dev := c.device()
 	models := c.Models
 	if len(models) == 0 {
 		models = []string{"resnet", "transformer"}
@@ -54,11 +55,11 @@ func (c Config) setups() ([]Setup, error) {
 		case "resnet":
 			// The resnet example's default model on MNIST is the planner's
 			// "small": SmallResNet, 1×28×28, 10 classes, SGD with momentum.
-			args := []string{"--model=small", "--dataset=mnist", "--seed=1", "--eval-samples=" + strconv.Itoa(z.evalImages)}
+			args := []string{"--device=" + dev, "--model=small", "--dataset=mnist", "--seed=1", "--eval-samples=" + strconv.Itoa(z.evalImages)}
 			if c.MNIST != "" {
 				args = append(args, "--data="+c.MNIST)
 			}
-			out = append(out, Setup{Name: m, Plan: plan.Config{Model: "small", Batch: z.resnetBatch, Steps: z.planSteps},
+			out = append(out, Setup{Name: m, Plan: plan.Config{Model: "small", Batch: z.resnetBatch, Steps: z.planSteps, Device: dev},
 				Steps: steps, Args: args, Train: trainWith(rrun.Parse, rrun.Train)})
 		case "transformer":
 			// The transformer example's default model is the planner's
@@ -71,9 +72,9 @@ func (c Config) setups() ([]Setup, error) {
 				}
 				corpus = filepath.Join(root, "src", "fmt")
 			}
-			args := []string{"--data=" + corpus, "--seed=1", "--context=64", "--layers=4", "--width=128", "--heads=4",
+			args := []string{"--device=" + dev, "--data=" + corpus, "--seed=1", "--context=64", "--layers=4", "--width=128", "--heads=4",
 				"--eval-batches=" + strconv.Itoa(z.evalBatches), "--sample=0"}
-			out = append(out, Setup{Name: m, Plan: plan.Config{Model: "transformer", Batch: z.gptBatch, Seq: 64, Steps: z.planSteps},
+			out = append(out, Setup{Name: m, Plan: plan.Config{Model: "transformer", Batch: z.gptBatch, Seq: 64, Steps: z.planSteps, Device: dev},
 				Steps: steps, Args: args, Train: trainWith(trun.Parse, trun.Train)})
 		default:
 			return nil, fmt.Errorf("bench: unknown model %q (want resnet or transformer)", m)

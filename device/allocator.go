@@ -167,18 +167,24 @@ func (d *Device) Alloc(n int64, l Label) (*Block, error) {
 	}
 	d.live = b
 
+	d.countLive(n, c.size, l.Tag)
+	d.record(evAlloc, n, c.addr(), l)
+	return b, nil
+}
+
+// countLive adds a new live allocation of n requested bytes occupying
+// size to the counters (and the peaks, and the probes).
+func (d *Device) countLive(n, size int64, tag Tag) {
 	st := &d.st
-	st.Allocated.add(c.size)
-	st.ByTag[l.Tag].add(n)
+	st.Allocated.add(size)
+	st.ByTag[tag].add(n)
 	st.Requested.add(n)
 	if st.Requested.Current == st.Requested.Peak {
 		for t := range st.AtPeak {
 			st.AtPeak[t] = st.ByTag[t].Current
 		}
 	}
-	d.observe(l.Tag)
-	d.record(evAlloc, n, c.addr(), l)
-	return b, nil
+	d.observe(tag)
 }
 
 // MustAlloc is Alloc that panics with the *OOMError (or other error). Op code

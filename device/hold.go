@@ -33,17 +33,8 @@ func (d *Device) Hold(n int64, l Label) (*Held, error) {
 	if d.closed {
 		return nil, fmt.Errorf("device %s: Hold(%d) for %s: %w", d.name, n, l.Creator(), ErrClosed)
 	}
-	st := &d.st
-	st.Reserved.add(n)
-	st.Allocated.add(n)
-	st.ByTag[l.Tag].add(n)
-	st.Requested.add(n)
-	if st.Requested.Current == st.Requested.Peak {
-		for t := range st.AtPeak {
-			st.AtPeak[t] = st.ByTag[t].Current
-		}
-	}
-	d.observe(l.Tag)
+	d.st.Reserved.add(n)
+	d.countLive(n, n, l.Tag)
 	return &Held{d: d, n: n, l: l}, nil
 }
 

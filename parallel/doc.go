@@ -219,15 +219,35 @@
 // the device's Read and Write (host copies of a piece's size, the
 // autograd transfer's). A staged Read waits for all the work queued on
 // the device so far, so without NCCL a bucket's reduction overlaps
-// backward less on cuda ranks than on cpu ranks.
+// backward less on cuda ranks than on cpu ranks. NewMPI, in builds with
+// the mpi tag, runs ranks as processes (docs/MPI.md); its tensors must be
+// host memory: HostStaged wraps it (or any host-only communicator) for
+// cuda tensors, in rounds of at most StageBytes through host tensors on a
+// host device (tag communication).
 //
-// NewNCCLGroup (one rank per GPU of this process) and NewNCCLRank (one
-// process per GPU, the unique id broadcast over another communicator)
-// move cuda tensors with NCCL on the devices' communication streams; the
-// DDP engine, every stage and offload run on them unchanged, and give the
-// in-process group's results bit for bit (the tests compare them). NewMPI,
-// in builds with the mpi tag, runs ranks as processes (docs/MPI.md); its
-// tensors must be host memory: HostStaged wraps it (or any host-only
-// communicator) for cuda tensors, in rounds of at most StageBytes through
-// host tensors on a host device (tag communication).
+// NewNCCLGroup(devs) is the NCCL communicator for ranks that are cuda
+// devices of this process, one rank per GPU (the unique id is passed in
+// process); NewNCCLRank(world, dev) makes one rank per process, rank 0's
+// unique id broadcast over world (the MPI communicator, say). libnccl.so.2
+// is loaded at the first call (HEADROOM_LIBNCCL names a path; ErrNoNCCL
+// when it is missing). Tensors must be contiguous, F32, F16, BF16 or F64,
+// on the rank's device (else an error naming the op, before any work). A
+// collective runs on the device's communication stream, a second stream
+// ordered after the kernels queued before the call by an event; the
+// calling goroutine waits on the host for the collective's end, while the
+// device's worker and compute stream go on — so DDP's bucketed all-reduce,
+// made from its own goroutine as buckets fill, overlaps backward. NCCL's
+// own device buffers (measured as the driver's used bytes after the
+// initialisation less before; NCCL_RUNTIME_CONNECT is set to 0 unless the
+// environment sets it, so that NCCL 2.22+ allocates them all then rather
+// than at the first collective) are counted on the device as one resident
+// record tagged communication (op "nccl", device.Hold), with the 4-byte
+// F32 that Barrier all-reduces: Summary and OOM reports show them and the
+// capacity leaves room for them. Abort calls ncclCommAbort on every rank
+// of this process (ranks in other processes see NCCL's remote error).
+// Close frees a rank's communicator and its record. Reductions are
+// NCCL's (its rank order and accumulation are its own on a GPU; the
+// emulator's fake NCCL reduces as NewGroup does, bit for bit: there the
+// DDP engine, every stage and offload run on NCCL unchanged and give the
+// in-process group's results bit for bit, as the tests check).
 package parallel

@@ -117,10 +117,12 @@ func runErr(s setup) ([]result, error) {
 		if s.capOf != nil {
 			capacity = s.capOf(r)
 		}
-		dev, err := rankDevice(s, r, capacity)
-		if gpus != nil {
-			dev = gpus[r]
-		}
+		dev, err := func() (*device.Device, error) {
+			if gpus != nil {
+				return gpus[r], nil // NCCL's, opened before the group (and closed after it)
+			}
+			return rankDevice(s, r, capacity)
+		}()
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package parallel
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -121,9 +122,20 @@ func NewNCCLRank(world Communicator, dev *device.Device) (*NCCL, error) {
 	return c, nil
 }
 
+// eagerConnect sets NCCL_RUNTIME_CONNECT=0 unless the environment sets
+// it: NCCL 2.22 and later connect ranks, and allocate the buffers of
+// those connections, at the first collective by default; connected at
+// initialisation, all of NCCL's memory is there when newNCCL measures it.
+var eagerConnect = sync.OnceFunc(func() {
+	if _, set := os.LookupEnv("NCCL_RUNTIME_CONNECT"); !set {
+		os.Setenv("NCCL_RUNTIME_CONNECT", "0")
+	}
+})
+
 // newNCCL initialises one rank on its device's worker and records the
 // driver memory the initialisation took as NCCL's.
 func newNCCL(lib *cuda.NCCL, dev *device.Device, n, r int, id cuda.UniqueID, q *clique) (*NCCL, error) {
+	eagerConnect()
 	drv, err := cuda.LoadDriver()
 	if err != nil {
 		return nil, err

@@ -50,10 +50,18 @@ type Config struct {
 	Capacity int64
 	// Timeline records rank 0's memory timeline during the last step.
 	Timeline bool
+	// Device is the kind of device planned for: "cpu" (the default) or
+	// "cuda". A cuda plan's meta devices first allocate what a cuda
+	// device holds from Open on (Resident: cuBLAS's workspace), so the
+	// plan accounts what the GPU allocates, byte for byte; CUDAMajor is
+	// the GPU's compute capability major (default DefaultCUDAMajor, 9:
+	// H100, H200; 8 is A100, 7 V100), which sets the workspace's size.
+	Device    string
+	CUDAMajor int
 
-	// onCPU runs the same step on cpu devices: the measurement a
-	// prediction is checked against.
-	onCPU bool
+	// measure runs the same step on real devices of kind Device: the
+	// measurement a prediction is checked against.
+	measure bool
 }
 
 // MaxBytes is the most a plan counts on one device: 2^62 bytes (4 EiB).
@@ -98,6 +106,12 @@ func (c Config) resolved() (Config, Model, error) {
 	}
 	if c.Steps == 0 {
 		c.Steps = 2
+	}
+	if c.Device == "" {
+		c.Device = CPU
+	}
+	if c.Device == CUDA && c.CUDAMajor == 0 {
+		c.CUDAMajor = DefaultCUDAMajor
 	}
 	if c.Batch == 0 {
 		c.Batch = m.Batch * c.Ranks * c.Accum
@@ -146,6 +160,9 @@ func (c Config) check(m Model) error {
 	case "adamw", "adam", "sgd":
 	default:
 		return fmt.Errorf("optimizer %q: want adamw, adam or sgd", c.Optimizer)
+	}
+	if err := c.checkDevice(); err != nil {
+		return err
 	}
 	return c.checkSizes(m)
 }

@@ -7,14 +7,27 @@
 // over 64 ranks plans in seconds); for a model small enough to run, the
 // prediction equals the cpu device's measurement byte for byte (Measure).
 //
+// A plan is for a kind of device (Config.Device): "cpu", the default, or
+// "cuda". A cuda device holds one block from the moment it opens, before
+// any tensor: cuBLAS's workspace (tag workspace, op cublas, resident),
+// 32 MiB on compute capability 9 (H100, H200) and later, 4 MiB before
+// (Config.CUDAMajor, default 9). A cuda plan's meta devices allocate the
+// same block first, and everything else a cuda device allocates is what a
+// cpu device does (the same allocator, the same requests), so the plan of
+// a GPU is its measurement: the peak, every tag's and the whole
+// device.Stats equal those of the same steps on the emulated cuda device
+// (Measure with Device cuda; the package's tests check both examples'
+// models plain, with autocast, checkpointing and 4 micro-batches).
+//
 // Knobs (Config) use the example programs' vocabulary: AMP is --amp
 // (autocast: F32 parameters, the forward in 16 bits), AMPParams
 // --amp-params (16-bit parameters and gradients, F32 master weights in the
 // optimizer, a loss scaler for F16), Checkpoint and CheckpointBudget,
 // Accum, Ranks, Zero, Offload, Prune (--prune: the step of the pruned
-// model), Optimizer. Defaults: the model's batch per rank and
+// model), Optimizer, Device and CUDAMajor. Defaults: the model's batch per rank and
 // micro-batch, its context or image size, its optimizer, 2 steps (the
-// first makes the optimizer's state, the second is the steady state).
+// first makes the optimizer's state, the second is the steady state), the
+// cpu device.
 //
 // The batch is synthetic, zeros made on the device: on meta it has no
 // host memory, so a batch of terabytes plans in bounded memory. The loss

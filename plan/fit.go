@@ -93,11 +93,12 @@ func Fit(c Config, capacity int64, target int) (*FitResult, error) {
 }
 
 // FitMeasured is Fit over the given techniques (nil: all) run for real on
-// cpu devices of the given capacity: the check that the prediction's
-// answer holds. It first runs Fit, then, for each technique, the
-// predicted largest batch and the batch after it on cpu: when the first
-// fits and the second does not, that is the measured answer (what a
-// bisection on cpu establishes too), else it bisects on cpu. It writes a
+// devices of kind c.Device (cpu devices, or cuda: the GPU) of the given
+// capacity: the check that the prediction's answer holds. It first runs
+// Fit, then, for each technique, the predicted largest batch and the
+// batch after it on those devices: when the first fits and the second
+// does not, that is the measured answer (what a bisection there
+// establishes too), else it bisects there. It writes a
 // line per technique to log (nil: none) as each ends, with its time: each
 // probe trains real steps.
 func FitMeasured(c Config, capacity int64, target int, techs []Technique, log io.Writer) (*FitResult, error) {
@@ -115,7 +116,7 @@ func FitMeasured(c Config, capacity int64, target int, techs []Technique, log io
 	return fit(c, capacity, target, techs, hints, log)
 }
 
-// fit searches each technique on meta devices, or on cpu devices when
+// fit searches each technique on meta devices, or on c.Device's real devices when
 // hints (each technique's predicted largest batch) are given.
 func fit(c Config, capacity int64, target int, techs []Technique, hints []int, log io.Writer) (*FitResult, error) {
 	if capacity <= 0 || capacity >= MaxBytes {
@@ -138,7 +139,7 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 		tq.Apply(&cc)
 		hint := -1
 		if hints != nil {
-			cc.onCPU, hint = true, hints[i]
+			cc.measure, hint = true, hints[i]
 		}
 		cc.Capacity = capacity
 		o, err := search(probeOf(cc), base.Ranks*max(cc.Accum, 1), target, hint)

@@ -33,7 +33,7 @@ func TestFitAgreesWithMeasurement(t *testing.T) {
 		fits  bool
 	}{{b, true}, {b + 1, false}} {
 		cc := c
-		cc.Batch, cc.Capacity, cc.onCPU = tc.batch, capacity, true
+		cc.Batch, cc.Capacity, cc.measure = tc.batch, capacity, true
 		p, err := Predict(cc)
 		if err != nil {
 			t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/device/cpu"
-	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/parallel"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -29,6 +27,9 @@ type Rank struct {
 	// (device.Stats.Allocated.Peak): the bytes a capacity must hold. A
 	// step fits a device exactly when its capacity is at least this.
 	AllocatedPeak int64 `json:"allocated_peak_bytes"`
+	// Stats is the device's whole accounting after the last step (its
+	// Device and Capacity are the meta device's in a prediction).
+	Stats device.Stats `json:"-"`
 }
 
 // Prediction is the planner's answer.
@@ -50,14 +51,18 @@ type Prediction struct {
 	Loss    float64 `json:"-"`
 }
 
-// Measure runs c's step for real on cpu devices: what Predict predicts.
+// Measure runs c's step for real, on devices of kind c.Device: what
+// Predict predicts. They are cpu devices, or cuda:0…cuda:Ranks-1 opened
+// through device/cuda, of capacity c.Capacity (0: the driver's free
+// memory).
 func Measure(c Config) (*Prediction, error) {
-	c.onCPU = true
+	c.measure = true
 	return Predict(c)
 }
 
 // Predict runs c's training step on meta devices and returns every rank's
-// exact memory. A step that does not fit c.Capacity is not an error: the
+// exact memory on devices of kind c.Device (a cuda plan's meta devices
+// hold cuBLAS's workspace first, as a GPU does: Config.Resident). A step that does not fit c.Capacity is not an error: the
 // prediction's OOM says so (with what was live when it ran out). A step
 // that needs more than MaxBytes on a device is one.
 func Predict(c Config) (pred *Prediction, err error) {
@@ -71,33 +76,22 @@ func Predict(c Config) (pred *Prediction, err error) {
 	} else {
 		p.Image = c.Image
 	}
-	newDev := func(i int, capacity int64) *device.Device {
-		if capacity == 0 {
-			capacity = MaxBytes // what the accounting can count
-		}
-		if c.onCPU {
-			return cpu.New(i, device.Options{Capacity: capacity})
-		}
-		return meta.New(i, device.Options{Capacity: capacity})
-	}
-	devs := make([]*device.Device, c.Ranks)
-	hosts := make([]*device.Device, c.Ranks)
+	ds := newDevices(c)
 	defer func() { // the devices' statistics stay readable after Close
 		// A failed step gives back all it allocated, so what a device
 		// still holds here is a leak, after an out-of-memory step too.
-		if cerr := closeAll(devs, hosts); err == nil && cerr != nil {
+		if cerr := ds.close(); err == nil && cerr != nil {
 			pred, err = nil, fmt.Errorf("plan: %w", cerr)
 		}
 	}()
 	res := make([]result, c.Ranks)
 	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload
 	run := func(rank int, comm parallel.Communicator) error {
-		devs[rank] = newDev(rank, c.Capacity)
-		if c.Offload {
-			hosts[rank] = newDev(100+rank, 0)
+		if err := ds.open(rank); err != nil {
+			return err
 		}
 		var err error
-		res[rank], err = step(c, m, devs[rank], hosts[rank], comm, distributed, rank == 0 && c.Timeline)
+		res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
 		return err
 	}
 	if distributed {
@@ -116,12 +110,12 @@ func Predict(c Config) (pred *Prediction, err error) {
 		return nil, err
 	}
 	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
-	for i, d := range devs {
+	for i, d := range ds.dev {
 		st := d.Stats()
-		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak}
+		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
-		if hosts[i] != nil {
-			h := train.Peaks(hosts[i].Stats())
+		if ds.hosts[i] != nil {
+			h := train.Peaks(ds.hosts[i].Stats())
 			r.Host = &h
 		}
 		p.Ranks = append(p.Ranks, r)

@@ -20,7 +20,8 @@ type Monitor struct {
 	// Threshold is the fraction of capacity that raises the alert;
 	// default 0.9.
 	Threshold float64
-	// Log receives one JSON line per step (nil: no log).
+	// Log receives one JSON line per step (nil: no log): StepLog, with
+	// the driver's free and total bytes on a GPU.
 	Log io.Writer
 
 	dev   *device.Device
@@ -38,6 +39,13 @@ type StepLog struct {
 	Reserved int64            `json:"reserved"`
 	Capacity int64            `json:"capacity"`
 	PeakTag  map[string]int64 `json:"peak_by_tag"`
+	// DriverFree and DriverTotal are what the driver reports free and in
+	// total on the device when the step ends (device.DriverMemory: a
+	// GPU's cuMemGetInfo, every process's use and the driver's and
+	// libraries' own included, as nvidia-smi shows it), beside the
+	// allocator's numbers above; absent on cpu devices.
+	DriverFree  int64 `json:"driver_free,omitempty"`
+	DriverTotal int64 `json:"driver_total,omitempty"`
 }
 
 // Alert is the Monitor's error: a step's peak passed the threshold.
@@ -110,6 +118,7 @@ func (m *Monitor) End(step int) error {
 		line.PeakTag[t.String()] = peaks[t]
 	}
 	if m.Log != nil {
+		line.DriverFree, line.DriverTotal, _ = m.dev.DriverMemory()
 		if b, err := json.Marshal(line); err == nil {
 			m.Log.Write(append(b, '\n'))
 		}

@@ -12,10 +12,11 @@ import (
 )
 
 const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer] [--techniques LIST] [--steps N]
+       [--device cpu|cuda]
 
-Runs every memory technique for real on the CPU, for the ResNet (SmallResNet
-on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
-Go's fmt sources): plan.Measure runs the training step on cpu devices (peak
+Runs every memory technique for real on the CPU (--device cuda: on the
+GPU), for the ResNet (SmallResNet on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
+Go's fmt sources): plan.Measure runs the training step on the devices (peak
 bytes by tag, the step's memory timeline and time) and the example program
 trains it on real data (final loss and evaluation), each against the plain
 run. Writes bench.json, bench.md and PNG charts into --out. --quick takes
@@ -35,6 +36,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 0, "training steps of each loss run (0: the mode's; -1: no loss run)")
 	mnist := fs.String("mnist", "", "folder of the MNIST files (default: the Go module cache's copy)")
 	corpus := fs.String("corpus", "", "the transformer's text, a file or folder (default: $GOROOT/src/fmt)")
+	dev := fs.String("device", "cpu", "where every run trains: cpu or cuda (cuda:0; cuda:1 too for the 2-rank techniques; exit status 69 without a GPU)")
 	pos, err := parse(fs, benchSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -42,7 +44,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return train.Usagef("unexpected arguments %q", pos)
 	}
-	c := bench.Config{Models: list(*models), Steps: *steps, MNIST: *mnist, Corpus: *corpus, Log: stderr}
+	if *dev != "cpu" && *dev != "cuda" {
+		return train.Usagef("--device %s: want cpu or cuda", *dev)
+	}
+	c := bench.Config{Models: list(*models), Steps: *steps, MNIST: *mnist, Corpus: *corpus, Log: stderr, Device: *dev}
 	switch {
 	case *quick && *tiny:
 		return train.Usagef("--quick and --tiny: choose one")

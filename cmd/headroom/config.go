@@ -14,10 +14,10 @@ import (
 
 // modelFlags are the flags that describe a training step to plan.
 type modelFlags struct {
-	model, amp, checkpoint, budget, optimizer, capacity string
-	batch, seq, image, accum, ranks, zero               int
-	prune                                               float64
-	ampParams, offload, json                            bool
+	model, amp, checkpoint, budget, optimizer, capacity, device string
+	batch, seq, image, accum, ranks, zero, cudaMajor            int
+	prune                                                       float64
+	ampParams, offload, json                                    bool
 }
 
 // register adds the flags to fs; techniques adds those of the memory
@@ -32,6 +32,8 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.BoolVar(&m.offload, "offload", false, "with --zero ≥ 1: optimizer state and f32 master weights on a host device")
 	fs.StringVar(&m.optimizer, "optimizer", "", "adamw, adam or sgd (default: the model's: adamw for GPTs, sgd with momentum for ResNets)")
 	fs.BoolVar(&m.json, "json", false, "print JSON")
+	fs.StringVar(&m.device, "device", "cpu", "the device planned for: cpu or cuda (a cuda device holds cuBLAS's workspace from the start: 32 MiB on --cuda-major 9)")
+	fs.IntVar(&m.cudaMajor, "cuda-major", 0, "with --device cuda: the GPU's compute capability major (default 9: H100, H200; 8: A100; 7: V100)")
 	m.accum = 1
 	if !techniques {
 		return
@@ -55,7 +57,8 @@ func (m *modelFlags) config() (plan.Config, error) {
 		return plan.Config{}, train.Usagef("--model %q: unknown model (want one of %s)", m.model, strings.Join(plan.Names(), ", "))
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
-		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune}
+		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
+		Device: m.device, CUDAMajor: m.cudaMajor}
 	if err := m.checkRanges(); err != nil {
 		return c, err
 	}
@@ -101,6 +104,12 @@ func (m *modelFlags) checkRanges() error {
 		return train.Usagef("--prune %g: want a fraction in [0, 1)", m.prune)
 	case m.zero < 0 || m.zero > 3:
 		return train.Usagef("--zero %d: want 0, 1, 2 or 3", m.zero)
+	case m.device != plan.CPU && m.device != plan.CUDA:
+		return train.Usagef("--device %s: want cpu or cuda", m.device)
+	case m.cudaMajor != 0 && m.device != plan.CUDA:
+		return train.Usagef("--cuda-major %d needs --device cuda", m.cudaMajor)
+	case m.cudaMajor < 0 || m.cudaMajor > 99:
+		return train.Usagef("--cuda-major %d: want a compute capability major 1…99 (9: H100, H200)", m.cudaMajor)
 	}
 	return nil
 }

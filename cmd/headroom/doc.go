@@ -23,15 +23,23 @@
 // (the own peaks), at_peak (the same fields at the moment of the peak)
 // and, with --offload, host (the host's own peaks). Without --batch, each
 // rank's micro-batch is the model's default batch. Sizes whose tensors
-// would pass 2^62 bytes are refused, naming the flag.
+// would pass 2^62 bytes are refused, naming the flag. --device cuda plans
+// for a GPU without needing one: each device first holds cuBLAS's
+// workspace (32 MiB with --cuda-major 9, the default: H100, H200; 4 MiB
+// before sm_90), as device/cuda allocates it at Open, so the plan equals
+// the GPU's accounting byte for byte; the table's second line and the
+// JSON's device, cuda_major and resident_bytes say which device it is for.
+//
+//	headroom plan --model small --device cuda --amp --checkpoint  # what examples/resnet --device cuda --amp --checkpoint will peak at
 //
 // fit searches batch sizes and technique combinations under a capacity
 // (plan.Fit); the recommendation's target batch is run itself. --measure
-// repeats the search for real on cpu devices, printing each technique as
-// it finishes.
+// repeats the search for real, printing each technique as it finishes: on
+// cpu devices (capacity ≤ 4 GiB), or with --device cuda on the GPU
+// (capacity ≤ its free memory).
 //
-// bench runs package bench and writes bench.json, bench.md and PNG charts;
-// --torch adds the PyTorch twin (scripts/bench_torch.py) when python3
+// bench runs package bench and writes bench.json, bench.md and PNG charts
+// (--device cuda: every run on the GPU); --torch adds the PyTorch twin (scripts/bench_torch.py) when python3
 // imports torch.
 //
 // Every subcommand takes --help and --json. Exit status: 0 on success (a
@@ -39,6 +47,8 @@
 // fit"); 64 for bad usage (an unknown command, flag or model, a bad
 // value, a file of an unknown kind), with a message naming it; 3 when the
 // work failed because a device ran out of memory, with the whole
-// explanation on stderr; 1 when it failed otherwise. Go's runtime exits
+// explanation on stderr; 69 when --device cuda cannot open a GPU (fit
+// --measure, bench: no driver, no GPU), with what is missing; 1 when it
+// failed otherwise. Go's runtime exits
 // with 2 on a panic: 2 means a bug.
 package main

@@ -9,6 +9,7 @@ func Example_plan() {
 	run([]string{"plan", "--model", "transformer", "--batch", "8", "--seq", "16", "--ranks", "2", "--zero", "2"}, os.Stdout, os.Stderr)
 	// Output:
 	// transformer: 834,304 parameters, batch 8 × 16 tokens; adamw; 2 ranks, ZeRO stage 2
+	// planned for the cpu device
 	//
 	// memory at the peak (what each tag held when the total peaked: the columns add up to the peak)
 	// rank               peak    parameter     gradient    optimizer   activation    workspace        comm.        other

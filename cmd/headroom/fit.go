@@ -11,18 +11,22 @@ import (
 )
 
 const fitSynopsis = `fit --model NAME --capacity SIZE [--batch TARGET] [--seq S] [--image N] [--ranks N --zero Z] [--json] [--measure]
+       [--device cpu|cuda [--cuda-major 9]]
 
 Finds, for each combination of techniques (autocast, 16-bit parameters,
 accumulation, checkpointing), the largest batch whose training step fits the
 capacity, on meta devices, and recommends the cheapest whose target batch
 (default: the model's batch per rank, times --ranks) fits: the answers are
 steps that ran (each largest batch fits and the next does not; the target
-batch is run itself). --measure runs the same search for real on cpu
-devices of that capacity (bisecting on out-of-memory), printing each
-technique as it finishes, and says whether it agrees; it allocates up to
-the capacity on this machine, so it accepts at most 4GiB.`
+batch is run itself). --device cuda searches for a GPU (its devices hold
+cuBLAS's workspace from the start, see plan). --measure runs the same
+search for real on devices of that capacity (bisecting on out-of-memory),
+printing each technique as it finishes, and says whether it agrees: on
+cpu devices it allocates up to the capacity on this machine, so it
+accepts at most 4GiB; with --device cuda on cuda:0…cuda:N-1 (N the
+ranks), up to the memory the driver reports free on cuda:0.`
 
-// maxMeasure is the largest capacity --measure accepts.
+// maxMeasure is the largest capacity --measure accepts on cpu devices.
 const maxMeasure = 4 << 30
 
 func cmdFit(args []string, stdout, stderr io.Writer) error {
@@ -30,7 +34,7 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 	var m modelFlags
 	m.register(fs, false)
 	capacity := fs.String("capacity", "", "the capacity of each device, e.g. 24GiB or 80GB (required)")
-	measure := fs.Bool("measure", false, "also run the search for real on cpu devices and compare (capacity ≤ 4GiB)")
+	measure := fs.Bool("measure", false, "also run the search for real on --device's devices and compare (on cpu: capacity ≤ 4GiB; on cuda: ≤ the GPU's free memory)")
 	pos, err := parse(fs, fitSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -53,8 +57,10 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 	}
 	capBytes := c.Capacity
 	c.Capacity = 0
-	if *measure && capBytes > maxMeasure {
-		return train.Usagef("--measure runs every technique for real on this machine: --capacity %s is above %s", device.FormatBytes(capBytes), device.FormatBytes(maxMeasure))
+	if *measure {
+		if err := measurable(c.Device, capBytes); err != nil {
+			return err
+		}
 	}
 	pred, err := plan.Fit(c, capBytes, target)
 	if err != nil {
@@ -66,7 +72,7 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 		Agrees   *bool           `json:"agrees,omitempty"`
 	}{FitResult: pred}
 	if *measure {
-		fmt.Fprintf(stderr, "measuring on cpu devices of %s, technique by technique…\n", device.FormatBytes(capBytes))
+		fmt.Fprintf(stderr, "measuring on %s devices of %s, technique by technique…\n", c.Device, device.FormatBytes(capBytes))
 		began := time.Now()
 		meas, err := plan.FitMeasured(c, capBytes, target, nil, stderr)
 		if err != nil {
@@ -84,7 +90,7 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, pred.String())
 	if out.Measured != nil {
-		fmt.Fprintln(stdout, "\nmeasured on cpu devices:")
+		fmt.Fprintf(stdout, "\nmeasured on %s devices:\n", c.Device)
 		fmt.Fprintf(stdout, "  %-48s %10s %10s %14s %14s %12s\n", "technique", "predicted", "measured", "predicted peak", "measured peak", "target fits")
 		for i, o := range pred.Options {
 			mo := out.Measured.Options[i]
@@ -100,6 +106,31 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 		} else {
 			fmt.Fprintln(stdout, "the measurement differs from the prediction")
 		}
+	}
+	return nil
+}
+
+// measurable checks that --measure can run on devices of kind kind with
+// capacity bytes each: on cpu at most maxMeasure; on cuda a GPU must open
+// (a *train.DeviceError otherwise: no driver, no GPU) and have that much
+// free.
+func measurable(kind string, capacity int64) error {
+	if kind != plan.CUDA {
+		if capacity > maxMeasure {
+			return train.Usagef("--measure runs every technique for real on this machine: --capacity %s is above %s", device.FormatBytes(capacity), device.FormatBytes(maxMeasure))
+		}
+		return nil
+	}
+	dev, err := train.OpenDevice("cuda", device.Options{})
+	if err != nil {
+		return err
+	}
+	free := dev.Capacity() // the driver's free memory when it opened
+	if err := dev.Close(); err != nil {
+		return err
+	}
+	if capacity > free {
+		return train.Usagef("--measure --device cuda: --capacity %s is above the %s free on %s", device.FormatBytes(capacity), device.FormatBytes(free), dev.Name())
 	}
 	return nil
 }

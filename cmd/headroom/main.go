@@ -16,7 +16,7 @@ const usage = `usage: headroom COMMAND [flags]
 Commands:
   plan      predict a training step's exact memory per rank, before it runs
   fit       find the largest batch and the cheapest techniques that fit a capacity
-  bench     run every technique for real on the CPU: memory, time, loss; JSON, Markdown, PNG charts
+  bench     run every technique for real on the CPU (or --device cuda): memory, time, loss; JSON, Markdown, PNG charts
   summary   explain a saved run report (--report), timeline or bench.json
 
 Run 'headroom COMMAND --help' for a command's flags.

@@ -15,6 +15,7 @@ import (
 const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--amp-params]
        [--checkpoint[=N]] [--checkpoint-budget SIZE] [--accum K] [--ranks N --zero 0|1|2|3] [--offload]
        [--prune FRACTION] [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
+       [--device cpu|cuda [--cuda-major 9]]
 
 Runs the model's real training step on meta devices (which allocate exactly
 what cpu devices do and compute nothing) and prints every rank's memory by
@@ -22,7 +23,11 @@ tag: what each tag held at the moment of the peak (adding up to the peak),
 then each tag's own peak. The flags mean what they mean in the examples:
 --amp is autocast (f32 parameters, the forward in 16 bits); --amp-params
 adds 16-bit parameters and gradients with f32 master weights and
-optimizer state, mixed precision as the ZeRO paper counts it.`
+optimizer state, mixed precision as the ZeRO paper counts it. --device cuda
+plans for a GPU: its meta devices first allocate what a cuda device holds
+from the start, cuBLAS's workspace (32 MiB from compute capability 9 on,
+4 MiB before: --cuda-major, default 9, H100/H200), so the plan is the GPU's
+exact accounting. No GPU is needed to plan for one.`
 
 // bytesJSON is one device's peak bytes by tag.
 type bytesJSON struct {
@@ -62,6 +67,12 @@ type planJSON struct {
 	Batch  int    `json:"batch"`
 	Seq    int    `json:"seq,omitempty"`
 	Image  int    `json:"image,omitempty"`
+	// Device is the kind planned for (cpu or cuda); CUDAMajor the
+	// compute capability major of a cuda plan and Resident what its
+	// devices hold from the start (cuBLAS's workspace).
+	Device        string `json:"device"`
+	CUDAMajor     int    `json:"cuda_major,omitempty"`
+	ResidentBytes int64  `json:"resident_bytes,omitempty"`
 	// Techniques echoes the configuration.
 	Techniques map[string]any `json:"techniques"`
 	// PeakBytes is the largest rank's peak.
@@ -112,7 +123,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 // toJSON converts a prediction to the plan command's JSON.
 func toJSON(p *plan.Prediction, c plan.Config) planJSON {
 	out := planJSON{Model: p.Model, Params: p.Params, Batch: p.Batch, Seq: p.Seq, Image: p.Image, Capacity: c.Capacity,
-		Techniques: techniques(p.Config)}
+		Device: p.Config.Device, CUDAMajor: p.Config.CUDAMajor, ResidentBytes: p.Config.Resident(), Techniques: techniques(p.Config)}
 	for i, r := range p.Ranks {
 		rj := rankJSON{Rank: i, Device: r.Device, bytesJSON: bytesOf(r.PeakBytes), AtPeak: bytesOf(r.AtPeak)}
 		if r.Host != nil {
@@ -193,7 +204,9 @@ func planTable(p planJSON) string {
 	if t["offload"].(bool) {
 		b.WriteString(", offload")
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	b.WriteString(deviceLine(p))
+	b.WriteString("\n")
 	b.WriteString("memory at the peak (what each tag held when the total peaked: the columns add up to the peak)\n")
 	rankRows(&b, p.Ranks, "peak", func(r rankJSON) (bytesJSON, *bytesJSON) { return r.AtPeak, nil })
 	b.WriteString("\neach tag's own peak (its largest, reached at another moment than the total's: these need not add up)\n")
@@ -213,6 +226,15 @@ func planTable(p planJSON) string {
 		}
 	}
 	return b.String()
+}
+
+// deviceLine says which device the plan is for.
+func deviceLine(p planJSON) string {
+	if p.Device != plan.CUDA {
+		return "planned for the cpu device\n"
+	}
+	return fmt.Sprintf("planned for a cuda device of compute capability %d: each holds cuBLAS's workspace (%s, tag workspace) from the start\n",
+		p.CUDAMajor, device.FormatBytes(p.ResidentBytes))
 }
 
 // rankRows writes a table of the ranks' bytes, one line per group of

@@ -30,6 +30,19 @@
 // is stream-ordered, with no event needed. Memory goes back to the driver
 // (Decommit, Free: EmptyCache, Close) only after the stream has finished.
 //
+// Collectives (package parallel's NCCL communicator) use a second,
+// non-blocking stream per device, made at the first Collective call: on
+// the worker, an event recorded on the compute stream, the communication
+// stream waits for it, the collective is queued there and an event marks
+// its end; the caller's goroutine then waits for that event on the host,
+// through a waiter goroutine locked to its own OS thread with the context
+// current (the driver API is thread-safe), so the worker and the compute
+// stream go on meanwhile. Because the caller returns only after the
+// collective has finished, its tensors are free to be released and
+// reused by the compute stream, with no event back. OnWorker runs a
+// function with the context current (NCCL's initialisation). The stream,
+// its 9 events and the waiter go at Close.
+//
 // # Memory
 //
 // Segments are expandable by default: Backend.Alloc reserves address space

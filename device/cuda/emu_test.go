@@ -191,12 +191,12 @@ func TestWorkspace(t *testing.T) {
 	defer d.Close()
 	var found bool
 	for _, g := range d.Live() {
-		if g.Tag == device.Workspace && strings.Contains(g.Creator, "cublas") && g.Bytes == workspaceBytes(9) {
+		if g.Tag == device.Workspace && strings.Contains(g.Creator, "cublas") && g.Bytes == WorkspaceBytes(9) {
 			found = true
 		}
 	}
 	if !found {
-		t.Fatalf("no cublas workspace block of %d bytes among %+v", workspaceBytes(9), d.Live())
+		t.Fatalf("no cublas workspace block of %d bytes among %+v", WorkspaceBytes(9), d.Live())
 	}
 	if l := d.Leaks(); len(l) != 0 {
 		t.Fatalf("Leaks reports the workspace: %+v", l)

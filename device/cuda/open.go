@@ -11,9 +11,11 @@ import (
 	"github.com/headroom-ml/headroom/internal/cuda"
 )
 
-// workspaceBytes is the cuBLAS workspace: NVIDIA's recommendation for
-// Hopper (sm_90) is 32 MiB; 4 MiB serves earlier GPUs.
-func workspaceBytes(major int) int64 {
+// WorkspaceBytes is the cuBLAS workspace that Open allocates on a GPU of
+// compute capability major (tag workspace, op "cublas", resident):
+// NVIDIA's recommendation for Hopper (sm_90) and later is 32 MiB; 4 MiB
+// serves earlier GPUs. The planner's cuda plans allocate the same block.
+func WorkspaceBytes(major int) int64 {
 	if major >= 9 {
 		return 32 << 20
 	}
@@ -85,7 +87,7 @@ func Open(index int, o device.Options) (*device.Device, error) {
 		cap = min(cap, o.Capacity)
 	}
 	dev := device.New(name, b, device.Options{Capacity: cap})
-	if err := b.workspace(dev, workspaceBytes(major)); err != nil {
+	if err := b.workspace(dev, WorkspaceBytes(major)); err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("%s: cuBLAS workspace: %w", name, err)
 	}

@@ -1,14 +1,14 @@
 // Package emu is a host emulator of CUDA for tests. It trades speed for the
 // ability to run the CUDA backend, unchanged, on a machine without a GPU:
 // Build compiles headroom's own kernel sources with g++ for the host and
-// links them into a fake libcuda.so.1, beside a fake libcublas.so and
-// libcublasLt.so, which the backend then loads through the same run-time
+// links them into a fake libcuda.so.1, beside a fake libcublas.so,
+// libcublasLt.so and libnccl.so.2, which the backend then loads through the same run-time
 // loading path (purego, the HEADROOM_LIB* variables) as the real libraries.
 // It is a test harness, not a product feature, and it is built to fail
 // loudly where a GPU would.
 //
 //	libs, err := emu.Build(sources) // file name → contents: every .cu and the headers they include
-//	libs.Setenv(t)                  // HEADROOM_LIBCUDA, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT
+//	libs.Setenv(t)                  // HEADROOM_LIBCUDA, HEADROOM_LIBCUBLAS, HEADROOM_LIBCUBLASLT, HEADROOM_LIBNCCL
 //
 // # What it emulates
 //
@@ -102,6 +102,28 @@
 // workspace, and every GEMM touches it again when it runs, so a bad pointer
 // faults; Libs.GemmsWithoutWorkspace counts GEMMs that ran with none set. cuBLASLt has handles and a version only.
 //
+// NCCL. libnccl.so.2 (linked against the fake libcuda) for ranks of one
+// process, each on its own thread: ncclGetVersion (2.20.5),
+// ncclGetUniqueId, ncclCommInitRank (ranks meet by id and block until all
+// have come; the id is passed by value, as in the real ABI),
+// ncclCommDestroy, ncclCommAbort, ncclCommGetAsyncError,
+// ncclGetErrorString, ncclAllReduce, ncclReduceScatter, ncclAllGather
+// (in place too), ncclBroadcast, and ncclGroupStart/End (which defer
+// nothing). Data types F16, BF16, F32, F64; reductions sum and avg. A
+// collective is a gate on the given stream: it runs when every rank has
+// queued its part and every rank's stream has run what was queued before
+// it; then the data of all ranks moves at once, reduced in rank order in
+// F32 (F64 for F64), avg dividing by the rank count, 16-bit results
+// rounded once to nearest even — package parallel's in-process group's
+// arithmetic, bit for bit. Ranks that call different collectives or
+// counts get ncclInvalidUsage from ncclCommGetAsyncError and no data
+// moves. Each communicator allocates 4 MiB of device memory with
+// cuMemAlloc_v2 at init (NCCL's buffers, seen by cuMemGetInfo_v2) and
+// frees it at destroy or abort, in its own context whichever thread calls.
+// After ncclCommAbort every pending and later collective of the clique
+// completes without moving data and the other ranks' asynchronous error is
+// ncclRemoteError. Ranks of several processes are not emulated.
+//
 // # What it cannot show
 //
 // Speed (a kernel runs on one host thread; a barrier costs about 50 ns a
@@ -123,10 +145,13 @@
 // # Knobs
 //
 //   - HEADROOM_EMU_MEMORY: the device's total memory in bytes (default 4 GiB),
-//     read by each call; set it before the process starts (a Go program
-//     without cgo cannot change the C environment), or call Libs.SetMemory,
-//     which overrides it from then on.
+//     read by each call, or call Libs.SetMemory, which overrides it from
+//     then on.
 //   - HEADROOM_EMU_DEVICES: the number of devices (default 1), read by cuInit.
+//     Both may be set with os.Setenv before the library loads: without
+//     cgo, purego's fake cgo implements the runtime's setenv hook, so the
+//     C environment changes too (cudatest.Setup relies on it; package
+//     parallel's NCCL tests open cuda:1 that way).
 //   - HEADROOM_EMU_CACHE: the cache folder (default headroom/emu under
 //     os.UserCacheDir). It holds one folder of libraries per set of sources
 //     (named by a hash of the sources, the emulator's sources and the flags)
