@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	"github.com/headroom-ml/headroom/dtype"
+	icuda "github.com/headroom-ml/headroom/internal/cuda"
 	"github.com/headroom-ml/headroom/parallel"
 )
 
@@ -396,5 +398,48 @@ func TestNCCLMismatchIsAnError(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNCCLForeignIDIsRefused gives the emulator's NCCL a unique id made by
+// another process (its pid changed): the fake library connects the ranks
+// of one process only, so it must refuse at once — waiting for ranks that
+// can never join would hang an --mpi run on the emulator forever.
+func TestNCCLForeignIDIsRefused(t *testing.T) {
+	if cudatest.Real() {
+		t.Skip("real NCCL connects processes: only the emulator refuses")
+	}
+	dev := ncclDevices(t, 1)[0]
+	lib, err := icuda.LoadNCCL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := lib.UniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid, n int
+	if _, err := fmt.Sscanf(string(id[:]), "emu-nccl %d %d", &pid, &n); err != nil {
+		t.Fatalf("the emulator's unique id %q: %v", id[:32], err)
+	}
+	var other icuda.UniqueID
+	copy(other[:], fmt.Sprintf("emu-nccl %d %d", pid+1, n))
+	done := make(chan error, 1)
+	go func() {
+		done <- cuda.OnWorker(dev, func() error {
+			_, err := lib.CommInitRank(2, 0, other)
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "NCCL_INVALID_USAGE") {
+			t.Fatalf("ncclCommInitRank with another process's id: %v, want NCCL_INVALID_USAGE", err)
+		}
+	case <-time.After(30 * time.Second):
+		// The worker is stuck in the call, so the device's cleanup would
+		// hang too: say why and stop the test binary.
+		fmt.Fprintln(os.Stderr, "--- FAIL: TestNCCLForeignIDIsRefused: ncclCommInitRank with another process's id still waits after 30 s, want a refusal")
+		os.Exit(1)
 	}
 }

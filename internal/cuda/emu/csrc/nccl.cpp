@@ -159,6 +159,13 @@ static ncclResult_t join(Comm* c, const std::string& id, int n) {
 
 API ncclResult_t ncclCommInitRank(Comm** out, int nranks, ncclUniqueId id, int rank) {
 	if (!out || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+	int pid = 0;
+	if (sscanf(id.internal, "emu-nccl %d", &pid) != 1 || pid != (int)getpid()) {
+		// Ranks of other processes can never join: refuse rather than wait forever.
+		fprintf(stderr, "emu nccl: ncclCommInitRank: unique id \"%.40s\" was not made by this process (%d): the emulator connects the ranks of one process only\n",
+		        id.internal, (int)getpid());
+		return ncclInvalidUsage;
+	}
 	Comm* c = new Comm;
 	c->rank = rank;
 	if (cuCtxGetCurrent(&c->ctx) != 0 || !c->ctx || cuMemAlloc_v2(&c->buf, kBuffer) != 0) {
