@@ -12,6 +12,7 @@ import (
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda"
 	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	"github.com/headroom-ml/headroom/dtype"
 	icuda "github.com/headroom-ml/headroom/internal/cuda"
@@ -409,7 +410,7 @@ func TestNCCLForeignIDIsRefused(t *testing.T) {
 	if cudatest.Real() {
 		t.Skip("real NCCL connects processes: only the emulator refuses")
 	}
-	dev := ncclDevices(t, 1)[0]
+	dev := openGPUs(t, 1)[0]
 	lib, err := icuda.LoadNCCL()
 	if err != nil {
 		t.Fatal(err)
