@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
@@ -11,6 +12,13 @@ import (
 // (the ops above make them so); they compute in F64 when the output is F64,
 // else in F32. The workspace should have the compute dtype (another dtype
 // works, through a converted copy); a nil Block passes a nil slice.
+//
+// A convolution whose two inputs are both 16-bit floats (F16 or BF16) and
+// whose output is F32, F16 or BF16 reads them as 16-bit instead
+// (kernels.Conv2dHalf and its gradients): im2col over the 16-bit values
+// and GemmHalf (VDPBF16PS for BF16 on AVX512_BF16), F32 accumulation, one
+// rounding of a 16-bit output. Its workspace's bytes are used as scratch
+// whatever its dtype.
 
 func convArgs(p device.Conv2d) kernels.ConvArgs {
 	return kernels.ConvArgs{
@@ -37,9 +45,47 @@ func contiguous(op string, os ...device.Operand) {
 	}
 }
 
+// halfConv reports whether a convolution with inputs a and b and output
+// out takes the 16-bit kernels.
+func halfConv(out, a, b device.Operand) bool {
+	o := out.DType
+	return a.DType.IsLowPrecision() && b.DType.IsLowPrecision() && (o == dtype.F32 || o.IsLowPrecision())
+}
+
+// half16 is a contiguous 16-bit operand's span of bits.
+func half16(o device.Operand) kernels.Half16 {
+	return kernels.Half16{Bits: span(dtype.AsU16(o.Block.Bytes()), o), BF16: o.DType == dtype.BF16}
+}
+
+// convOut is a 16-bit convolution's output: an F32 span, or 16-bit bits.
+func convOut(o device.Operand) kernels.ConvOut {
+	if o.DType == dtype.F32 {
+		return kernels.ConvOut{F: span32(o)}
+	}
+	return kernels.ConvOut{H: half16(o)}
+}
+
+// scratchWords views the bytes of a workspace's span, whatever its dtype,
+// as whole float32 words (nil for a nil Block).
+func scratchWords(o device.Operand) []float32 {
+	if o.Nil() {
+		return nil
+	}
+	sz := o.DType.Size()
+	lo, hi := (o.Off*sz+3)&^3, (o.Off+o.Len())*sz&^3
+	if hi <= lo {
+		return nil
+	}
+	return dtype.AsF32(o.Block.Bytes()[lo:hi])
+}
+
 func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 	contiguous("Conv2d", y, x, w, ws)
 	a := convArgs(p)
+	if halfConv(y, x, w) {
+		kernels.Conv2dHalf(a, convOut(y), half16(x), half16(w), scratchWords(ws))
+		return
+	}
 	if wide(y) {
 		d := s64(y)
 		kernels.Conv2d(a, d, s64(x), s64(w), opt64(ws))
@@ -54,6 +100,10 @@ func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	contiguous("Conv2dGradInput", dx, dy, w, ws)
 	a := convArgs(p)
+	if halfConv(dx, dy, w) {
+		kernels.Conv2dGradInputHalf(a, convOut(dx), half16(dy), half16(w), scratchWords(ws))
+		return
+	}
 	if wide(dx) {
 		d := s64(dx)
 		kernels.Conv2dGradInput(a, d, s64(dy), s64(w), opt64(ws))
@@ -68,6 +118,10 @@ func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 func (kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	contiguous("Conv2dGradWeight", dw, dy, x, ws)
 	a := convArgs(p)
+	if halfConv(dw, dy, x) {
+		kernels.Conv2dGradWeightHalf(a, convOut(dw), half16(dy), half16(x), scratchWords(ws))
+		return
+	}
 	if wide(dw) {
 		d := s64(dw)
 		kernels.Conv2dGradWeight(a, d, s64(dy), s64(x), opt64(ws))

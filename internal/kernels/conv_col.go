@@ -13,6 +13,10 @@ package kernels
 // (stride 1) or a strided gather; rows wholly in the padding are cleared
 // (skipped by col2im).
 
+// convElem is an element im2col copies: a float, or the bit pattern of a
+// 16-bit float.
+type convElem interface{ Float | ~uint16 }
+
 // sameConv reports whether the convolution takes the contiguous fast path.
 func sameConv(p *ConvArgs) bool {
 	return p.StrideH == 1 && p.StrideW == 1 && p.W == p.OW
@@ -63,7 +67,7 @@ func (t tileRow) next(p *ConvArgs) tileRow {
 
 // im2colTile writes the tile of x (cg planes of H×W) into col; taps are
 // p's (convTaps.set).
-func im2colTile[T Float](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0, oh1 int) {
+func im2colTile[T convElem](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0, oh1 int) {
 	ow, hw := p.OW, p.H*p.W
 	nb := (oh1 - oh0) * ow
 	fast := sameConv(p)
@@ -169,7 +173,7 @@ func col2imTile[T Float](p *ConvArgs, taps convTaps, dx, col []T, rows, oh0, oh1
 }
 
 // zeroRow zeroes out[:lo] and out[hi:] (all of out when lo ≥ hi).
-func zeroRow[T Float](out []T, lo, hi int) {
+func zeroRow[T convElem](out []T, lo, hi int) {
 	for i := range min(lo, len(out)) {
 		out[i] = 0
 	}
@@ -180,7 +184,7 @@ func zeroRow[T Float](out []T, lo, hi int) {
 
 // zeroColumns zeroes columns [0, lo) and [hi, w) of the rows of width w in
 // body.
-func zeroColumns[T Float](body []T, w, lo, hi int) {
+func zeroColumns[T convElem](body []T, w, lo, hi int) {
 	switch {
 	case lo == 0 && hi == w:
 	case lo == 1 && hi == w:
@@ -215,12 +219,12 @@ func addTo[T Float](dst, src []T) {
 // gatherRows2 sets dst[r·dstStep+i] = src[r·srcStep+2i] for rows rows
 // and i < n. A source row holds avail ≥ 2n−1 elements from its start;
 // the assembly reads whole blocks of 16 of them.
-func gatherRows2[T Float](dst, src []T, rows, n, dstStep, srcStep, avail int) {
-	if d32, ok := f32s(dst); ok && CPU.AVX2FMA {
+func gatherRows2[T convElem](dst, src []T, rows, n, dstStep, srcStep, avail int) {
+	if d32, ok := any(dst).([]float32); ok && CPU.AVX2FMA {
 		blocks := min(n, avail/2) / 8
 		_ = dst[(rows-1)*dstStep+n-1]
 		_ = src[(rows-1)*srcStep+max(2*n-1, 16*blocks)-1]
-		s32, _ := f32s(src)
+		s32 := any(src).([]float32)
 		convGather2RowsF32(&d32[0], &s32[0], rows, n, dstStep, srcStep, blocks)
 		return
 	}

@@ -67,6 +67,12 @@ type convJob[T float32 | float64] struct {
 	part          []T // weight gradient: the dw of chunks 1, 2, … (chunk 0 sums into dw)
 	partBuf       *convBuf
 
+	// 16-bit calls (conv_half.go; T is float32): a and b as 16-bit, the
+	// 16-bit output when out is nil, and the layout of a worker's tile.
+	half       bool
+	ha, hb, ho Half16
+	htile      convHalfTile
+
 	next  atomic.Int64
 	phase func(lo, hi int)
 }
@@ -102,8 +108,12 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	j.out, j.a, j.b, j.ws = out, a, b, ws
 	defer func() { j.out, j.a, j.b, j.ws = nil, nil, nil, nil }() // hold no caller memory
 	d := &j.d
+	size := p.K * d.crs // dw
 	if kind == convGradWeight && (p.N == 0 || d.ohw == 0) {
-		clear(out[:p.K*d.crs])
+		if out == nil {
+			clear(j.ho.Bits[:size])
+		}
+		clear(out[:min(len(out), size)])
 		return
 	}
 	j.plan()
@@ -111,10 +121,17 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 		return
 	}
 	j.taps.set(&j.p)
-	size := p.K * d.crs // dw
-	if j.chunks > 1 {
+	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
+	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
+	if narrowDW {
+		copies++
+	}
+	if copies > 0 {
 		j.partBuf = convBufs.get()
-		j.part = scratchView[T](&j.partBuf.b, (j.chunks-1)*size)
+		j.part = scratchView[T](&j.partBuf.b, copies*size)
+	}
+	if narrowDW {
+		j.out, j.part = j.part[(copies-1)*size:], j.part[:(copies-1)*size]
 	}
 	work := p.N * p.K * d.crs * d.ohw
 	parts := max(1, min(Workers(), j.units, work/max(convPart, 1)))
@@ -124,10 +141,13 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	} else {
 		ParallelFor(parts, 1, j.phase)
 	}
-	if j.chunks > 1 {
-		for k := range j.chunks - 1 { // in chunk order
-			addTo(out[:size], j.part[k*size:(k+1)*size])
-		}
+	for k := range j.chunks - 1 { // in chunk order
+		addTo(j.out[:size], j.part[k*size:(k+1)*size])
+	}
+	if narrowDW {
+		narrowAll(j.ho, as[float32](j.out[:size]))
+	}
+	if copies > 0 {
 		convBufs.put(j.partBuf)
 		j.part, j.partBuf = nil, nil
 	}
@@ -184,6 +204,9 @@ func (j *convJob[T]) plan() {
 	if d.pointwise {
 		j.tile = 0
 	}
+	if j.half {
+		j.planHalf()
+	}
 }
 
 func (j *convJob[T]) claim() int {
@@ -206,6 +229,10 @@ func (j *convJob[T]) work(slot, _ int) {
 				buf = convBufs.get()
 				tile = scratchView[T](&buf.b, j.tile)
 			}
+		}
+		if j.half {
+			j.halfUnit(u, as[float32](tile))
+			continue
 		}
 		switch j.kind {
 		case convForward:

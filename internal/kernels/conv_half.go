@@ -1,0 +1,245 @@
+package kernels
+
+import "unsafe"
+
+// Convolutions with 16-bit operands. The three kernels below are Conv2d,
+// Conv2dGradInput and Conv2dGradWeight for inputs held as 16-bit floats:
+// im2col copies the 16-bit values themselves into the tile, and the GEMMs
+// are GemmHalf's, so that with bfloat16 operands on a CPU with AVX512_BF16
+// they run on VDPBF16PS, accumulating in float32 (see gemm_bf16.go for
+// that instruction's rounding); elsewhere GemmHalf widens the values
+// exactly while it packs them. No float32 copy of an operand is made.
+//
+// The output is float32 (ConvOut.F) or 16-bit (ConvOut.H). A 16-bit output
+// is rounded once from float32: the forward pass rounds each band of y
+// from a float32 tile of K/G × band columns, the input gradient each block
+// of dx channels from a float32 block of block·H·W (col2im accumulates
+// there), and the weight gradient sums the whole batch into a float32 dw
+// (K·C/G·R·S elements, with the chunks' copies, on the Go heap for the
+// call) and rounds it at the end, as the float32 kernels sum it.
+//
+// Scratch: a worker's tile holds its 16-bit im2col tile (forward and
+// weight gradient) or its float32 col tile (input gradient), plus the
+// float32 output tile a 16-bit output needs; it is carved from ws (viewed
+// as float32 words, whatever the caller's dtype) when ws has room, else
+// taken from the reused per-worker Go-heap buffers, as for float32.
+
+// Half16 is an operand of 16-bit floats: bit patterns, bfloat16 when BF16,
+// else IEEE binary16.
+type Half16 struct {
+	Bits []uint16
+	BF16 bool
+}
+
+// ConvOut is the output of a 16-bit convolution: float32 elements F when F
+// is not nil, else the 16-bit H, rounded to nearest even from float32.
+type ConvOut struct {
+	F []float32
+	H Half16
+}
+
+// Conv2dHalf is Conv2d with x and w held as 16-bit floats. ws holds at
+// least Workspace()/2 float32 words (any of them may go unused; nil works
+// through the heap).
+func Conv2dHalf(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {
+	runConvHalf(convForward, p, y, x, w, ws)
+}
+
+// Conv2dGradInputHalf is Conv2dGradInput with dy and w held as 16-bit
+// floats.
+func Conv2dGradInputHalf(p ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
+	runConvHalf(convGradInput, p, dx, dy, w, ws)
+}
+
+// Conv2dGradWeightHalf is Conv2dGradWeight with dy and x held as 16-bit
+// floats; dw is summed over the batch in float32 and rounded once.
+func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
+	runConvHalf(convGradWeight, p, dw, dy, x, ws)
+}
+
+func runConvHalf(kind convKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
+	j := convJobs32.get()
+	j.half, j.ha, j.hb, j.ho = true, a, b, out.H
+	j.run(kind, p, out.F, nil, nil, ws)
+	j.half, j.ha, j.hb, j.ho = false, Half16{}, Half16{}, Half16{}
+	convJobs32.put(j)
+}
+
+// convHalfTile is the layout of a worker's tile in a 16-bit call, in
+// float32 words: the 16-bit im2col tile (t16 values), the float32 col
+// tile (tf) and the float32 output tile (fo).
+type convHalfTile struct{ t16, tf, fo int }
+
+// words returns the tile's size in float32 words, the 16-bit tile rounded
+// up to whole cache lines.
+func (t convHalfTile) words() int { return roundUp((t.t16+1)/2, 16) + t.tf + t.fo }
+
+// split cuts a worker's tile into its parts.
+func (t convHalfTile) split(tile []float32) (col16 []uint16, colF, fo []float32) {
+	n := roundUp((t.t16+1)/2, 16)
+	if t.t16 > 0 {
+		col16 = unsafe.Slice((*uint16)(unsafe.Pointer(&tile[0])), t.t16)
+	}
+	return col16, tile[n : n+t.tf], tile[n+t.tf : n+t.tf+t.fo]
+}
+
+// planHalf sets the tile layout of a 16-bit call from plan's sizes.
+func (j *convJob[T]) planHalf() {
+	p, d := &j.p, &j.d
+	narrow := j.out == nil
+	t := convHalfTile{}
+	switch j.kind {
+	case convForward:
+		t.t16 = j.tile
+		if narrow {
+			t.fo = d.kg * j.band * p.OW
+		}
+	case convGradInput:
+		t.tf = j.tile
+		if narrow {
+			t.fo = j.block * d.hw
+		}
+	case convGradWeight:
+		t.t16 = j.tile
+	}
+	j.htile = t
+	j.tile = 0
+	if w := t.words(); t.t16+t.tf+t.fo > 0 {
+		j.tile = w
+	}
+}
+
+// narrowTo rounds src into the 16-bit h from element at on.
+func narrowTo(h Half16, at int, src []float32) {
+	dst := h.Bits[at : at+len(src)]
+	if h.BF16 {
+		f32ToBF16(dst, src)
+		return
+	}
+	f32ToF16(dst, src)
+}
+
+// halfUnit runs unit u of a 16-bit call.
+func (j *convJob[T]) halfUnit(u int, tile []float32) {
+	switch j.kind {
+	case convForward:
+		j.forwardHalf(u, tile)
+	case convGradInput:
+		j.gradInputHalf(u, tile)
+	default:
+		j.gradWeightHalf(u, tile)
+	}
+}
+
+// forwardHalf is forward over 16-bit x (a) and w (b).
+func (j *convJob[T]) forwardHalf(u int, tile []float32) {
+	p, d := &j.p, &j.d
+	n, g := u/(p.Groups*j.bands), u/j.bands%p.Groups
+	oh0, oh1 := j.bandRows(u % j.bands)
+	c0, nb := oh0*p.OW, (oh1-oh0)*p.OW
+	xo, yo := n*d.xs+g*d.cg*d.hw, n*d.ys+g*d.kg*d.ohw+c0
+	col16, _, fo := j.htile.split(tile)
+	// y_band (kg × nb) = w_g (kg × crs) · col_band (crs × nb)
+	a := GemmArgs{M: d.kg, N: nb, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs, OffC: yo, LdC: d.ohw}
+	c := as[float32](j.out)
+	if c == nil {
+		c, a.OffC, a.LdC = fo, 0, nb
+	}
+	b := j.ha.Bits
+	if d.pointwise {
+		a.OffB, a.LdB = xo+c0, d.hw
+	} else {
+		b = col16[:d.crs*nb]
+		im2colTile(p, j.taps, b, j.ha.Bits[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+		a.LdB = nb
+	}
+	GemmHalf(a, j.hb.Bits, b, j.hb.BF16, j.ha.BF16, c)
+	if j.out == nil {
+		for k := range d.kg {
+			narrowTo(j.ho, yo+k*d.ohw, fo[k*nb:(k+1)*nb])
+		}
+	}
+}
+
+// gradInputHalf is gradInput over 16-bit dy (a) and w (b).
+func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
+	p, d := &j.p, &j.d
+	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
+	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
+	rs := p.R * p.S
+	xo := n*d.xs + (g*d.cg+c0)*d.hw
+	yo := n*d.ys + g*d.kg*d.ohw
+	_, colF, fo := j.htile.split(tile)
+	dx, dxo := as[float32](j.out), xo
+	if dx == nil {
+		dx, dxo = fo, 0
+	}
+	// col (block rows × nb) = w_g[:, block]ᵀ · dy_band (kg × nb)
+	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
+	if d.pointwise {
+		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, dxo, d.hw
+		GemmHalf(a, j.hb.Bits, j.ha.Bits, j.hb.BF16, j.ha.BF16, dx)
+	} else {
+		dx = dx[dxo : dxo+(c1-c0)*d.hw]
+		clear(dx)
+		for i := range j.bands {
+			oh0, oh1 := j.bandRows(i)
+			nb := (oh1 - oh0) * p.OW
+			col := colF[:a.M*nb]
+			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
+			GemmHalf(a, j.hb.Bits, j.ha.Bits, j.hb.BF16, j.ha.BF16, col)
+			col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+		}
+	}
+	if j.out == nil {
+		narrowTo(j.ho, xo, fo[:(c1-c0)*d.hw])
+	}
+}
+
+// gradWeightHalf is gradWeight over 16-bit dy (a) and x (b), into the
+// float32 dw (or its chunk's copy).
+func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
+	p, d := &j.p, &j.d
+	ck, u := u/(p.Groups*j.blocks), u%(p.Groups*j.blocks)
+	g, blk := u/j.blocks, u%j.blocks
+	r0, r1 := blk*j.block, min(d.crs, (blk+1)*j.block)
+	dw := as[float32](j.out)
+	if ck > 0 {
+		size := p.K * d.crs
+		dw = as[float32](j.part[(ck-1)*size : ck*size])
+	}
+	col16, _, _ := j.htile.split(tile)
+	// dw[:, r0:r1] (kg × rows) += dy_band (kg × nb) · col_band[r0:r1]ᵀ
+	a := GemmArgs{TransB: true, M: d.kg, N: r1 - r0, Alpha: 1, LdA: d.ohw, OffC: g*d.wg + r0, LdC: d.crs}
+	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+		xo := n*d.xs + g*d.cg*d.hw
+		yo := n*d.ys + g*d.kg*d.ohw
+		if d.pointwise {
+			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
+			GemmHalf(a, j.ha.Bits, j.hb.Bits, j.ha.BF16, j.hb.BF16, dw)
+			a.Beta = 1
+			continue
+		}
+		x := j.hb.Bits[xo : xo+d.cg*d.hw]
+		for i := range j.bands {
+			oh0, oh1 := j.bandRows(i)
+			nb := (oh1 - oh0) * p.OW
+			col := col16[:(r1-r0)*nb]
+			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
+			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
+			GemmHalf(a, j.ha.Bits, col, j.ha.BF16, j.hb.BF16, dw)
+			a.Beta = 1
+		}
+	}
+}
+
+// narrowAll rounds src into the first len(src) elements of h, split
+// across the workers when it is long.
+func narrowAll(h Half16, src []float32) {
+	dst := h.Bits[:len(src)]
+	if h.BF16 {
+		F32ToBF16(dst, src)
+		return
+	}
+	F32ToF16(dst, src)
+}
