@@ -153,7 +153,7 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		im2colTile(p, j.taps, b, j.ha.Bits[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
 		a.LdB = nb
 	}
-	GemmHalf(a, j.hb.Bits, b, j.hb.BF16, j.ha.BF16, c)
+	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
 	if j.out == nil {
 		for k := range d.kg {
 			narrowTo(j.ho, yo+k*d.ohw, fo[k*nb:(k+1)*nb])

@@ -73,6 +73,14 @@ type convJob[T float32 | float64] struct {
 	ha, hb, ho Half16
 	htile      convHalfTile
 
+	// Forward: every group's filters packed once per call (pack_whole.go)
+	// for the kernel kn its GEMMs run, aper elements per group.
+	kn       *gemmKernel[T]
+	jobs     *freeList[gemmJob[T]]
+	apack    []T
+	aper     int
+	apackBuf *convBuf
+
 	next  atomic.Int64
 	phase func(lo, hi int)
 }
@@ -132,6 +140,10 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	}
 	if narrowDW {
 		j.out, j.part = j.part[(copies-1)*size:], j.part[:(copies-1)*size]
+	}
+	if kind == convForward {
+		j.packFilters()
+		defer j.releaseFilters()
 	}
 	work := p.N * p.K * d.crs * d.ohw
 	parts := max(1, min(Workers(), j.units, work/max(convPart, 1)))
@@ -266,13 +278,13 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		OffC: n*d.ys + g*d.kg*d.ohw + c0, LdC: d.ohw}
 	if d.pointwise {
 		a.OffB, a.LdB = xo+c0, d.hw
-		Gemm(a, j.b, j.a, j.out)
+		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
 	col := tile[:d.crs*nb]
 	im2colTile(p, j.taps, col, j.a[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
 	a.LdB = nb
-	Gemm(a, j.b, col, j.out)
+	j.gemmW(a, g, operand[T]{f: col}, j.out)
 }
 
 // gradInput computes one block of channels of one sample and group of dx.

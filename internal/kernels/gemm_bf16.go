@@ -167,6 +167,10 @@ func packBPairs[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int
 // lines (slots w·kc words apart), zero past count.
 func packPairs(d []uint32, h []uint16, at, xs, ps, x0, count, w, kc int) {
 	kp := (kc + 1) / 2
+	if xs == 1 && kc > 1 {
+		packPairRows(d, h, at+x0, ps, count, w, kc)
+		return
+	}
 	for q := 0; q < count; q += w {
 		panel := d[q*kc : q*kc+w*kp]
 		for x := range w {
@@ -177,6 +181,33 @@ func packPairs(d []uint32, h []uint16, at, xs, ps, x0, count, w, kc int) {
 				continue
 			}
 			pairRun(panel[x:], w, h, at+(x0+q+x)*xs, ps, kc)
+		}
+	}
+}
+
+// packPairRows is packPairs for adjacent lines (xs = 1: the rows of a
+// non-transposed B, the columns of a transposed A), the first at h[at]:
+// each panel row of pairs interleaves two runs of w contiguous values, so
+// it reads the operand row by row instead of down its columns.
+func packPairRows(d []uint32, h []uint16, at, ps, count, w, kc int) {
+	kp := (kc + 1) / 2
+	for q := 0; q < count; q += w {
+		n := min(w, count-q)
+		panel := d[q*kc : q*kc+w*kp]
+		for p := range kp {
+			row := panel[p*w : p*w+w]
+			lo := h[at+q+2*p*ps : at+q+2*p*ps+n]
+			if 2*p+1 < kc {
+				hi := h[at+q+(2*p+1)*ps : at+q+(2*p+1)*ps+n]
+				for x, v := range lo {
+					row[x] = uint32(v) | uint32(hi[x])<<16
+				}
+			} else {
+				for x, v := range lo {
+					row[x] = uint32(v)
+				}
+			}
+			clear(row[n:])
 		}
 	}
 }

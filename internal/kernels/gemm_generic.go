@@ -156,6 +156,7 @@ type gemmJob[T Float] struct {
 	g           GemmArgs
 	a, b        operand[T]
 	c           []T
+	apack       []T // op(A) packed whole by packWholeA, or nil
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
 
@@ -269,10 +270,20 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 		pb := j.bpack[pc*j.ncPad+n0*kc:]
 		for ic := m0; ic < m1; ic += kn.mc {
 			mc := min(kn.mc, m1-ic)
-			packA(kn, pa, j.a, oa, g.LdA, g.TransA, ic, mc, pc, kc, j.alpha, strip)
-			j.macro(pa, pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode)
+			j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode)
 		}
 	}
+}
+
+// blockA returns the packed mc×kc block of op(A) at (ic, pc): a view of
+// the prepacked A (packWholeA's layout) when the call has one, else pa,
+// packed now.
+func (j *gemmJob[T]) blockA(pa []T, oa, ic, mc, pc, kc int, strip []float32) []T {
+	if j.apack != nil {
+		return j.apack[pc*roundUp(j.g.M, j.kern.mr)+ic*kc:]
+	}
+	packA(j.kern, pa, j.a, oa, j.g.LdA, j.g.TransA, ic, mc, pc, kc, j.alpha, strip)
+	return pa
 }
 
 // batchTasks runs whole matrices of the batch, packing privately.
@@ -316,8 +327,7 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 			}
 			for ic := 0; ic < g.M; ic += kn.mc {
 				mc := min(kn.mc, g.M-ic)
-				packA(kn, pa, j.a, oa, g.LdA, g.TransA, ic, mc, pc, kc, j.alpha, strip)
-				j.macro(pa, pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode)
+				j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode)
 			}
 		}
 	}
@@ -386,6 +396,12 @@ const (
 // gemmBlocked runs a validated, non-trivial GEMM (M, N, K > 0, alpha ≠ 0)
 // through the packed path.
 func gemmBlocked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, a, b operand[T], c []T) {
+	gemmBlockedA(kn, jobs, g, nil, a, b, c)
+}
+
+// gemmBlockedA is gemmBlocked with op(A) prepacked in apack when it is not
+// nil (then Batch must be 1 and a is not read).
+func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], c []T) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -393,7 +409,7 @@ func gemmBlocked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmA
 	if j.sharedPhase == nil {
 		j.sharedPhase, j.batchPhase = j.sharedTasks, j.batchTasks
 	}
-	j.kern, j.g, j.a, j.b, j.c = kn, g, a, b, c
+	j.kern, j.g, j.a, j.b, j.c, j.apack = kn, g, a, b, c, apack
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
 	switch g.Beta {
 	case 0:
@@ -414,7 +430,7 @@ func gemmBlocked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmA
 			j.shared(bi, parts)
 		}
 	}
-	j.a, j.b, j.c = operand[T]{}, operand[T]{}, nil // hold no caller memory
+	j.a, j.b, j.c, j.apack = operand[T]{}, operand[T]{}, nil, nil // hold no caller memory
 	jobs.put(j)
 }
 
