@@ -178,7 +178,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, dxo, d.hw
-		GemmHalf(a, j.hb.Bits, j.ha.Bits, j.hb.BF16, j.ha.BF16, dx)
+		j.gemmW(a, g*j.blocks+blk, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](dx))
 	} else {
 		dx = dx[dxo : dxo+(c1-c0)*d.hw]
 		clear(dx)
@@ -187,7 +187,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 			nb := (oh1 - oh0) * p.OW
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
-			GemmHalf(a, j.hb.Bits, j.ha.Bits, j.hb.BF16, j.ha.BF16, col)
+			j.gemmW(a, g*j.blocks+blk, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](col))
 			col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
 		}
 	}

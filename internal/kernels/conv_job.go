@@ -141,7 +141,7 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	if narrowDW {
 		j.out, j.part = j.part[(copies-1)*size:], j.part[:(copies-1)*size]
 	}
-	if kind == convForward {
+	if kind != convGradWeight {
 		j.packFilters()
 		defer j.releaseFilters()
 	}
@@ -299,7 +299,7 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
-		Gemm(a, j.b, j.a, j.out)
+		j.gemmW(a, g*j.blocks+blk, operand[T]{f: j.a}, j.out)
 		return
 	}
 	dx := j.out[xo : xo+(c1-c0)*d.hw]
@@ -309,7 +309,7 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 		nb := (oh1 - oh0) * p.OW
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
-		Gemm(a, j.b, j.a, col)
+		j.gemmW(a, g*j.blocks+blk, operand[T]{f: j.a}, col)
 		col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
 	}
 }

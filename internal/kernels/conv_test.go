@@ -242,6 +242,7 @@ var convPathShapes = []ConvArgs{
 	// packed filters' blocks past the first.
 	{N: 1, C: 3, H: 7, W: 7, K: 300, R: 1, S: 1, StrideH: 2, StrideW: 2},
 	{N: 2, C: 48, H: 4, W: 4, K: 20, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 8, C: 30, H: 3, W: 3, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }

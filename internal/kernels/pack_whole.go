@@ -26,10 +26,12 @@ func packWholeA[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs, s
 	}
 }
 
-// packFilters packs the forward pass's filters, group by group, for the
-// kernel its GEMMs run (the one Gemm or GemmHalf would pick), into a
-// reused Go-heap buffer of K/G·C/G·R·S·G elements, each group's rows
-// rounded up to whole mr panels.
+// packFilters packs the filters the GEMMs of a forward or input-gradient
+// call multiply, once per call, for the kernel they run (the one Gemm or
+// GemmHalf would pick), into a reused Go-heap buffer: for the forward
+// pass each group's K/G × C/G·R·S filters, for the input gradient each
+// group's block of channels, transposed (block·R·S × K/G); K·C/G·R·S
+// elements in all, each matrix's rows rounded up to whole mr panels.
 func (j *convJob[T]) packFilters() {
 	d := &j.d
 	w := operand[T]{f: j.b}
@@ -45,19 +47,35 @@ func (j *convJob[T]) packFilters() {
 			j.kn = any(sbgemm).(*gemmKernel[T])
 		}
 	}
+	ids := j.p.Groups
 	j.aper = wholeASize(j.kn, d.kg, d.crs)
+	if j.kind == convGradInput {
+		ids *= j.blocks
+		j.aper = wholeASize(j.kn, j.block*j.p.R*j.p.S, d.kg)
+	}
 	j.apackBuf = convBufs.get()
-	j.apack = scratchView[T](&j.apackBuf.b, j.p.Groups*j.aper)
+	j.apack = scratchView[T](&j.apackBuf.b, ids*j.aper)
 	s := scratches.get()
 	var strip []float32
 	if j.half {
-		strip = scratchView[float32](&s.strip, max(j.kn.kc, d.kg))
+		strip = scratchView[float32](&s.strip, max(j.kn.kc, d.kg, d.crs))
 	}
-	for g := range j.p.Groups {
-		a := GemmArgs{M: d.kg, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs}
-		packWholeA(j.kn, j.apack[g*j.aper:(g+1)*j.aper], w, a, strip)
+	for id := range ids {
+		packWholeA(j.kn, j.apack[id*j.aper:(id+1)*j.aper], w, j.filterArgs(id), strip)
 	}
 	scratches.put(s)
+}
+
+// filterArgs is the op(A) of filter matrix id (packFilters).
+func (j *convJob[T]) filterArgs(id int) GemmArgs {
+	d := &j.d
+	if j.kind == convForward {
+		return GemmArgs{M: d.kg, K: d.crs, Alpha: 1, OffA: id * d.wg, LdA: d.crs}
+	}
+	g, blk := id/j.blocks, id%j.blocks
+	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
+	rs := j.p.R * j.p.S
+	return GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs}
 }
 
 // releaseFilters gives back packFilters' buffer.
@@ -66,9 +84,10 @@ func (j *convJob[T]) releaseFilters() {
 	j.apack, j.apackBuf, j.kn, j.jobs = nil, nil, nil, nil
 }
 
-// gemmW runs a forward GEMM of group g, whose A is the group's filters,
+// gemmW runs a GEMM whose op(A) is filter matrix id (packFilters: the
+// group in the forward pass, group·blocks+block in the input gradient)
 // against the packed filters.
-func (j *convJob[T]) gemmW(a GemmArgs, g int, b operand[T], c []T) {
+func (j *convJob[T]) gemmW(a GemmArgs, id int, b operand[T], c []T) {
 	la, lb := len(j.b), len(b.f)
 	if b.h != nil {
 		la, lb = len(j.hb.Bits), len(b.h)
@@ -77,5 +96,5 @@ func (j *convJob[T]) gemmW(a GemmArgs, g int, b operand[T], c []T) {
 	if a.M == 0 || a.N == 0 {
 		return
 	}
-	gemmBlockedA(j.kn, j.jobs, a, j.apack[g*j.aper:(g+1)*j.aper], operand[T]{}, b, c)
+	gemmBlockedA(j.kn, j.jobs, a, j.apack[id*j.aper:(id+1)*j.aper], operand[T]{}, b, c)
 }
