@@ -30,6 +30,15 @@
 //   - GEMM reads A and B as 16-bit values while it packs (BF16×BF16 on
 //     VDPBF16PS where the CPU has AVX512_BF16, KernelPath "+bf16"); a
 //     16-bit C is widened over its footprint, as below;
+//   - convolution (Conv2d and its two gradients) whose two inputs are F16
+//     or BF16, with an F32, F16 or BF16 output, reads them as 16-bit:
+//     im2col copies the 16-bit values into the tile and GemmHalf multiplies
+//     them (VDPBF16PS for BF16 where the CPU has AVX512_BF16), accumulating
+//     in F32; a 16-bit output is rounded once from F32 (the weight
+//     gradient sums the batch in an F32 dw first). Its scratch is the
+//     workspace (its bytes, whatever its dtype), per-worker Go-heap tiles
+//     when that is full, an F32 copy of a 16-bit dw (K·C/G·R·S·4 bytes)
+//     and the packed filters (kernels' doc), all for the call;
 //   - Unary, UnaryGrad and Binary widen tile by tile: 4096 elements of each
 //     operand per tile, gathered through the operand's strides into a
 //     worker's scratch of 4 tiles (64 KiB, kept for reuse), so at most
@@ -38,8 +47,8 @@
 //     rows (up to 4096 elements; LayerNorm's w and b, one row each, are
 //     widened once per call), when a row fits a tile;
 //   - the other kernels (those three when a row is over 4096 elements,
-//     LayerNorm's gradient, batch norm, losses, attention, convolution,
-//     pooling, indexing, Where, Axpy, Reduce, Dropout, Copy between dtypes)
+//     LayerNorm's gradient, batch norm, losses, attention, convolution
+//     with other dtypes, pooling, indexing, Where, Axpy, Reduce, Dropout, Copy between dtypes)
 //     widen each operand's extent, the block elements its view reaches,
 //     into a Go slice for the call (4 bytes per element, 8 when the call
 //     computes in F64), and convert outputs back over the same extent.

@@ -58,7 +58,11 @@ func (p ConvArgs) dims() convDims {
 // fits) and otherwise in a reused Go-heap buffer of one tile. Besides
 // those, the only memory the kernels hold beyond their arguments is the
 // weight gradient's per-chunk copies of a small dw (at most
-// (convUnits−1)·convDWSmall elements). Units and tiles depend on the
+// (convUnits−1)·convDWSmall elements; plus one float32 dw when dw is
+// 16-bit, conv_half.go) and the filters the forward pass and the input
+// gradient pack once per call (pack_whole.go: K·C/G·R·S elements, each
+// matrix's rows rounded up to the kernel's mr), both in reused Go-heap
+// buffers. Units and tiles depend on the
 // convolution only, never on the number of workers, and partial sums are
 // added in a fixed order, so results are deterministic.
 

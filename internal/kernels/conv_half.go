@@ -134,20 +134,16 @@ func (j *convJob[T]) halfUnit(u int, tile []float32) {
 // forwardHalf is forward over 16-bit x (a) and w (b).
 func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	n, g := u/(p.Groups*j.bands), u/j.bands%p.Groups
-	oh0, oh1 := j.bandRows(u % j.bands)
-	c0, nb := oh0*p.OW, (oh1-oh0)*p.OW
-	xo, yo := n*d.xs+g*d.cg*d.hw, n*d.ys+g*d.kg*d.ohw+c0
+	a, g, xo, oh0, oh1 := j.forwardUnit(u)
+	nb, yo := a.N, a.OffC
 	col16, _, fo := j.htile.split(tile)
-	// y_band (kg × nb) = w_g (kg × crs) · col_band (crs × nb)
-	a := GemmArgs{M: d.kg, N: nb, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs, OffC: yo, LdC: d.ohw}
 	c := as[float32](j.out)
 	if c == nil {
 		c, a.OffC, a.LdC = fo, 0, nb
 	}
 	b := j.ha.Bits
 	if d.pointwise {
-		a.OffB, a.LdB = xo+c0, d.hw
+		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]
 		im2colTile(p, j.taps, b, j.ha.Bits[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
@@ -164,35 +160,30 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 // gradInputHalf is gradInput over 16-bit dy (a) and w (b).
 func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
-	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
-	rs := p.R * p.S
-	xo := n*d.xs + (g*d.cg+c0)*d.hw
-	yo := n*d.ys + g*d.kg*d.ohw
+	a, id, chans, xo, yo := j.gradInputUnit(u)
 	_, colF, fo := j.htile.split(tile)
 	dx, dxo := as[float32](j.out), xo
 	if dx == nil {
 		dx, dxo = fo, 0
 	}
-	// col (block rows × nb) = w_g[:, block]ᵀ · dy_band (kg × nb)
-	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
+	dy := operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, dxo, d.hw
-		j.gemmW(a, g*j.blocks+blk, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](dx))
+		j.gemmW(a, id, dy, as[T](dx))
 	} else {
-		dx = dx[dxo : dxo+(c1-c0)*d.hw]
+		dx = dx[dxo : dxo+chans*d.hw]
 		clear(dx)
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
 			nb := (oh1 - oh0) * p.OW
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
-			j.gemmW(a, g*j.blocks+blk, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](col))
+			j.gemmW(a, id, dy, as[T](col))
 			col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
 		}
 	}
 	if j.out == nil {
-		narrowTo(j.ho, xo, fo[:(c1-c0)*d.hw])
+		narrowTo(j.ho, xo, fo[:chans*d.hw])
 	}
 }
 
@@ -200,17 +191,9 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 // float32 dw (or its chunk's copy).
 func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	ck, u := u/(p.Groups*j.blocks), u%(p.Groups*j.blocks)
-	g, blk := u/j.blocks, u%j.blocks
-	r0, r1 := blk*j.block, min(d.crs, (blk+1)*j.block)
-	dw := as[float32](j.out)
-	if ck > 0 {
-		size := p.K * d.crs
-		dw = as[float32](j.part[(ck-1)*size : ck*size])
-	}
+	a, dwT, ck, g, r0, r1 := j.gradWeightUnit(u)
+	dw := as[float32](dwT)
 	col16, _, _ := j.htile.split(tile)
-	// dw[:, r0:r1] (kg × rows) += dy_band (kg × nb) · col_band[r0:r1]ᵀ
-	a := GemmArgs{TransB: true, M: d.kg, N: r1 - r0, Alpha: 1, LdA: d.ohw, OffC: g*d.wg + r0, LdC: d.crs}
 	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw

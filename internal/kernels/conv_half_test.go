@@ -130,30 +130,9 @@ func to64(v []float32) []float64 {
 // across the workers (tiles from ws and from the heap), and the weight
 // gradient split by blocks of dw's columns.
 func TestConv2dHalf(t *testing.T) {
-	defer func(tile, cols, part, small int) {
-		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
-	}(convTile, convMinCols, convPart, convDWSmall)
-	settings := []struct{ tile, part, small int }{
-		{convTile, convPart, convDWSmall}, {1, 1, convDWSmall}, {100, 1, 0},
-	}
-	rng := rand.New(rand.NewPCG(7, 8))
-	var shapes []ConvArgs
-	for _, p := range convPathShapes {
-		shapes = append(shapes, convShape(p))
-	}
-	for range 20 {
-		shapes = append(shapes, randConv(rng))
-	}
-	for _, s := range settings {
-		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, convMinCols), s.part, s.small
-		for i, p := range shapes {
-			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
-				x := randSlice(rng, p.N*p.C*p.H*p.W)
-				w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
-				dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
-				checkConvHalf(t, p, x, w, dy, true)
-				checkConvHalf(t, p, x, w, dy, false)
-			})
-		}
-	}
+	settings := []convSetting{{convTile, convPart, convDWSmall}, {1, 1, convDWSmall}, {100, 1, 0}}
+	forConvShapes(t, rand.New(rand.NewPCG(7, 8)), settings, 20, func(t *testing.T, p ConvArgs, x, w, dy []float64) {
+		checkConvHalf(t, p, x, w, dy, true)
+		checkConvHalf(t, p, x, w, dy, false)
+	})
 }

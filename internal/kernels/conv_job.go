@@ -266,68 +266,92 @@ func (j *convJob[T]) bandRows(i int) (oh0, oh1 int) {
 	return oh0, min(j.p.OH, oh0+j.band)
 }
 
+// forwardUnit returns unit u's GEMM, y_band (kg × nb) = w_g (kg × crs) ·
+// col_band (crs × nb), B's offset and stride left to the caller, with its
+// group, x's offset and its band of output rows [oh0, oh1).
+func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, oh0, oh1 int) {
+	p, d := &j.p, &j.d
+	n := u / (p.Groups * j.bands)
+	g = u / j.bands % p.Groups
+	oh0, oh1 = j.bandRows(u % j.bands)
+	a = GemmArgs{M: d.kg, N: (oh1 - oh0) * p.OW, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
+		OffC: n*d.ys + g*d.kg*d.ohw + oh0*p.OW, LdC: d.ohw}
+	return a, g, n*d.xs + g*d.cg*d.hw, oh0, oh1
+}
+
 // forward computes one band of one sample and group of y.
 func (j *convJob[T]) forward(u int, tile []T) {
 	p, d := &j.p, &j.d
-	n, g := u/(p.Groups*j.bands), u/j.bands%p.Groups
-	oh0, oh1 := j.bandRows(u % j.bands)
-	c0, nb := oh0*p.OW, (oh1-oh0)*p.OW
-	xo := n*d.xs + g*d.cg*d.hw
-	// y_band (kg × nb) = w_g (kg × crs) · col_band (crs × nb)
-	a := GemmArgs{M: d.kg, N: nb, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
-		OffC: n*d.ys + g*d.kg*d.ohw + c0, LdC: d.ohw}
+	a, g, xo, oh0, oh1 := j.forwardUnit(u)
 	if d.pointwise {
-		a.OffB, a.LdB = xo+c0, d.hw
+		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
-	col := tile[:d.crs*nb]
+	col := tile[:d.crs*a.N]
 	im2colTile(p, j.taps, col, j.a[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
-	a.LdB = nb
+	a.LdB = a.N
 	j.gemmW(a, g, operand[T]{f: col}, j.out)
+}
+
+// gradInputUnit returns unit u's GEMM, col (block rows × nb) = w_g[:,
+// block]ᵀ · dy_band (kg × nb), its N, B's offset and C left to the caller,
+// with its filter matrix (packFilters), its channels, dx's offset and
+// dy's.
+func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo int) {
+	p, d := &j.p, &j.d
+	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
+	c0 := blk * j.block
+	chans = min(d.cg, c0+j.block) - c0
+	rs := p.R * p.S
+	a = GemmArgs{TransA: true, M: chans * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
+	return a, g*j.blocks + blk, chans, n*d.xs + (g*d.cg+c0)*d.hw, n*d.ys + g*d.kg*d.ohw
 }
 
 // gradInput computes one block of channels of one sample and group of dx.
 func (j *convJob[T]) gradInput(u int, tile []T) {
 	p, d := &j.p, &j.d
-	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
-	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
-	rs := p.R * p.S
-	xo := n*d.xs + (g*d.cg+c0)*d.hw
-	yo := n*d.ys + g*d.kg*d.ohw
-	// col (block rows × nb) = w_g[:, block]ᵀ · dy_band (kg × nb)
-	a := GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
+	a, id, chans, xo, yo := j.gradInputUnit(u)
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
-		j.gemmW(a, g*j.blocks+blk, operand[T]{f: j.a}, j.out)
+		j.gemmW(a, id, operand[T]{f: j.a}, j.out)
 		return
 	}
-	dx := j.out[xo : xo+(c1-c0)*d.hw]
+	dx := j.out[xo : xo+chans*d.hw]
 	clear(dx)
 	for i := range j.bands {
 		oh0, oh1 := j.bandRows(i)
 		nb := (oh1 - oh0) * p.OW
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
-		j.gemmW(a, g*j.blocks+blk, operand[T]{f: j.a}, col)
+		j.gemmW(a, id, operand[T]{f: j.a}, col)
 		col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
 	}
+}
+
+// gradWeightUnit returns unit u's GEMM, dw[:, r0:r1] (kg × rows) +=
+// dy_band (kg × nb) · col_band[r0:r1]ᵀ, its K and B left to the caller,
+// with the dw it sums into (dw, or its chunk's copy), its chunk, group and
+// rows of the im2col matrix [r0, r1).
+func (j *convJob[T]) gradWeightUnit(u int) (a GemmArgs, dw []T, ck, g, r0, r1 int) {
+	p, d := &j.p, &j.d
+	ck, u = u/(p.Groups*j.blocks), u%(p.Groups*j.blocks)
+	g, blk := u/j.blocks, u%j.blocks
+	r0, r1 = blk*j.block, min(d.crs, (blk+1)*j.block)
+	dw = j.out
+	if ck > 0 {
+		size := p.K * d.crs
+		dw = j.part[(ck-1)*size : ck*size]
+	}
+	a = GemmArgs{TransB: true, M: d.kg, N: r1 - r0, Alpha: 1, LdA: d.ohw, OffC: g*d.wg + r0, LdC: d.crs}
+	return a, dw, ck, g, r0, r1
 }
 
 // gradWeight computes one block of columns of one group's dw (or of its
 // chunk's copy of dw), summing over the chunk's samples and bands in order.
 func (j *convJob[T]) gradWeight(u int, tile []T) {
 	p, d := &j.p, &j.d
-	ck, u := u/(p.Groups*j.blocks), u%(p.Groups*j.blocks)
-	g, blk := u/j.blocks, u%j.blocks
-	r0, r1 := blk*j.block, min(d.crs, (blk+1)*j.block)
-	dw := j.out
-	if ck > 0 {
-		size := p.K * d.crs
-		dw = j.part[(ck-1)*size : ck*size]
-	}
-	// dw[:, r0:r1] (kg × rows) += dy_band (kg × nb) · col_band[r0:r1]ᵀ
-	a := GemmArgs{TransB: true, M: d.kg, N: r1 - r0, Alpha: 1, LdA: d.ohw, OffC: g*d.wg + r0, LdC: d.crs}
+	a, dw, ck, g, r0, r1 := j.gradWeightUnit(u)
 	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw

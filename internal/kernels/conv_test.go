@@ -254,30 +254,42 @@ var convPathShapes = []ConvArgs{
 // split across the workers, and with the weight gradient split by blocks
 // of dw's columns instead of chunks of samples.
 func TestConv2dPaths(t *testing.T) {
-	defer func(tile, cols, part, small int) {
-		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
-	}(convTile, convMinCols, convPart, convDWSmall)
-	settings := []struct{ tile, part, small int }{
+	settings := []convSetting{
 		{convTile, convPart, convDWSmall}, {1, convPart, convDWSmall}, {convTile, 1, convDWSmall},
 		{1, 1, convDWSmall}, {100, 1, convDWSmall}, {convTile, 1, 0}, {100, 1, 0},
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
+	forConvShapes(t, rand.New(rand.NewPCG(3, 4)), settings, 40, func(t *testing.T, p ConvArgs, x, w, dy []float64) {
+		runConv(t, p, x, w, dy, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-12)
+		runConv(t, p, x, w, dy, to32, 1e-5)
+	})
+}
+
+// convSetting is one tiling of the convolution driver: convTile (and
+// convMinCols at most that), convPart and convDWSmall.
+type convSetting struct{ tile, part, small int }
+
+// forConvShapes runs f under each setting on every convPathShapes entry
+// and on random shapes, with random x, w and dy, and restores the tiling.
+func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random int, f func(t *testing.T, p ConvArgs, x, w, dy []float64)) {
+	defer func(tile, cols, part, small int) {
+		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
+	}(convTile, convMinCols, convPart, convDWSmall)
 	var shapes []ConvArgs
 	for _, p := range convPathShapes {
 		shapes = append(shapes, convShape(p))
 	}
-	for range 40 {
+	for range random {
 		shapes = append(shapes, randConv(rng))
 	}
+	cols := convMinCols
 	for _, s := range settings {
-		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, convMinCols), s.part, s.small
+		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, cols), s.part, s.small
 		for i, p := range shapes {
 			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
 				x := randSlice(rng, p.N*p.C*p.H*p.W)
 				w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
 				dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
-				runConv(t, p, x, w, dy, func(v []float64) []float64 { return append([]float64(nil), v...) }, 1e-12)
-				runConv(t, p, x, w, dy, to32, 1e-5)
+				f(t, p, x, w, dy)
 			})
 		}
 	}

@@ -18,6 +18,16 @@
 // Otherwise the operands are widened exactly to float32 while they are
 // packed. No float32 copy of an operand is ever made.
 //
+// Convolution (conv.go, conv_job.go, conv_col.go): im2col tiles of bands
+// of output rows feeding the blocked GEMM; the forward pass and the input
+// gradient pack the filters they multiply once per call, for the kernel
+// their GEMMs run (pack_whole.go), and every GEMM of the call reads the
+// packed blocks in place instead of packing them again per sample and
+// band. Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
+// im2col over the 16-bit values, GemmHalf (so VDPBF16PS for bfloat16),
+// float32 accumulation, one rounding of a 16-bit output; the weight
+// gradient stays float32 over the whole batch until that rounding.
+//
 // Memory. GEMM scratch is host memory outside the device allocator, kept
 // between calls for reuse like a stack: each worker that has run a GEMM
 // holds an mc×kc packed A block, a kc×nc packed B block (batch mode), an
@@ -28,4 +38,9 @@
 // use half of the float32 slots they sit in — and each GEMM in flight holds
 // a shared B block of at most gemmBBudget values (8 MiB). The cpu device's
 // tile scratch (device/cpu) is a FreeList of fixed-size tiles per worker.
+// A convolution call also holds, on the Go heap for the call and reused
+// between calls: its packed filters, K·C/G·R·S elements with each group's
+// (or block's) rows rounded up to the kernel's mr; worker tiles beyond
+// what the workspace holds (one tile each); the weight gradient's chunk
+// copies of a small dw; and, with a 16-bit dw, one float32 copy of dw.
 package kernels
