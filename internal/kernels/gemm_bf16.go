@@ -221,7 +221,19 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // is odd.
 func pairRun(d []uint32, gap int, h []uint16, at, step, kc int) {
 	p := 0
-	if step == 1 && kc > 1 && littleEndian {
+	if step == 1 && kc > 1 && littleEndian && uintptr(unsafe.Pointer(&h[at]))%4 == 0 {
+		// A pair of adjacent values is one little-endian word, here
+		// aligned: read the words themselves.
+		n := kc / 2
+		src := unsafe.Slice((*uint32)(unsafe.Pointer(&h[at])), n)
+		_ = h[at+2*n-1]
+		dst := d[:(n-1)*gap+1]
+		for i, v := range src {
+			dst[i*gap] = v
+		}
+		p = n
+	}
+	if step == 1 && kc > 1 && littleEndian && p == 0 {
 		// A pair of adjacent values is one little-endian word.
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&h[at])), 2*kc)
 		for ; 2*p+1 < kc; p++ {
