@@ -33,8 +33,10 @@ const (
 // for create, destroy and version: headroom's GEMMs go through GemmEx).
 type Cublas struct {
 	lib, lt *handle
-	// Version is cublasGetVersion's value; LtVersion cublasLtGetVersion's.
+	// Version is cublasGetVersion's value (set by the first NewHandle);
+	// LtVersion cublasLtGetVersion's.
 	Version, LtVersion int
+	version            sync.Once // devices open concurrently: Version is written once
 
 	create, destroy, setStream, setWorkspace, setMath, getVersion uintptr
 	ltCreate, ltDestroy, ltVersion                                uintptr
@@ -127,7 +129,7 @@ func (c *Cublas) NewHandle(s Stream, tf32 bool) (*Handle, error) {
 	}
 	var v int32
 	if err := c.check("cublasGetVersion_v2", sys(c.getVersion, h.h, uintptr(unsafe.Pointer(&v)))); err == nil {
-		c.Version = int(v)
+		c.version.Do(func() { c.Version = int(v) })
 	}
 	mode := MathPedantic
 	if tf32 {
