@@ -60,6 +60,9 @@ func (c *Common) RanksDesc(r *Rank) string {
 			first = 0
 		}
 		where = fmt.Sprintf("%d ranks %s:%d…%s:%d", c.Ranks, kind, first, kind, first+c.Ranks-1)
+		if c.Ranks == 1 {
+			where = fmt.Sprintf("1 rank %s:%d", kind, first)
+		}
 		if r.Via != "in-process group" {
 			where += " (" + r.Via + ")"
 		}

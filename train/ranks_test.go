@@ -69,3 +69,24 @@ func TestStepperRunsAllButTheLastMicroBatchUnderNoSync(t *testing.T) {
 		t.Errorf("NoSync called %d times; backward inside NoSync per micro-batch: %v, want 2 and [1 1 0]", spy.calls, inside)
 	}
 }
+
+// TestRanksDesc checks the run header's rank line: a range for several
+// ranks, one device for one (not "1 ranks cpu:0…cpu:0").
+func TestRanksDesc(t *testing.T) {
+	r := &Rank{Via: "in-process group"}
+	for _, c := range []struct {
+		ranks int
+		dev   string
+		want  string
+	}{
+		{2, "cpu", "2 ranks cpu:0…cpu:1, ZeRO stage 1"},
+		{1, "cpu", "1 rank cpu:0, ZeRO stage 1"},
+		{3, "cuda:2", "3 ranks cuda:2…cuda:4, ZeRO stage 1"},
+		{1, "cuda:1", "1 rank cuda:1, ZeRO stage 1"},
+	} {
+		cm := &Common{Ranks: c.ranks, Device: c.dev, Zero: 1}
+		if got := cm.RanksDesc(r); got != c.want {
+			t.Errorf("%d ranks on %s: %q, want %q", c.ranks, c.dev, got, c.want)
+		}
+	}
+}
