@@ -99,6 +99,21 @@ static __device__ void pool_out_range(long long i, long long stride, long long p
   *hi = h;
 }
 
+// pool_windows_of calls f(oy, ox) for every output window that has input
+// (iy, ix) as a tap, in row-major order (the order the gradients sum in).
+template <class F>
+__device__ void pool_windows_of(const PoolP& p, long long iy, long long ix, F f) {
+  long long ylo, yhi, xlo, xhi, tap;
+  pool_out_range(iy, p.sh, p.ph, p.dh, p.kh, p.oh, &ylo, &yhi);
+  pool_out_range(ix, p.sw, p.pw, p.dw, p.kw, p.ow, &xlo, &xhi);
+  for (long long oy = ylo; oy < yhi; oy++) {
+    if (!pool_tap(iy, oy, p.sh, p.ph, p.dh, p.kh, &tap)) continue;
+    for (long long ox = xlo; ox < xhi; ox++) {
+      if (pool_tap(ix, ox, p.sw, p.pw, p.dw, p.kw, &tap)) f(oy, ox);
+    }
+  }
+}
+
 template <class T>
 __device__ void pool_max_grad_impl(T* dx, const T* dy, const T* x, PoolP p) {
   typedef typename Elem<T>::acc A;
@@ -107,17 +122,10 @@ __device__ void pool_max_grad_impl(T* dx, const T* dy, const T* x, PoolP p) {
     long long nc = e / hw, q = e % hw, iy = q / p.w, ix = q % p.w;
     const T* plane = x + nc * hw;
     const T* g = dy + nc * ohw;
-    long long ylo, yhi, xlo, xhi, tap;
-    pool_out_range(iy, p.sh, p.ph, p.dh, p.kh, p.oh, &ylo, &yhi);
-    pool_out_range(ix, p.sw, p.pw, p.dw, p.kw, p.ow, &xlo, &xhi);
     A acc = 0;
-    for (long long oy = ylo; oy < yhi; oy++) {
-      if (!pool_tap(iy, oy, p.sh, p.ph, p.dh, p.kh, &tap)) continue;
-      for (long long ox = xlo; ox < xhi; ox++) {
-        if (!pool_tap(ix, ox, p.sw, p.pw, p.dw, p.kw, &tap)) continue;
-        if (pool_max_at<T>(p, plane, oy, ox) == q) acc += Elem<T>::load(g, oy * p.ow + ox);
-      }
-    }
+    pool_windows_of(p, iy, ix, [&](long long oy, long long ox) {
+      if (pool_max_at<T>(p, plane, oy, ox) == q) acc += Elem<T>::load(g, oy * p.ow + ox);
+    });
     Elem<T>::store(dx, e, acc);
   }
 }
@@ -158,19 +166,12 @@ __device__ void pool_avg_grad_impl(T* dx, const T* dy, PoolP p) {
   GRID_STRIDE(e, p.planes * hw) {
     long long nc = e / hw, q = e % hw, iy = q / p.w, ix = q % p.w;
     const T* g = dy + nc * ohw;
-    long long ylo, yhi, xlo, xhi, tap;
-    pool_out_range(iy, p.sh, p.ph, p.dh, p.kh, p.oh, &ylo, &yhi);
-    pool_out_range(ix, p.sw, p.pw, p.dw, p.kw, p.ow, &xlo, &xhi);
     A acc = 0;
-    for (long long oy = ylo; oy < yhi; oy++) {
-      if (!pool_tap(iy, oy, p.sh, p.ph, p.dh, p.kh, &tap)) continue;
-      for (long long ox = xlo; ox < xhi; ox++) {
-        if (!pool_tap(ix, ox, p.sw, p.pw, p.dw, p.kw, &tap)) continue;
-        long long h0, w0, rlo, rhi, slo, shi;
-        long long div = pool_divisor(p, oy, ox, &h0, &w0, &rlo, &rhi, &slo, &shi);
-        acc += Elem<T>::load(g, oy * p.ow + ox) / (A)div;
-      }
-    }
+    pool_windows_of(p, iy, ix, [&](long long oy, long long ox) {
+      long long h0, w0, rlo, rhi, slo, shi;
+      long long div = pool_divisor(p, oy, ox, &h0, &w0, &rlo, &rhi, &slo, &shi);
+      acc += Elem<T>::load(g, oy * p.ow + ox) / (A)div;
+    });
     Elem<T>::store(dx, e, acc);
   }
 }
