@@ -135,7 +135,8 @@ func bf16Panel(r *rand.Rand, n, k int) []float32 {
 // the pair kernel's Go twin, against the float64 product of the bfloat16
 // inputs to float32 rounding of a K-long sum (the packers and the twin run
 // on every machine), and, where the CPU has AVX512_BF16, through GemmHalf
-// on the assembly kernel, which must agree with the twin bit for bit.
+// on the assembly kernel and packers, which must agree bit for bit with
+// the twin kernel on the Go packers.
 func TestGemmBF16Pairs(t *testing.T) {
 	twin := goPairKernel(&gemmKernel[float32]{mr: 12, nr: 32, mc: 240, kc: 384, nc: 2048, pairs: true})
 	if sbgemm != nil {
@@ -167,7 +168,9 @@ func TestGemmBF16Pairs(t *testing.T) {
 		}
 		got := append([]float32(nil), c...)
 		var jobs freeList[gemmJob[float32]]
-		gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, got)
+		withGoPacking(func() {
+			gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, got)
+		})
 		if sbgemm != nil {
 			asm := append([]float32(nil), c...)
 			GemmHalf(g, ah, bh, true, true, asm)
@@ -182,5 +185,49 @@ func TestGemmBF16Pairs(t *testing.T) {
 		halfToF32(bf, bh, true)
 		ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
 		gemmCheck(t, tc.String(), g, got, gemmToF64(c), ref, mag, gemmEps32)
+	}
+}
+
+// TestGemmHalfPairsSmallShapes runs every small shape (M up to 13 and 25,
+// N across one and two 32-column panels, K odd and even up to 33, all
+// four transposes, odd offsets and padded leading dimensions) through
+// GemmHalf on the assembly kernel and packers, and compares it bit for
+// bit with the blocked driver on the Go twins of both, and to float32
+// rounding with the float64 product of the bfloat16 inputs.
+func TestGemmHalfPairsSmallShapes(t *testing.T) {
+	kn := pairKernelOrSkip(t)
+	twin := goPairKernel(kn)
+	r := rand.New(rand.NewPCG(13, 14))
+	ms := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25}
+	ns := []int{1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 65}
+	ks := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33}
+	i := 0
+	for _, m := range ms {
+		for _, n := range ns {
+			for _, k := range ks {
+				i++
+				tc := gemmCase{ta: i%2 == 1, tb: i/2%2 == 1, m: m, n: n, k: k, alpha: 1,
+					beta: []float64{0, 1, 0.5}[i%3], pad: [3]int{i % 3, i % 5, 1}, off: [3]int{i % 4, i % 3, 1}}
+				g, la, lb, lc := tc.args()
+				ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
+				c := gemmToT[float32](gemmRand(r, lc))
+				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+				GemmHalf(g, ah, bh, true, true, got)
+				var jobs freeList[gemmJob[float32]]
+				withGoPacking(func() {
+					gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, want)
+				})
+				for j := range got {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("%v: c[%d] = %g, Go twins %g", tc, j, got[j], want[j])
+					}
+				}
+				af, bf := make([]float32, la), make([]float32, lb)
+				halfToF32(af, ah, true)
+				halfToF32(bf, bh, true)
+				ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
+				gemmCheck(t, tc.String(), g, got, gemmToF64(c), ref, mag, gemmEps32)
+			}
+		}
 	}
 }

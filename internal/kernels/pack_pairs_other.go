@@ -1,0 +1,14 @@
+//go:build noasm || !amd64
+
+package kernels
+
+// pairPackAsm: without assembly every pair panel packs in Go.
+func pairPackAsm(int) bool { return false }
+
+func packPairRowsAVX512([]uint32, []uint16, int, int, int, int, int) {
+	panic("kernels: no assembly")
+}
+
+func packPairLinesAVX512([]uint32, []uint16, int, int, int, int, int, int) {
+	panic("kernels: no assembly")
+}
