@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkGEMMBF16 measures GFLOP/s of square products on all workers:
@@ -91,18 +92,62 @@ func BenchmarkGEMMBF16Conv(b *testing.B) {
 		g, la, lb, lc := s.args()
 		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
 		run := func(in string, f func()) {
-			b.Run(fmt.Sprintf("shape=%s/in=%s", s.name, in), func(b *testing.B) {
-				f()
-				for b.Loop() {
-					f()
-				}
-				b.ReportMetric(s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+			b.Run(fmt.Sprintf("shape=%s/in=%s", s.name, in), func(b *testing.B) { benchFlops(b, s.flops(), f) })
 		}
 		x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
 		hx, hy := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
 		run("f32", func() { Gemm(g, x, y, c) })
 		run("bf16", func() { GemmHalf(g, hx, hy, true, true, c) })
 		run("bf16-gopack", func() { withGoPacking(func() { GemmHalf(g, hx, hy, true, true, c) }) })
+	}
+}
+
+// BenchmarkGEMMBF16Blocking runs conv-shaped bfloat16 products through
+// the blocked driver on the pair kernel with other block sizes (kc depth
+// values, mc rows), for tuning: compare with `benchstat -col /kc`.
+func BenchmarkGEMMBF16Blocking(b *testing.B) {
+	if sbgemm == nil {
+		b.Skip("no bfloat16 pair kernel on this CPU")
+	}
+	shapes := []gemmBench{
+		{name: "fwd/128x256x1152", m: 128, n: 256, k: 1152},
+		{name: "fwd/64x2048x576", m: 64, n: 2048, k: 576},
+		{name: "fwd/256x2048x2304", m: 256, n: 2048, k: 2304},
+		{name: "wgrad/64x576x1024", tb: true, m: 64, n: 576, k: 1024},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range shapes {
+		g, la, lb, lc := s.args()
+		x, y := operand[float32]{h: gemmHalfBits(r, la, true), bf16: true}, operand[float32]{h: gemmHalfBits(r, lb, true), bf16: true}
+		c := make([]float32, lc)
+		for _, bl := range [][2]int{{384, 240}, {576, 240}, {768, 240}, {768, 120}, {1152, 120}} {
+			kn := *sbgemm
+			kn.kc, kn.mc = bl[0], bl[1]
+			var jobs freeList[gemmJob[float32]]
+			b.Run(fmt.Sprintf("shape=%s/kc=%d/mc=%d", s.name, bl[0], bl[1]), func(b *testing.B) {
+				benchFlops(b, s.flops(), func() { gemmBlocked(&kn, &jobs, g, x, y, c) })
+			})
+		}
+	}
+}
+
+// benchFlops runs f (flops floating-point operations) as the benchmark
+// loop and reports GFLOP/s over wall time, over the fastest single call
+// (bestGFLOP/s) and over this process's processor time (GFLOP/cpu-s):
+// on a shared machine the last two count less of the time other
+// processes hold the cores.
+func benchFlops(b *testing.B, flops float64, f func()) {
+	f()
+	best := time.Duration(1 << 62)
+	cpu0 := cpuTime()
+	for b.Loop() {
+		t0 := time.Now()
+		f()
+		best = min(best, time.Since(t0))
+	}
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(flops/best.Seconds()/1e9, "bestGFLOP/s")
+	if cpu := cpuTime() - cpu0; cpu > 0 {
+		b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOP/cpu-s")
 	}
 }
