@@ -27,3 +27,27 @@
 	VPXORD Z21, Z21, Z21; \
 	VPXORD Z22, Z22, Z22; \
 	VPXORD Z23, Z23, Z23
+
+// The tile's rows are stored at DI, which steps by SI (ldc in bytes).
+
+// STORE(lo, hi) writes one row: C[0:16] = lo, C[16:32] = hi.
+#define STORE(lo, hi) \
+	VMOVUPS lo, (DI);   \
+	VMOVUPS hi, 64(DI); \
+	ADDQ    SI, DI
+
+// ADDROW(lo, hi) does one row of C += acc.
+#define ADDROW(lo, hi) \
+	VADDPS  (DI), lo, lo;   \
+	VADDPS  64(DI), hi, hi; \
+	VMOVUPS lo, (DI);       \
+	VMOVUPS hi, 64(DI);     \
+	ADDQ    SI, DI
+
+// BETAROW(lo, hi) does one row of C = acc + beta·C, beta in Z24.
+#define BETAROW(lo, hi) \
+	VFMADD231PS (DI), Z24, lo;   \
+	VFMADD231PS 64(DI), Z24, hi; \
+	VMOVUPS     lo, (DI);        \
+	VMOVUPS     hi, 64(DI);      \
+	ADDQ        SI, DI

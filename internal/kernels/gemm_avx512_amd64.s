@@ -43,28 +43,6 @@
 	ROW(ao+40, Z30, Z20, Z21); \
 	ROW(ao+44, Z31, Z22, Z23)
 
-// STORE(lo, hi) writes one row: C[0:16] = lo, C[16:32] = hi.
-#define STORE(lo, hi) \
-	VMOVUPS lo, (DI);   \
-	VMOVUPS hi, 64(DI); \
-	ADDQ    SI, DI
-
-// ADDROW(lo, hi) does one row of C += acc.
-#define ADDROW(lo, hi) \
-	VADDPS  (DI), lo, lo;   \
-	VADDPS  64(DI), hi, hi; \
-	VMOVUPS lo, (DI);       \
-	VMOVUPS hi, 64(DI);     \
-	ADDQ    SI, DI
-
-// BETAROW(lo, hi) does one row of C = acc + beta·C, beta in Z24.
-#define BETAROW(lo, hi) \
-	VFMADD231PS (DI), Z24, lo;   \
-	VFMADD231PS 64(DI), Z24, hi; \
-	VMOVUPS     lo, (DI);        \
-	VMOVUPS     hi, 64(DI);      \
-	ADDQ        SI, DI
-
 // ARGS loads the kernels' arguments: k in CX (and k/4 in DX), a in AX, b
 // in BX, c in DI, ldc in bytes in SI.
 #define ARGS \

@@ -98,10 +98,22 @@ func ftz(v float32) float32 { return daz(v) }
 // pair panels a and b (⌈k/2⌉ groups of 12 and 32 words), stored as mode
 // says, the beta term fused as the assembly's VFMADD231PS is.
 func sbgemmGo(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	sbgemmGoRows(12, k, a, b, c, ldc, beta, mode)
+}
+
+// sbgemmGoHalf is the Go twin of the six-row pair kernel: sbgemmGo for
+// the first six rows of the tile only.
+func sbgemmGoHalf(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	sbgemmGoRows(6, k, a, b, c, ldc, beta, mode)
+}
+
+// sbgemmGoRows is sbgemmGo for the first rows rows of the tile, the A
+// panel still 12 words per pair.
+func sbgemmGoRows(rows, k int, a, b, c []float32, ldc int, beta float32, mode int) {
 	const mr, nr = 12, 32
 	kp := (k + 1) / 2
 	au, bu := words(a[:mr*kp]), words(b[:nr*kp])
-	for r := range mr {
+	for r := range rows {
 		row := c[r*ldc : r*ldc+nr]
 		for j := range row {
 			var acc float32

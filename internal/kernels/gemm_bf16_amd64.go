@@ -9,6 +9,12 @@ package kernels
 //go:noescape
 func sbgemmKernelAVX512BF16(k int, a, b, c *float32, ldc int, beta float32, mode int)
 
+// sbgemmKernelAVX512BF16Half is sbgemmKernelAVX512BF16 for the first six
+// rows of the tile only.
+//
+//go:noescape
+func sbgemmKernelAVX512BF16Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
 // gemmStore12x32AVX512 is the tile store the 12×32 kernels jump to; it is
 // never called from Go.
 //
@@ -25,11 +31,23 @@ func sbgemmAVX512BF16(k int, a, b, c []float32, ldc int, beta float32, mode int)
 	sbgemmKernelAVX512BF16(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
 }
 
+// sbgemmAVX512BF16Half is the checked Go entry to the six-row pair
+// kernel.
+func sbgemmAVX512BF16Half(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	if kp := (k + 1) / 2; kp > 0 {
+		_ = a[12*kp-1]
+		_ = b[32*kp-1]
+	}
+	_ = c[5*ldc+31]
+	sbgemmKernelAVX512BF16Half(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+}
+
 // sbgemmAVX512BF16Kernel is the bfloat16 pair kernel: the float32
 // AVX-512 kernel's 12×32 tile and blocking, with kc doubled (a pair panel
-// of kc depth is the size of a float32 panel of kc/2).
+// of kc depth is the size of a float32 panel of kc/2), and a six-row
+// kernel for edge tiles of at most six rows.
 var sbgemmAVX512BF16Kernel = gemmKernel[float32]{name: "avx512bf16-12x32", mr: 12, nr: 32, mc: 240, kc: 384, nc: 2048,
-	full: sbgemmAVX512BF16, pairs: true}
+	full: sbgemmAVX512BF16, half: sbgemmAVX512BF16Half, pairs: true}
 
 // selectSbgemm returns the bfloat16 pair kernel when this CPU has
 // AVX512_BF16, else nil.

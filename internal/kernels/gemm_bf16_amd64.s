@@ -33,8 +33,8 @@
 	DPBF16(lo, t, 24); \
 	DPBF16(hi, t, 25)
 
-// PAIRSTEP(ao, bo) does one pair step of all twelve rows.
-#define PAIRSTEP(ao, bo) \
+// PAIRSTEP6(ao, bo) does one pair step of the first six rows.
+#define PAIRSTEP6(ao, bo) \
 	VMOVUPS bo(BX), Z24; \
 	VMOVUPS bo+64(BX), Z25; \
 	PAIRROW(ao+0, Z26, 26, 0, 1); \
@@ -42,7 +42,11 @@
 	PAIRROW(ao+8, Z28, 28, 4, 5); \
 	PAIRROW(ao+12, Z29, 29, 6, 7); \
 	PAIRROW(ao+16, Z30, 30, 8, 9); \
-	PAIRROW(ao+20, Z31, 31, 10, 11); \
+	PAIRROW(ao+20, Z31, 31, 10, 11)
+
+// PAIRSTEP(ao, bo) does one pair step of all twelve rows.
+#define PAIRSTEP(ao, bo) \
+	PAIRSTEP6(ao, bo); \
 	PAIRROW(ao+24, Z26, 26, 12, 13); \
 	PAIRROW(ao+28, Z27, 27, 14, 15); \
 	PAIRROW(ao+32, Z28, 28, 16, 17); \
@@ -85,3 +89,83 @@ tail:
 
 store:
 	JMP ·gemmStore12x32AVX512(SB)
+
+// func sbgemmKernelAVX512BF16Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// sbgemmKernelAVX512BF16 for the first six rows of the tile (the edge
+// tiles of M mod 12 ≤ 6): the A panel is still 12 dwords per pair, and
+// only six rows of C are read or written.
+TEXT ·sbgemmKernelAVX512BF16Half(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+	INCQ CX
+	SHRQ $1, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   tailh
+
+loop2h:
+	PREFETCHT0 384(AX)
+	PAIRSTEP6(0, 0)
+	PAIRSTEP6(48, 128)
+	ADDQ $96, AX
+	ADDQ $256, BX
+	DECQ DX
+	JNZ  loop2h
+
+tailh:
+	ANDQ $1, CX
+	JZ   storeh
+	PAIRSTEP6(0, 0)
+
+storeh:
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  addh
+	CMPQ DX, $2
+	JEQ  betah
+	STORE(Z0, Z1)
+	STORE(Z2, Z3)
+	STORE(Z4, Z5)
+	STORE(Z6, Z7)
+	STORE(Z8, Z9)
+	STORE(Z10, Z11)
+	VZEROUPPER
+	RET
+
+addh:
+	ADDROW(Z0, Z1)
+	ADDROW(Z2, Z3)
+	ADDROW(Z4, Z5)
+	ADDROW(Z6, Z7)
+	ADDROW(Z8, Z9)
+	ADDROW(Z10, Z11)
+	VZEROUPPER
+	RET
+
+betah:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW(Z0, Z1)
+	BETAROW(Z2, Z3)
+	BETAROW(Z4, Z5)
+	BETAROW(Z6, Z7)
+	BETAROW(Z8, Z9)
+	BETAROW(Z10, Z11)
+	VZEROUPPER
+	RET

@@ -32,6 +32,9 @@ func pairKernelOrSkip(t *testing.T) *gemmKernel[float32] {
 func goPairKernel(kn *gemmKernel[float32]) *gemmKernel[float32] {
 	g := *kn
 	g.name, g.full = "go-pairs-12x32", sbgemmGo
+	if g.half != nil {
+		g.half = sbgemmGoHalf
+	}
 	return &g
 }
 
@@ -88,8 +91,9 @@ func TestPairKernelEdgesExhaustive(t *testing.T) {
 	}
 }
 
-// TestPairKernelModes compares the micro-kernel with its twin on random
-// bfloat16 panels for every mode and k up to a few hundred, bit for bit.
+// TestPairKernelModes compares the micro-kernel and its six-row variant
+// with their twins on random bfloat16 panels for every mode and k up to a
+// few hundred, bit for bit.
 func TestPairKernelModes(t *testing.T) {
 	kn := pairKernelOrSkip(t)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -99,12 +103,19 @@ func TestPairKernelModes(t *testing.T) {
 		a, b := bf16Panel(r, 12*kp, k), bf16Panel(r, 32*kp, k)
 		c0 := gemmToT[float32](gemmRand(r, 11*ldc+32))
 		for mode, beta := range []float32{0, 1, -0.625} {
-			got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-			kn.full(k, a, b, got, ldc, beta, mode)
-			sbgemmGo(k, a, b, want, ldc, beta, mode)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("k=%d mode=%d: c[%d] = %g, Go twin %g", k, mode, i, got[i], want[i])
+			for _, f := range []struct {
+				name      string
+				asm, twin func(int, []float32, []float32, []float32, int, float32, int)
+			}{{"full", kn.full, sbgemmGo}, {"half", kn.half, sbgemmGoHalf}} {
+				// The whole buffer is compared: the half kernel must
+				// leave rows 6..11 as they were.
+				got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+				f.asm(k, a, b, got, ldc, beta, mode)
+				f.twin(k, a, b, want, ldc, beta, mode)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s k=%d mode=%d: c[%d] = %g, Go twin %g", f.name, k, mode, i, got[i], want[i])
+					}
 				}
 			}
 		}
