@@ -1,8 +1,8 @@
 // Macros shared by the 12×32 AVX-512 micro-kernels (float32 and bfloat16
 // pairs), whose tile lives in Z0..Z23.
 
-// ZERO24 clears the tile's accumulators Z0..Z23.
-#define ZERO24 \
+// ZERO12 clears the first six rows' accumulators, Z0..Z11.
+#define ZERO12 \
 	VPXORD Z0, Z0, Z0; \
 	VPXORD Z1, Z1, Z1; \
 	VPXORD Z2, Z2, Z2; \
@@ -14,7 +14,11 @@
 	VPXORD Z8, Z8, Z8; \
 	VPXORD Z9, Z9, Z9; \
 	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
+	VPXORD Z11, Z11, Z11
+
+// ZERO24 clears the tile's accumulators Z0..Z23.
+#define ZERO24 \
+	ZERO12; \
 	VPXORD Z12, Z12, Z12; \
 	VPXORD Z13, Z13, Z13; \
 	VPXORD Z14, Z14, Z14; \
@@ -51,3 +55,15 @@
 	VMOVUPS     lo, (DI);        \
 	VMOVUPS     hi, 64(DI);      \
 	ADDQ        SI, DI
+
+// ARGS loads the kernels' arguments: k in CX (and k/4 in DX), a in AX, b
+// in BX, c in DI, ldc in bytes in SI.
+#define ARGS \
+	MOVQ k+0(FP), CX; \
+	MOVQ a+8(FP), AX; \
+	MOVQ b+16(FP), BX; \
+	MOVQ c+24(FP), DI; \
+	MOVQ ldc+32(FP), SI; \
+	SHLQ $2, SI; \
+	MOVQ CX, DX; \
+	SHRQ $2, DX

@@ -43,18 +43,6 @@
 	ROW(ao+40, Z30, Z20, Z21); \
 	ROW(ao+44, Z31, Z22, Z23)
 
-// ARGS loads the kernels' arguments: k in CX (and k/4 in DX), a in AX, b
-// in BX, c in DI, ldc in bytes in SI.
-#define ARGS \
-	MOVQ k+0(FP), CX; \
-	MOVQ a+8(FP), AX; \
-	MOVQ b+16(FP), BX; \
-	MOVQ c+24(FP), DI; \
-	MOVQ ldc+32(FP), SI; \
-	SHLQ $2, SI; \
-	MOVQ CX, DX; \
-	SHRQ $2, DX
-
 // func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
 // mode 0: C = A·B; mode 1: C += A·B; mode 2: C = A·B + beta·C. ldc is in
@@ -148,18 +136,7 @@ store:
 // still 12 floats per k, and only six rows of C are read or written.
 TEXT ·sgemmKernelAVX512Half(SB), NOSPLIT, $0-56
 	ARGS
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	TESTQ DX, DX
 	JZ    tailh
 
@@ -185,41 +162,7 @@ loop1h:
 	JNZ  loop1h
 
 storeh:
-	MOVQ mode+48(FP), DX
-	CMPQ DX, $1
-	JEQ  addh
-	CMPQ DX, $2
-	JEQ  betah
-
-	STORE(Z0, Z1)
-	STORE(Z2, Z3)
-	STORE(Z4, Z5)
-	STORE(Z6, Z7)
-	STORE(Z8, Z9)
-	STORE(Z10, Z11)
-	VZEROUPPER
-	RET
-
-addh:
-	ADDROW(Z0, Z1)
-	ADDROW(Z2, Z3)
-	ADDROW(Z4, Z5)
-	ADDROW(Z6, Z7)
-	ADDROW(Z8, Z9)
-	ADDROW(Z10, Z11)
-	VZEROUPPER
-	RET
-
-betah:
-	VBROADCASTSS beta+40(FP), Z24
-	BETAROW(Z0, Z1)
-	BETAROW(Z2, Z3)
-	BETAROW(Z4, Z5)
-	BETAROW(Z6, Z7)
-	BETAROW(Z8, Z9)
-	BETAROW(Z10, Z11)
-	VZEROUPPER
-	RET
+	JMP ·gemmStore6x32AVX512(SB)
 
 // func gemmStore12x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
@@ -283,3 +226,43 @@ beta:
 	VZEROUPPER
 	RET
 
+// func gemmStore6x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// gemmStore12x32AVX512 for the first six rows (Z0..Z11), the store the
+// six-row kernels jump to.
+TEXT ·gemmStore6x32AVX512(SB), NOSPLIT, $0-56
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  add6
+	CMPQ DX, $2
+	JEQ  beta6
+
+	STORE(Z0, Z1)
+	STORE(Z2, Z3)
+	STORE(Z4, Z5)
+	STORE(Z6, Z7)
+	STORE(Z8, Z9)
+	STORE(Z10, Z11)
+	VZEROUPPER
+	RET
+
+add6:
+	ADDROW(Z0, Z1)
+	ADDROW(Z2, Z3)
+	ADDROW(Z4, Z5)
+	ADDROW(Z6, Z7)
+	ADDROW(Z8, Z9)
+	ADDROW(Z10, Z11)
+	VZEROUPPER
+	RET
+
+beta6:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW(Z0, Z1)
+	BETAROW(Z2, Z3)
+	BETAROW(Z4, Z5)
+	BETAROW(Z6, Z7)
+	BETAROW(Z8, Z9)
+	BETAROW(Z10, Z11)
+	VZEROUPPER
+	RET

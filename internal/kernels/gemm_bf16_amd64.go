@@ -21,24 +21,32 @@ func sbgemmKernelAVX512BF16Half(k int, a, b, c *float32, ldc int, beta float32, 
 //go:noescape
 func gemmStore12x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 
+// gemmStore6x32AVX512 is the six-row tile store the six-row kernels jump
+// to; it is never called from Go.
+//
+//go:noescape
+func gemmStore6x32AVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
+
 // sbgemmAVX512BF16 is the checked Go entry to the pair micro-kernel.
 func sbgemmAVX512BF16(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	checkPairTile(k, a, b, c, ldc, 12)
+	sbgemmKernelAVX512BF16(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+}
+
+// checkPairTile panics unless a and b hold ⌈k/2⌉ pair groups of 12 and
+// 32 words and c the tile's first rows rows.
+func checkPairTile(k int, a, b, c []float32, ldc, rows int) {
 	if kp := (k + 1) / 2; kp > 0 {
 		_ = a[12*kp-1]
 		_ = b[32*kp-1]
 	}
-	_ = c[11*ldc+31]
-	sbgemmKernelAVX512BF16(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
+	_ = c[(rows-1)*ldc+31]
 }
 
 // sbgemmAVX512BF16Half is the checked Go entry to the six-row pair
 // kernel.
 func sbgemmAVX512BF16Half(k int, a, b, c []float32, ldc int, beta float32, mode int) {
-	if kp := (k + 1) / 2; kp > 0 {
-		_ = a[12*kp-1]
-		_ = b[32*kp-1]
-	}
-	_ = c[5*ldc+31]
+	checkPairTile(k, a, b, c, ldc, 6)
 	sbgemmKernelAVX512BF16Half(k, unsafeData(a), unsafeData(b), &c[0], ldc, beta, mode)
 }
 

@@ -54,20 +54,21 @@
 	PAIRROW(ao+40, Z30, 30, 20, 21); \
 	PAIRROW(ao+44, Z31, 31, 22, 23)
 
+// PAIRARGS is ARGS for the pair kernels: ⌈k/2⌉ pairs in CX (DX is set
+// by the caller), a in
+// AX, b in BX, c in DI, ldc in bytes in SI.
+#define PAIRARGS \
+	ARGS; \
+	INCQ CX; \
+	SHRQ $1, CX
+
 // func sbgemmKernelAVX512BF16(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //
 // Modes as sgemmKernelAVX512 (0 C = A·B, 1 C += A·B, 2 C = A·B + beta·C);
 // ldc is in elements. The caller guarantees k ≥ 0, 12⌈k/2⌉ dwords at a,
 // 32⌈k/2⌉ at b and a full 12×32 tile at c.
 TEXT ·sbgemmKernelAVX512BF16(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-	INCQ CX
-	SHRQ $1, CX
+	PAIRARGS
 	ZERO24
 	MOVQ CX, DX
 	SHRQ $1, DX
@@ -96,26 +97,8 @@ store:
 // tiles of M mod 12 ≤ 6): the A panel is still 12 dwords per pair, and
 // only six rows of C are read or written.
 TEXT ·sbgemmKernelAVX512BF16Half(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-	INCQ CX
-	SHRQ $1, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	PAIRARGS
+	ZERO12
 	MOVQ CX, DX
 	SHRQ $1, DX
 	JZ   tailh
@@ -135,37 +118,4 @@ tailh:
 	PAIRSTEP6(0, 0)
 
 storeh:
-	MOVQ mode+48(FP), DX
-	CMPQ DX, $1
-	JEQ  addh
-	CMPQ DX, $2
-	JEQ  betah
-	STORE(Z0, Z1)
-	STORE(Z2, Z3)
-	STORE(Z4, Z5)
-	STORE(Z6, Z7)
-	STORE(Z8, Z9)
-	STORE(Z10, Z11)
-	VZEROUPPER
-	RET
-
-addh:
-	ADDROW(Z0, Z1)
-	ADDROW(Z2, Z3)
-	ADDROW(Z4, Z5)
-	ADDROW(Z6, Z7)
-	ADDROW(Z8, Z9)
-	ADDROW(Z10, Z11)
-	VZEROUPPER
-	RET
-
-betah:
-	VBROADCASTSS beta+40(FP), Z24
-	BETAROW(Z0, Z1)
-	BETAROW(Z2, Z3)
-	BETAROW(Z4, Z5)
-	BETAROW(Z6, Z7)
-	BETAROW(Z8, Z9)
-	BETAROW(Z10, Z11)
-	VZEROUPPER
-	RET
+	JMP ·gemmStore6x32AVX512(SB)

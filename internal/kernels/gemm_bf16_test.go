@@ -169,34 +169,45 @@ func TestGemmBF16Pairs(t *testing.T) {
 		gemmCase{m: 30, n: 70, k: 801, alpha: 1, beta: 0.25, batch: 1, pad: [3]int{3, 1, 0}},
 		gemmCase{ta: true, tb: true, m: 250, n: 33, k: 390, alpha: 1, beta: 0, batch: 2, nanC: true})
 	for _, tc := range cases {
-		g, la, lb, lc := tc.args()
-		ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
-		c := gemmToT[float32](gemmRand(r, lc))
-		if tc.nanC {
-			for j := range c {
-				c[j] = float32(math.NaN())
-			}
-		}
-		got := append([]float32(nil), c...)
-		var jobs freeList[gemmJob[float32]]
-		withGoPacking(func() {
-			gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, got)
-		})
-		if sbgemm != nil {
-			asm := append([]float32(nil), c...)
-			GemmHalf(g, ah, bh, true, true, asm)
-			for j := range got {
-				if math.Float32bits(asm[j]) != math.Float32bits(got[j]) {
-					t.Fatalf("%v: c[%d] = %g, driver on the Go twin %g", tc, j, asm[j], got[j])
-				}
-			}
-		}
-		af, bf := make([]float32, la), make([]float32, lb)
-		halfToF32(af, ah, true)
-		halfToF32(bf, bh, true)
-		ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
-		gemmCheck(t, tc.String(), g, got, gemmToF64(c), ref, mag, gemmEps32)
+		checkPairsCase(t, r, twin, tc)
 	}
+}
+
+// checkPairsCase runs tc on random bfloat16 operands through the blocked
+// driver on twin (the pair kernel's Go twins) and the Go packers, checks
+// it against the float64 product of the bfloat16 inputs to float32
+// rounding of a K-long sum, and, where the CPU has AVX512_BF16, runs it
+// through GemmHalf (assembly kernels and packers), which must agree with
+// the twins bit for bit.
+func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc gemmCase) {
+	t.Helper()
+	g, la, lb, lc := tc.args()
+	ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
+	c := gemmToT[float32](gemmRand(r, lc))
+	if tc.nanC {
+		for j := range c {
+			c[j] = float32(math.NaN())
+		}
+	}
+	got := append([]float32(nil), c...)
+	var jobs freeList[gemmJob[float32]]
+	withGoPacking(func() {
+		gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, got)
+	})
+	if sbgemm != nil {
+		asm := append([]float32(nil), c...)
+		GemmHalf(g, ah, bh, true, true, asm)
+		for j := range got {
+			if math.Float32bits(asm[j]) != math.Float32bits(got[j]) {
+				t.Fatalf("%v: c[%d] = %g, driver on the Go twins %g", tc, j, asm[j], got[j])
+			}
+		}
+	}
+	af, bf := make([]float32, la), make([]float32, lb)
+	halfToF32(af, ah, true)
+	halfToF32(bf, bh, true)
+	ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
+	gemmCheck(t, tc.String(), g, got, gemmToF64(c), ref, mag, gemmEps32)
 }
 
 // TestGemmHalfPairsSmallShapes runs every small shape (M up to 13 and 25,
@@ -219,25 +230,7 @@ func TestGemmHalfPairsSmallShapes(t *testing.T) {
 				i++
 				tc := gemmCase{ta: i%2 == 1, tb: i/2%2 == 1, m: m, n: n, k: k, alpha: 1,
 					beta: []float64{0, 1, 0.5}[i%3], pad: [3]int{i % 3, i % 5, 1}, off: [3]int{i % 4, i % 3, 1}}
-				g, la, lb, lc := tc.args()
-				ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
-				c := gemmToT[float32](gemmRand(r, lc))
-				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
-				GemmHalf(g, ah, bh, true, true, got)
-				var jobs freeList[gemmJob[float32]]
-				withGoPacking(func() {
-					gemmBlocked(twin, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, want)
-				})
-				for j := range got {
-					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-						t.Fatalf("%v: c[%d] = %g, Go twins %g", tc, j, got[j], want[j])
-					}
-				}
-				af, bf := make([]float32, la), make([]float32, lb)
-				halfToF32(af, ah, true)
-				halfToF32(bf, bh, true)
-				ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
-				gemmCheck(t, tc.String(), g, got, gemmToF64(c), ref, mag, gemmEps32)
+				checkPairsCase(t, r, twin, tc)
 			}
 		}
 	}

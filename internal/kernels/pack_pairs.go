@@ -77,6 +77,7 @@ func packPairLines(d []uint32, h []uint16, at, xs, ps, x0, count, w, kc int) {
 		}
 	}
 }
+
 // packPairRows is packPairs for adjacent lines (xs = 1: the rows of a
 // non-transposed B, the columns of a transposed A), the first at h[at]:
 // each panel row of pairs interleaves two runs of w contiguous values, so

@@ -1,6 +1,7 @@
 //go:build !noasm && amd64
 
 #include "textflag.h"
+#include "gemm_avx512_amd64.h"
 
 // AVX-512BW packers of bfloat16 pair panels (see pack_pairs.go for the
 // layout and the Go twins). Loads and stores are masked, so the edges
@@ -146,18 +147,7 @@ block:
 	JLE  2(PC)
 	MOVQ $32, CX
 	LOWMASK(K1) // the values of this block: 16 pairs, fewer at the end
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO12
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
