@@ -54,9 +54,8 @@
 	PAIRROW(ao+40, Z30, 30, 20, 21); \
 	PAIRROW(ao+44, Z31, 31, 22, 23)
 
-// PAIRARGS is ARGS for the pair kernels: ⌈k/2⌉ pairs in CX (DX is set
-// by the caller), a in
-// AX, b in BX, c in DI, ldc in bytes in SI.
+// PAIRARGS is ARGS for the pair kernels: ⌈k/2⌉ pairs in CX (DX is left
+// for the kernel to set), a in AX, b in BX, c in DI, ldc in bytes in SI.
 #define PAIRARGS \
 	ARGS; \
 	INCQ CX; \
