@@ -98,23 +98,29 @@ func ftz(v float32) float32 { return daz(v) }
 // pair panels a and b (⌈k/2⌉ groups of 12 and 32 words), stored as mode
 // says, the beta term fused as the assembly's VFMADD231PS is.
 func sbgemmGo(k int, a, b, c []float32, ldc int, beta float32, mode int) {
-	sbgemmGoRows(12, k, a, b, c, ldc, beta, mode)
+	sbgemmGoPart(12, 32, k, a, b, c, ldc, beta, mode)
 }
 
 // sbgemmGoHalf is the Go twin of the six-row pair kernel: sbgemmGo for
 // the first six rows of the tile only.
 func sbgemmGoHalf(k int, a, b, c []float32, ldc int, beta float32, mode int) {
-	sbgemmGoRows(6, k, a, b, c, ldc, beta, mode)
+	sbgemmGoPart(6, 32, k, a, b, c, ldc, beta, mode)
 }
 
-// sbgemmGoRows is sbgemmGo for the first rows rows of the tile, the A
-// panel still 12 words per pair.
-func sbgemmGoRows(rows, k int, a, b, c []float32, ldc int, beta float32, mode int) {
+// sbgemmGoNarrow is the Go twin of the 16-column pair kernel: sbgemmGo
+// for the first 16 columns of the tile only.
+func sbgemmGoNarrow(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	sbgemmGoPart(12, 16, k, a, b, c, ldc, beta, mode)
+}
+
+// sbgemmGoPart is sbgemmGo for the first rows rows and cols columns of
+// the tile, the panels still 12 and 32 words per pair.
+func sbgemmGoPart(rows, cols, k int, a, b, c []float32, ldc int, beta float32, mode int) {
 	const mr, nr = 12, 32
 	kp := (k + 1) / 2
 	au, bu := words(a[:mr*kp]), words(b[:nr*kp])
 	for r := range rows {
-		row := c[r*ldc : r*ldc+nr]
+		row := c[r*ldc : r*ldc+cols]
 		for j := range row {
 			var acc float32
 			for p := range kp {

@@ -118,3 +118,128 @@ tailh:
 
 storeh:
 	JMP ·gemmStore6x32AVX512(SB)
+
+// PAIRSTEP16(ao, bo) does one pair step of all twelve rows for the first
+// 16 columns (the low half of B's pair row).
+#define PAIRSTEP16(ao, bo) \
+	VMOVUPS bo(BX), Z24; \
+	VPBROADCASTD ao+0(AX), Z26; \
+	DPBF16(0, 26, 24); \
+	VPBROADCASTD ao+4(AX), Z27; \
+	DPBF16(1, 27, 24); \
+	VPBROADCASTD ao+8(AX), Z28; \
+	DPBF16(2, 28, 24); \
+	VPBROADCASTD ao+12(AX), Z29; \
+	DPBF16(3, 29, 24); \
+	VPBROADCASTD ao+16(AX), Z30; \
+	DPBF16(4, 30, 24); \
+	VPBROADCASTD ao+20(AX), Z31; \
+	DPBF16(5, 31, 24); \
+	VPBROADCASTD ao+24(AX), Z26; \
+	DPBF16(6, 26, 24); \
+	VPBROADCASTD ao+28(AX), Z27; \
+	DPBF16(7, 27, 24); \
+	VPBROADCASTD ao+32(AX), Z28; \
+	DPBF16(8, 28, 24); \
+	VPBROADCASTD ao+36(AX), Z29; \
+	DPBF16(9, 29, 24); \
+	VPBROADCASTD ao+40(AX), Z30; \
+	DPBF16(10, 30, 24); \
+	VPBROADCASTD ao+44(AX), Z31; \
+	DPBF16(11, 31, 24)
+
+// STORE16(z), ADDROW16(z) and BETAROW16(z) are STORE, ADDROW and
+// BETAROW for a row of 16 columns, held in z.
+#define STORE16(z) \
+	VMOVUPS z, (DI); \
+	ADDQ    SI, DI
+
+#define ADDROW16(z) \
+	VADDPS  (DI), z, z; \
+	VMOVUPS z, (DI);    \
+	ADDQ    SI, DI
+
+#define BETAROW16(z) \
+	VFMADD231PS (DI), Z24, z; \
+	VMOVUPS     z, (DI);      \
+	ADDQ        SI, DI
+
+// func sbgemmKernelAVX512BF16Narrow(k int, a, b, c *float32, ldc int, beta float32, mode int)
+//
+// sbgemmKernelAVX512BF16 for the first 16 columns of the tile (the edge
+// tiles of N mod 32 ≤ 16): the B panel is still 32 dwords per pair, and
+// only 16 columns of C are read or written. Row r accumulates in Z(r).
+TEXT ·sbgemmKernelAVX512BF16Narrow(SB), NOSPLIT, $0-56
+	PAIRARGS
+	ZERO12
+	MOVQ CX, DX
+	SHRQ $1, DX
+	JZ   tailn
+
+loop2n:
+	PREFETCHT0 384(AX)
+	PAIRSTEP16(0, 0)
+	PAIRSTEP16(48, 128)
+	ADDQ $96, AX
+	ADDQ $256, BX
+	DECQ DX
+	JNZ  loop2n
+
+tailn:
+	ANDQ $1, CX
+	JZ   storen
+	PAIRSTEP16(0, 0)
+
+storen:
+	MOVQ mode+48(FP), DX
+	CMPQ DX, $1
+	JEQ  addn
+	CMPQ DX, $2
+	JEQ  betan
+	STORE16(Z0)
+	STORE16(Z1)
+	STORE16(Z2)
+	STORE16(Z3)
+	STORE16(Z4)
+	STORE16(Z5)
+	STORE16(Z6)
+	STORE16(Z7)
+	STORE16(Z8)
+	STORE16(Z9)
+	STORE16(Z10)
+	STORE16(Z11)
+	VZEROUPPER
+	RET
+
+addn:
+	ADDROW16(Z0)
+	ADDROW16(Z1)
+	ADDROW16(Z2)
+	ADDROW16(Z3)
+	ADDROW16(Z4)
+	ADDROW16(Z5)
+	ADDROW16(Z6)
+	ADDROW16(Z7)
+	ADDROW16(Z8)
+	ADDROW16(Z9)
+	ADDROW16(Z10)
+	ADDROW16(Z11)
+	VZEROUPPER
+	RET
+
+betan:
+	VBROADCASTSS beta+40(FP), Z24
+	BETAROW16(Z0)
+	BETAROW16(Z1)
+	BETAROW16(Z2)
+	BETAROW16(Z3)
+	BETAROW16(Z4)
+	BETAROW16(Z5)
+	BETAROW16(Z6)
+	BETAROW16(Z7)
+	BETAROW16(Z8)
+	BETAROW16(Z9)
+	BETAROW16(Z10)
+	BETAROW16(Z11)
+	VZEROUPPER
+	RET

@@ -35,6 +35,9 @@ func goPairKernel(kn *gemmKernel[float32]) *gemmKernel[float32] {
 	if g.half != nil {
 		g.half = sbgemmGoHalf
 	}
+	if g.narrow != nil {
+		g.narrow = sbgemmGoNarrow
+	}
 	return &g
 }
 
@@ -91,8 +94,8 @@ func TestPairKernelEdgesExhaustive(t *testing.T) {
 	}
 }
 
-// TestPairKernelModes compares the micro-kernel and its six-row variant
-// with their twins on random bfloat16 panels for every mode and k up to a
+// TestPairKernelModes compares the micro-kernel and its six-row and
+// 16-column variants with their twins on random bfloat16 panels for every mode and k up to a
 // few hundred, bit for bit.
 func TestPairKernelModes(t *testing.T) {
 	kn := pairKernelOrSkip(t)
@@ -106,9 +109,10 @@ func TestPairKernelModes(t *testing.T) {
 			for _, f := range []struct {
 				name      string
 				asm, twin func(int, []float32, []float32, []float32, int, float32, int)
-			}{{"full", kn.full, sbgemmGo}, {"half", kn.half, sbgemmGoHalf}} {
+			}{{"full", kn.full, sbgemmGo}, {"half", kn.half, sbgemmGoHalf}, {"narrow", kn.narrow, sbgemmGoNarrow}} {
 				// The whole buffer is compared: the half kernel must
-				// leave rows 6..11 as they were.
+				// leave rows 6..11 as they were, the narrow one columns
+				// 16..31.
 				got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
 				f.asm(k, a, b, got, ldc, beta, mode)
 				f.twin(k, a, b, want, ldc, beta, mode)

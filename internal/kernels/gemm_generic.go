@@ -52,6 +52,9 @@ type gemmKernel[T Float] struct {
 	// (panels as for full): edge tiles with at most mr/2 rows use it, so
 	// that a short last row panel does not cost a whole tile.
 	half func(k int, a, b, c []T, ldc int, beta T, mode int)
+	// narrow, when set, is full for the first nr/2 columns only: edge
+	// tiles with at most nr/2 columns use it.
+	narrow func(k int, a, b, c []T, ldc int, beta T, mode int)
 	// Packers of whole panels from T sources (nil: generic loops). packA
 	// turns mr rows of k values, ld apart from src[at:], into k groups of
 	// mr times alpha; packAT copies k rows of mr values, ld apart, into k
@@ -350,7 +353,9 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
 				continue
 			}
-			if rows <= mr/2 && kn.half != nil {
+			if cols <= nr/2 && kn.narrow != nil {
+				kn.narrow(kc, ap, bp, tmp, nr, 0, 0)
+			} else if rows <= mr/2 && kn.half != nil {
 				kn.half(kc, ap, bp, tmp, nr, 0, 0)
 			} else {
 				kn.full(kc, ap, bp, tmp, nr, 0, 0)
