@@ -181,8 +181,9 @@ func TestGemmBF16Pairs(t *testing.T) {
 // driver on twin (the pair kernel's Go twins) and the Go packers, checks
 // it against the float64 product of the bfloat16 inputs to float32
 // rounding of a K-long sum, and, where the CPU has AVX512_BF16, runs it
-// through GemmHalf (assembly kernels and packers), which must agree with
-// the twins bit for bit.
+// through GemmHalf (assembly kernels and packers), which must agree bit
+// for bit with the twins and with the 12×32 kernel alone (no edge-tile
+// kernels).
 func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc gemmCase) {
 	t.Helper()
 	g, la, lb, lc := tc.args()
@@ -201,9 +202,19 @@ func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc ge
 	if sbgemm != nil {
 		asm := append([]float32(nil), c...)
 		GemmHalf(g, ah, bh, true, true, asm)
+		// The edge-tile kernels must not change a bit: the 12×32
+		// kernel alone on every tile, edge tiles merged from a whole
+		// tile, is the reference.
+		whole := *sbgemm
+		whole.half, whole.narrow = nil, nil
+		full := append([]float32(nil), c...)
+		gemmBlocked(&whole, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, full)
 		for j := range got {
 			if math.Float32bits(asm[j]) != math.Float32bits(got[j]) {
 				t.Fatalf("%v: c[%d] = %g, driver on the Go twins %g", tc, j, asm[j], got[j])
+			}
+			if math.Float32bits(asm[j]) != math.Float32bits(full[j]) {
+				t.Fatalf("%v: c[%d] = %g, the 12×32 kernel alone %g", tc, j, asm[j], full[j])
 			}
 		}
 	}
@@ -232,8 +243,10 @@ func TestGemmHalfPairsSmallShapes(t *testing.T) {
 		for _, n := range ns {
 			for _, k := range ks {
 				i++
+				// beta 0.3: beta·C is inexact, so a fused and an
+				// unfused acc + beta·C differ.
 				tc := gemmCase{ta: i%2 == 1, tb: i/2%2 == 1, m: m, n: n, k: k, alpha: 1,
-					beta: []float64{0, 1, 0.5}[i%3], pad: [3]int{i % 3, i % 5, 1}, off: [3]int{i % 4, i % 3, 1}}
+					beta: []float64{0, 1, 0.3}[i%3], pad: [3]int{i % 3, i % 5, 1}, off: [3]int{i % 4, i % 3, 1}}
 				checkPairsCase(t, r, twin, tc)
 			}
 		}

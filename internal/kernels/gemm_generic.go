@@ -353,6 +353,12 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
 				continue
 			}
+			if rows == mr && cols == nr/2 && kn.narrow != nil && mode != 2 {
+				// In place, as the merge below would (which
+				// rounds acc + beta·C twice: mode 2 stays there).
+				kn.narrow(kc, ap, bp, c[at:], ldc, j.beta, mode)
+				continue
+			}
 			if cols <= nr/2 && kn.narrow != nil {
 				kn.narrow(kc, ap, bp, tmp, nr, 0, 0)
 			} else if rows <= mr/2 && kn.half != nil {
