@@ -338,7 +338,8 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 
 // macro runs the micro-kernel over the mc×nc block of C at c[co:]. Edge
 // tiles are computed whole into tmp (the packed panels are zero-padded)
-// and only their valid part is merged into C.
+// and only their valid part is merged into C, except that a kernel with
+// a narrow variant runs a tile of all mr rows and nr/2 columns in place.
 func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 	kn := j.kern
 	mr, nr, ldc, c := kn.mr, kn.nr, j.g.LdC, j.c
