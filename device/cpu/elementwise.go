@@ -128,6 +128,9 @@ func (kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
 }
 
 func (kern) Gemm(g device.Gemm) {
+	if err := g.CheckBias(); err != nil {
+		panic("cpu: " + err.Error())
+	}
 	args := kernels.GemmArgs{
 		TransA: g.TransA, TransB: g.TransB, M: g.M, N: g.N, K: g.K, Alpha: g.Alpha, Beta: g.Beta,
 		OffA: g.A.Off, OffB: g.B.Off, OffC: g.C.Off, LdA: g.LdA, LdB: g.LdB, LdC: g.LdC,
@@ -145,26 +148,38 @@ func (kern) Gemm(g device.Gemm) {
 		c, lo := gemmIn(g.C, f64, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 		a, _ := gemmIn(g.A, f64, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
 		b, _ := gemmIn(g.B, f64, &args.OffB, g.StrideB, g.LdB, br, bc, n)
-		kernels.Gemm(args, a, b, c)
+		kernels.GemmBias(args, a, b, gemmBias(g, f64), c)
 		if g.C.DType != dtype.F64 {
 			putAt64(g.C, lo, c)
 		}
 		return
 	}
 	c, lo := gemmIn(g.C, f32, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
+	bias := gemmBias(g, f32)
 	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
 		// 16-bit operands are read as 16-bit while they are packed: no
 		// float32 copy of A or B.
-		kernels.GemmHalf(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
-			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, c)
+		kernels.GemmHalfBias(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
+			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, bias, c)
 	} else {
 		a, _ := gemmIn(g.A, f32, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
 		b, _ := gemmIn(g.B, f32, &args.OffB, g.StrideB, g.LdB, br, bc, n)
-		kernels.Gemm(args, a, b, c)
+		kernels.GemmBias(args, a, b, bias, c)
 	}
 	if g.C.DType != dtype.F32 {
 		putAt32(g.C, lo, c)
 	}
+}
+
+// gemmBias returns g's bias in the compute dtype (f32 or f64: in place for
+// that dtype, else its N elements widened), or nil when it has none. A
+// 16-bit C is narrowed once, after the bias is added.
+func gemmBias[T any](g device.Gemm, f func(device.Operand) ([]T, device.Operand)) []T {
+	if g.Bias.Block == nil || g.N == 0 {
+		return nil
+	}
+	v, r := f(g.Bias)
+	return v[r.Off : r.Off+g.N]
 }
 
 // gemmIn widens a GEMM operand with f (f32 or f64) over its footprint:
