@@ -154,7 +154,7 @@ func (kern) Gemm(g device.Gemm) {
 		}
 		return
 	}
-	c, lo := gemmIn(g.C, f32, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
+	c, lo := gemmIn(g.C, gemmOut32(g), &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 	bias := gemmBias(g, f32)
 	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
 		// 16-bit operands are read as 16-bit while they are packed: no
@@ -180,6 +180,19 @@ func gemmBias[T any](g device.Gemm, f func(device.Operand) ([]T, device.Operand)
 	}
 	v, r := f(g.Bias)
 	return v[r.Off : r.Off+g.N]
+}
+
+// gemmOut32 is f32 for g's C, except that a C the GEMM overwrites whole
+// (beta 0, no gaps between its rows or matrices) is not converted: its old
+// values are never read.
+func gemmOut32(g device.Gemm) func(device.Operand) ([]float32, device.Operand) {
+	whole := g.LdC == g.N && (max(g.Batch, 1) == 1 || g.StrideC == g.M*g.N)
+	if g.Beta != 0 || !whole {
+		return f32
+	}
+	return func(o device.Operand) ([]float32, device.Operand) {
+		return widened(o, dtype.F32, dtype.AsF32, func([]float32, dtype.DType, []byte) {})
+	}
 }
 
 // gemmIn widens a GEMM operand with f (f32 or f64) over its footprint:
