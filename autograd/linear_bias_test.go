@@ -21,18 +21,11 @@ func linearRun(t *testing.T, dev *device.Device, dt dtype.DType, copyBias bool, 
 	t.Helper()
 	defer autograd.SetLinearBiasCopy(autograd.SetLinearBiasCopy(copyBias))
 	r := rand.New(rand.NewPCG(11, 12))
-	vals := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
 	in := xs[len(xs)-1]
 	s := autograd.NewScope()
 	defer s.Release()
 	leaf := func(shape []int) *autograd.Tensor {
-		return s.FromFloat32s(dev, shape, vals(prodInts(shape))).Cast(dt).SetRequiresGrad(true)
+		return s.FromFloat64s(dev, shape, randVals(r, numelOf(shape))).Cast(dt).SetRequiresGrad(true)
 	}
 	x, w, b := leaf(xs), leaf([]int{nout, in}), leaf([]int{nout})
 	var st []device.Stats
@@ -50,14 +43,6 @@ func linearRun(t *testing.T, dev *device.Device, dt dtype.DType, copyBias bool, 
 		out = append(out, dtype.Bytes(v.Cast(dtype.F32).Float32s()))
 	}
 	return out, st
-}
-
-func prodInts(s []int) int {
-	n := 1
-	for _, v := range s {
-		n *= v
-	}
-	return n
 }
 
 // TestLinearBiasFused checks that Linear's fused bias gives, byte for
