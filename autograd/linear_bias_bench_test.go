@@ -61,8 +61,15 @@ func BenchmarkLinearBias(b *testing.B) {
 
 // BenchmarkGPTStepBias times one Adam step of a GPT (width 256, 6 layers,
 // 8 heads, vocabulary 256, biases, tied head) on 16 sequences of 256
-// tokens, F32, with Linear's bias fused and copied (abBias).
+// tokens, in F32 and under BF16 autocast, with Linear's bias fused and
+// copied (abBias).
 func BenchmarkGPTStepBias(b *testing.B) {
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		b.Run(dt.String(), func(b *testing.B) { gptStepBias(b, dt) })
+	}
+}
+
+func gptStepBias(b *testing.B, dt dtype.DType) {
 	const batch, seq, vocab = 16, 256, 256
 	dev := cpu.New(0, device.Options{})
 	defer dev.Close()
@@ -83,6 +90,9 @@ func BenchmarkGPTStepBias(b *testing.B) {
 		tok[i] = int64(rng.IntN(vocab))
 	}
 	st := &train.Stepper{Opt: opt}
+	if dt != dtype.F32 {
+		st.Autocast = dt
+	}
 	step := func() {
 		if _, _, err := st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
 			x, y := s.FromInt64s(dev, []int{batch, seq}, tok[:batch*seq]), s.FromInt64s(dev, []int{batch * seq}, tok[batch:])

@@ -135,7 +135,7 @@ func scaleC[T Float](g GemmArgs, bias, c []T) {
 			row := c[at : at+g.N]
 			switch {
 			case bias != nil:
-				biasInit(row, 0, 0, 1, bias[:g.N], beta, betaMode(g.Beta))
+				mergeTile(row, 0, 0, 1, bias, 0, g.N, beta, betaMode(g.Beta))
 			case beta == 0:
 				clear(row)
 			case beta != 1:

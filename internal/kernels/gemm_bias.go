@@ -3,10 +3,10 @@ package kernels
 import "fmt"
 
 // The bias epilogue of GemmBias: before the first K panel adds its partial
-// product to a tile of C, the tile is set to beta·C + bias, while it is
-// about to be read by the micro-kernel anyway; the kernel then runs in
-// mode 1 (add to C). No pass over C is added and no copy of the bias is
-// made.
+// product to a tile of C, the tile is set to beta·C + bias (mergeTile of
+// the bias row), while it is about to be read by the micro-kernel anyway;
+// the kernel then runs in mode 1 (add to C). No pass over C is added and
+// no copy of the bias is made.
 
 // betaMode is the micro-kernel mode of a first K panel for beta: 0 stores
 // the product, 1 adds it to C, 2 adds it to beta·C.
@@ -18,27 +18,6 @@ func betaMode(beta float64) int {
 		return 1
 	}
 	return 2
-}
-
-// biasInit sets the rows×len(bias) tile of C at c[at:] (row stride ldc)
-// to beta·C + bias, bias[x] going to column x; mode is betaMode's (C is
-// not read in mode 0).
-func biasInit[T Float](c []T, at, ldc, rows int, bias []T, beta T, mode int) {
-	for r := range rows {
-		dst := c[at+r*ldc : at+r*ldc+len(bias)]
-		switch mode {
-		case 0:
-			copy(dst, bias)
-		case 1:
-			for x, v := range bias {
-				dst[x] += v
-			}
-		default:
-			for x, v := range bias {
-				dst[x] = beta*dst[x] + v
-			}
-		}
-	}
 }
 
 // biasAt is the bias of the columns from col on when the K panel at pc is

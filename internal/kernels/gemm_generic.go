@@ -351,7 +351,7 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int, bias []T) 
 			at := co + ir*ldc + jr
 			mode := mode
 			if bias != nil {
-				biasInit(c, at, ldc, rows, bias[jr:jr+cols], j.beta, mode)
+				mergeTile(c, at, ldc, rows, bias[jr:], 0, cols, j.beta, mode)
 				mode = 1
 			}
 			if rows == mr && cols == nr {
@@ -363,21 +363,28 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int, bias []T) 
 			} else {
 				kn.full(kc, ap, bp, tmp, nr, 0, 0)
 			}
-			for r := range rows {
-				dst := c[at+r*ldc : at+r*ldc+cols]
-				src := tmp[r*nr : r*nr+cols]
-				switch mode {
-				case 0:
-					copy(dst, src)
-				case 1:
-					for x, v := range src {
-						dst[x] += v
-					}
-				default:
-					for x, v := range src {
-						dst[x] = v + j.beta*dst[x]
-					}
-				}
+			mergeTile(c, at, ldc, rows, tmp, nr, cols, j.beta, mode)
+		}
+	}
+}
+
+// mergeTile merges rows rows of cols values into C at c[at:] (row stride
+// ldc) as mode says: 0 stores them, 1 adds them to C, 2 adds them to
+// beta·C. Row r is src[r·ld:]; ld 0 repeats one row (a bias).
+func mergeTile[T Float](c []T, at, ldc, rows int, src []T, ld, cols int, beta T, mode int) {
+	for r := range rows {
+		dst := c[at+r*ldc : at+r*ldc+cols]
+		row := src[r*ld : r*ld+cols]
+		switch mode {
+		case 0:
+			copy(dst, row)
+		case 1:
+			for x, v := range row {
+				dst[x] += v
+			}
+		default:
+			for x, v := range row {
+				dst[x] = v + beta*dst[x]
 			}
 		}
 	}
