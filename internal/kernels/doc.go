@@ -18,6 +18,12 @@
 // Otherwise the operands are widened exactly to float32 while they are
 // packed. No float32 copy of an operand is ever made.
 //
+// Bias. GemmBias and GemmHalfBias add a bias vector (one value per column
+// of C) in the GEMM's own store (gemm_bias.go): each tile of C is set to
+// beta·C + bias just before the first K panel's kernel adds to it, so the
+// result is, bit for bit, that of filling C with the bias and running with
+// beta 1, without that pass over C. The bias is read in place.
+//
 // Convolution (conv.go, conv_job.go, conv_col.go): im2col tiles of bands
 // of output rows feeding the blocked GEMM; the forward pass and the input
 // gradient pack the filters they multiply once per call, for the kernel
