@@ -72,6 +72,38 @@ func (d *DDP) shardParams() error {
 			return fmt.Errorf("bucket %d of %d over %d ranks: %w", k, len(d.lay.buckets), n, err)
 		}
 	}
+	d.unbind()
+	return nil
+}
+
+// initShard writes this rank's pieces of the deferred parameters from
+// their records. Piece r of bucket k covers elements [r·piece_k,
+// (r+1)·piece_k) of the bucket; the part of it inside parameter i (at
+// offset off_i, of n_i elements) is elements [max(off_i, r·piece_k) −
+// off_i, min(off_i+n_i, (r+1)·piece_k) − off_i) of the parameter's values,
+// computed alone (nn.Init). The padding stays zero. Nothing but the shard
+// is allocated, and no rank communicates.
+func (d *DDP) initShard() {
+	r := d.comm.Rank()
+	for k, b := range d.lay.buckets {
+		lo, hi := r*b.piece, (r+1)*b.piece
+		for _, i := range b.params {
+			ps := d.lay.params[i]
+			a, e := max(ps.off, lo), min(ps.off+ps.n, hi)
+			if a >= e {
+				continue
+			}
+			in, _ := d.deferred(i)
+			v := view(d.srcs[k], a-lo, []int{e - a})
+			in.Write(v, a-ps.off)
+			v.Release()
+		}
+	}
+}
+
+// unbind drops the parameters' storage (deferred ones have none) and
+// gives them their fetch functions and saved-tensor hooks.
+func (d *DDP) unbind() {
 	d.full, d.refs, d.cur = make([]*autograd.Tensor, len(d.lay.buckets)), make([]int, len(d.lay.buckets)), -1
 	for i, p := range d.params {
 		p.ZeroGrad()
@@ -79,7 +111,6 @@ func (d *DDP) shardParams() error {
 		p.SetFetch(d.fetch)
 		p.SetSavedHooks(d.savedHooks(i))
 	}
-	return nil
 }
 
 // fetch binds an unbound parameter that an op (or a read) uses: its
