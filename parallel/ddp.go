@@ -48,15 +48,16 @@ type DDPConfig struct {
 // documentation for what each stage keeps where, and the exact bytes.
 // Its methods are called by the goroutine that trains the rank.
 type DDP struct {
-	comm    Communicator
-	cfg     DDPConfig
-	dev     *device.Device
-	dt      dtype.DType
-	names   []string
-	params  []*autograd.Tensor // trainable, in the model's order
-	buffers []*autograd.Tensor // not trained: broadcast from rank 0
-	index   map[*autograd.Tensor]int
-	lay     layout
+	comm     Communicator
+	cfg      DDPConfig
+	dev      *device.Device
+	dt       dtype.DType
+	names    []string
+	params   []*autograd.Tensor // trainable, in the model's order
+	buffers  []*autograd.Tensor // not trained: broadcast from rank 0
+	bufNames []string
+	index    map[*autograd.Tensor]int
+	lay      layout
 
 	flat      *autograd.Tensor   // stages 0–2: Ψ′ elements, tagged parameter
 	grads     []*autograd.Tensor // stages 0, 1: one buffer per bucket, tagged gradient
@@ -101,7 +102,7 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 	var sizes []int
 	for _, p := range m.Params() {
 		if p.Buffer {
-			d.buffers = append(d.buffers, p.T)
+			d.buffers, d.bufNames = append(d.buffers, p.T), append(d.bufNames, p.Name)
 			continue
 		}
 		switch {

@@ -146,6 +146,14 @@
 //	model, err := nn.NewGPT(b, "gpt", cfg, gen)         // no parameter bytes yet
 //	d, err := parallel.NewDDP(c, model, parallel.DDPConfig{Zero: 3, Builder: b})
 //
+// Loading weights into such a model reads only the rank's part of the file
+// too: DDP.LoadShard reads a safetensors file (nn.Save's) through
+// safetensors.Ranges — the header, then of every parameter the elements
+// inside this rank's pieces and every buffer whole — into the shard,
+// LoadChunk (1 MiB) of host scratch at a time. It verifies every tensor's
+// name, shape and dtype first; it cannot verify the tensors' checksums (a
+// CRC-32C covers a whole tensor). Call it before making the optimizer.
+//
 // # Stage 3: parameters gathered when used
 //
 // The model's parameters stay the same leaves (modules, the graph and the
