@@ -46,18 +46,9 @@ func (d *DDP) loadShard(r *safetensors.Ranges) error {
 		return err
 	}
 	d.dropGathered()
-	rank := d.comm.Rank()
-	for k, b := range d.lay.buckets {
-		lo, hi := rank*b.piece, (rank+1)*b.piece
-		for _, i := range b.params {
-			ps := d.lay.params[i]
-			a, e := max(ps.off, lo), min(ps.off+ps.n, hi)
-			if a < e {
-				if err := d.loadRange(r, d.names[i], d.srcs[k], a-lo, a-ps.off, e-a); err != nil {
-					return err
-				}
-			}
-		}
+	err := d.eachPart(func(k, i, at, from, n int) error { return d.loadRange(r, d.names[i], d.srcs[k], at, from, n) })
+	if err != nil {
+		return err
 	}
 	for j, t := range d.buffers {
 		if err := d.loadRange(r, d.bufNames[j], t, 0, 0, t.Len()); err != nil {

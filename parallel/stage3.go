@@ -77,28 +77,38 @@ func (d *DDP) shardParams() error {
 }
 
 // initShard writes this rank's pieces of the deferred parameters from
-// their records. Piece r of bucket k covers elements [r·piece_k,
-// (r+1)·piece_k) of the bucket; the part of it inside parameter i (at
-// offset off_i, of n_i elements) is elements [max(off_i, r·piece_k) −
-// off_i, min(off_i+n_i, (r+1)·piece_k) − off_i) of the parameter's values,
-// computed alone (nn.Init). The padding stays zero. Nothing but the shard
-// is allocated, and no rank communicates.
+// their records (computed alone, nn.Init). The padding stays zero.
+// Nothing but the shard is allocated, and no rank communicates.
 func (d *DDP) initShard() {
+	_ = d.eachPart(func(k, i, at, from, n int) error {
+		in, _ := d.deferred(i)
+		v := view(d.srcs[k], at, []int{n})
+		in.Write(v, from)
+		v.Release()
+		return nil
+	})
+}
+
+// eachPart calls f for every part of a parameter inside this rank's
+// pieces, stopping at its first error. Piece r of bucket k covers elements
+// [r·piece_k, (r+1)·piece_k) of the bucket; the part of it inside
+// parameter i (at offset off_i, of n_i elements) is its elements [from,
+// from+n), from = max(off_i, r·piece_k) − off_i, which lie at element at
+// of the piece (srcs[k]).
+func (d *DDP) eachPart(f func(k, i, at, from, n int) error) error {
 	r := d.comm.Rank()
 	for k, b := range d.lay.buckets {
 		lo, hi := r*b.piece, (r+1)*b.piece
 		for _, i := range b.params {
 			ps := d.lay.params[i]
-			a, e := max(ps.off, lo), min(ps.off+ps.n, hi)
-			if a >= e {
-				continue
+			if a, e := max(ps.off, lo), min(ps.off+ps.n, hi); a < e {
+				if err := f(k, i, a-lo, a-ps.off, e-a); err != nil {
+					return err
+				}
 			}
-			in, _ := d.deferred(i)
-			v := view(d.srcs[k], a-lo, []int{e - a})
-			in.Write(v, a-ps.off)
-			v.Release()
 		}
 	}
+	return nil
 }
 
 // unbind drops the parameters' storage (deferred ones have none) and
