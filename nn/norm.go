@@ -58,8 +58,8 @@ func NewBatchNorm2d(b *Builder, name string, c int, o BatchNormOptions) *BatchNo
 	n.Bias = b.Param(join(name, "bias"), c)
 	n.RunningMean = b.Buffer(join(name, "running_mean"), c)
 	n.RunningVar = b.Buffer(join(name, "running_var"), c)
-	n.Weight.Fill(1)
-	n.RunningVar.Fill(1)
+	b.Fill(n.Weight, 1)
+	b.Fill(n.RunningVar, 1)
 	return n
 }
 
@@ -128,7 +128,7 @@ func NewLayerNorm(b *Builder, name string, c int, o LayerNormOptions) *LayerNorm
 	if !o.NoBias {
 		l.Bias = b.Param(join(name, "bias"), c)
 	}
-	l.Weight.Fill(1)
+	b.Fill(l.Weight, 1)
 	return l
 }
 
