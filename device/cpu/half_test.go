@@ -101,3 +101,32 @@ func TestInRegisterMatchesTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchNormBF16HeapIsBounded: BF16 batch norm forward and backward on
+// 2^18 elements allocate no float32 copy of x, y, dy or dx (the tile path
+// took 4 bytes per element of each, 5 MiB here): at most what the F32
+// calls allocate plus 1 KiB (the per-channel operands' copies and the
+// calls' fixed overhead).
+func TestBatchNormBF16HeapIsBounded(t *testing.T) {
+	d := cpu.New(0, device.Options{})
+	k := d.Kernels()
+	h := halfRig{d, rand.New(rand.NewPCG(5, 6))}
+	const n, c, hw = 8, 32, 1024
+	f32 := func() device.Operand { return h.operand(dtype.F32, c) }
+	w, bias, mean, invstd, rm, dw, db := f32(), f32(), f32(), f32(), f32(), f32(), f32()
+	rv := f32()
+	k.Fill(rv, 1)
+	step := func(dt dtype.DType) func() {
+		x, y, dy, dx := h.operand(dt, n, c, hw), h.operand(dt, n, c, hw), h.operand(dt, n, c, hw), h.operand(dt, n, c, hw)
+		return func() {
+			k.BatchNorm(y, mean, invstd, x, w, bias, rm, rv, n, c, hw, true, 0.1, 1e-5)
+			k.BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd, n, c, hw, true)
+		}
+	}
+	base := heapPerRun(4, step(dtype.F32))
+	got := heapPerRun(4, step(dtype.BF16))
+	t.Logf("Go heap per batch norm forward+backward of %d elements: BF16 %.0f bytes, F32 %.0f", n*c*hw, got, base)
+	if bound := base + 1024; got > bound {
+		t.Errorf("BF16 batch norm: %.0f bytes of Go heap per forward+backward, want ≤ %.0f (F32 %.0f + 1 KiB)", got, bound, base)
+	}
+}
