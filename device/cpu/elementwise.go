@@ -103,6 +103,21 @@ func (kern) Axpy(alpha float64, x, y device.Operand) {
 		put64(y, d)
 		return
 	}
+	switch {
+	case inRegister && y.DType == dtype.BF16 && sameHalf(x, y):
+		kernels.AxpyBF16(alpha, half(x), half(y))
+		return
+	case inRegister && anyHalf(x, y):
+		// Tile by tile, y (contiguous) viewed over x's shape: no copy of
+		// either operand's extent.
+		yv := y
+		yv.Shape, yv.Strides = x.Shape, nil
+		tiled(yv, []device.Operand{yv, x}, func(d []float32, in [][]float32) {
+			copy(d, in[0])
+			kernels.Axpy(alpha, in[1], kernels.Layout{Shape: []int{len(d)}}, d, 0)
+		})
+		return
+	}
 	d, dl := f32(y)
 	v, vl := f32(x)
 	kernels.Axpy(alpha, v, lay(vl), d, dl.Off)

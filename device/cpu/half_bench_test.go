@@ -11,8 +11,10 @@ import (
 
 // BenchmarkHalfOps times the BF16 ops of a ResNet-18 step (first stage,
 // batch 32: 32×64×32×32) through the in-register kernels ("register")
-// and through the tile path ("tiles"), in one binary: compare the two
-// with -count and benchstat.
+// and through the widening they replace ("tiles": the 4096-element tiles
+// of Unary, UnaryGrad and Binary; a float32 copy of each operand's extent
+// for batch norm and Axpy), in one binary: compare the two with -count
+// and benchstat.
 func BenchmarkHalfOps(b *testing.B) {
 	d := cpu.New(0, device.Options{})
 	k := d.Kernels()
@@ -31,6 +33,7 @@ func BenchmarkHalfOps(b *testing.B) {
 		{"relu", func() { k.Unary(device.Relu, y, x, 0) }},
 		{"relu-grad", func() { k.UnaryGrad(device.Relu, dx, dy, x, y, 0) }},
 		{"add", func() { k.Binary(device.Add, y, x, a) }},
+		{"axpy", func() { k.Axpy(0.5, x, a) }},
 		{"bn-train", func() { k.BatchNorm(y, mean, invstd, x, w, bias, rm, rv, n, c, hw, true, 0.1, 1e-5) }},
 		{"bn-grad", func() { k.BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd, n, c, hw, true) }},
 	}

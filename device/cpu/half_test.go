@@ -62,7 +62,7 @@ func twice(t *testing.T, what string, ops []device.Operand, outs []int, f func(o
 }
 
 // TestInRegisterMatchesTiles: ReLU and its gradient (BF16, F16), BF16
-// add, sub and mul, and BF16 batch norm forward (train, eval) and
+// add, sub, mul and axpy (and axpy into F32 by tiles), and BF16 batch norm forward (train, eval) and
 // backward give, through the in-register kernels, the bytes of the tile
 // path (widen to F32, the F32 kernel, round back).
 func TestInRegisterMatchesTiles(t *testing.T) {
@@ -85,6 +85,14 @@ func TestInRegisterMatchesTiles(t *testing.T) {
 			k.Binary(op, o[0], o[1], o[2])
 		})
 	}
+	// Axpy: BF16 into BF16 (in registers), BF16 and a transposed BF16
+	// view into F32 (tiles), against widening both whole.
+	y32 := h.operand(dtype.F32, shape...)
+	tr := a
+	tr.Shape, tr.Strides = []int{4, 6, 7, 5}, []int{210, 35, 1, 7}
+	twice(t, "bf16 axpy", []device.Operand{c, a}, []int{0}, func(o []device.Operand) { k.Axpy(-0.3, o[1], o[0]) })
+	twice(t, "bf16 axpy into f32", []device.Operand{y32, a}, []int{0}, func(o []device.Operand) { k.Axpy(1.7, o[1], o[0]) })
+	twice(t, "strided bf16 axpy into f32", []device.Operand{y32, tr}, []int{0}, func(o []device.Operand) { k.Axpy(1.7, o[1], o[0]) })
 	f32 := func(n int) device.Operand { return h.operand(dtype.F32, n) }
 	ch := shape[1]
 	x, y := h.operand(dtype.BF16, shape...), h.operand(dtype.BF16, shape...)

@@ -130,3 +130,23 @@ func half16For(n int, f func(lo, hi int)) {
 	}
 	ParallelFor(n, vecGrain, f)
 }
+
+// AxpyBF16 adds alpha·x to y for bfloat16 slices of one length: y =
+// bf16(y + float32(alpha)·x) in float32, the product rounded before the
+// sum, as Axpy on the float32 widenings then rounding y gives.
+func AxpyBF16(alpha float64, x, y []uint16) {
+	x = x[:len(y)]
+	a := float32(alpha)
+	half16For(len(y), func(lo, hi int) {
+		xs, ys := x[lo:hi], y[lo:hi]
+		k := 0
+		if CPU.AVX2FMA {
+			if k = len(ys) &^ 7; k > 0 {
+				vecAxpyBF16(&ys[0], &xs[0], a, k)
+			}
+		}
+		for i := k; i < len(ys); i++ {
+			ys[i] = dtype.BF16FromF32(dtype.BF16ToF32(ys[i]) + float32(a*dtype.BF16ToF32(xs[i])))
+		}
+	})
+}

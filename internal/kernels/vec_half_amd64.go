@@ -19,3 +19,6 @@ func vecRelu16(d, s *uint16, n int, lim int)
 
 //go:noescape
 func vecReluGrad16(dx, dy, y *uint16, n int, lim, quiet int)
+
+//go:noescape
+func vecAxpyBF16(y, x *uint16, alpha float32, n int)

@@ -116,3 +116,26 @@ rgrad16_loop:
 	JNZ      rgrad16_loop
 	VZEROUPPER
 	RET
+
+// func vecAxpyBF16(y, x *uint16, alpha float32, n int): bfloat16 y =
+// bf16(f32(y) + alpha·f32(x)), the product rounded before the sum; n a
+// positive multiple of 8.
+TEXT ·vecAxpyBF16(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS alpha+16(FP), Y15
+	MOVQ         n+24(FP), CX
+	BF16CONSTS
+
+axpyb_loop:
+	BF16LOAD8((SI), Y0)
+	BF16LOAD8((DI), Y1)
+	VMULPS Y15, Y0, Y0
+	VADDPS Y0, Y1, Y1
+	BF16STORE8(Y1, (DI), Y2, X2, Y3, Y4)
+	ADDQ   $16, SI
+	ADDQ   $16, DI
+	SUBQ   $8, CX
+	JNZ    axpyb_loop
+	VZEROUPPER
+	RET

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/headroom-ml/headroom/dtype"
@@ -75,7 +76,7 @@ func firstDiff16(a, b []uint16) int {
 }
 
 // TestHalfElementwiseMatchTiles: the 16-bit ReLU, ReLU gradient and
-// bfloat16 add, sub and mul equal widen → float32 kernel → narrow bit for
+// bfloat16 add, sub, mul and axpy equal widen → float32 kernel → narrow bit for
 // bit, over every 16-bit pattern (and a shifted copy as the other input).
 func TestHalfElementwiseMatchTiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -106,6 +107,15 @@ func TestHalfElementwiseMatchTiles(t *testing.T) {
 			if i := firstDiff16(got, want); i >= 0 {
 				t.Errorf("bf16 op %d (%#04x, %#04x) = %#04x, want %#04x", op, a[i], b[i], got[i], want[i])
 			}
+		}
+		got := slices.Clone(b)
+		AxpyBF16(-0.7, a, got)
+		want := refTiled(c, n, func(d []float32, in [][]float32) {
+			copy(d, in[1])
+			axpyRun(float32(-0.7), in[0], d)
+		}, a, b)
+		if i := firstDiff16(got, want); i >= 0 {
+			t.Errorf("bf16 axpy (%#04x, %#04x) = %#04x, want %#04x", a[i], b[i], got[i], want[i])
 		}
 		if BinaryBF16(BDiv, make([]uint16, 1), a[:1], b[:1]) {
 			t.Errorf("BinaryBF16(BDiv) accepted an op it does not implement")
