@@ -69,6 +69,14 @@ func (n *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return autograd.BatchNorm2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
 }
 
+// ForwardReLU is Forward followed by ReLU, in one pass in inference
+// (autograd.BatchNormReLU2d): the same values, one activation instead of
+// two.
+func (n *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
+	defer x.Scope().Within(n.Name)()
+	return autograd.BatchNormReLU2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
+}
+
 // Params returns weight and bias, then the running mean and variance as
 // buffers.
 func (n *BatchNorm2d) Params() []Param {

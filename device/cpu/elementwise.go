@@ -15,6 +15,10 @@ func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 		return
 	}
 	if anyHalf(dst, src) {
+		if op == device.Relu && inRegister && sameHalf(dst, src) {
+			kernels.ReluHalf(half(dst), half(src), dst.DType == dtype.BF16)
+			return
+		}
 		tiled(dst, []device.Operand{src}, func(d []float32, in [][]float32) {
 			kernels.UnaryFlat(int(op), arg, d, in[0])
 		})
@@ -51,6 +55,10 @@ func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float6
 		return
 	}
 	if anyHalf(dx, dy, x, y) {
+		if op == device.Relu && inRegister && sameHalf(dx, dy, y) {
+			kernels.ReluGradHalf(half(dx), half(dy), half(y), dx.DType == dtype.BF16)
+			return
+		}
 		tiled(flatten(dx), []device.Operand{flatten(dy), flatten(x), flatten(y)}, func(d []float32, in [][]float32) {
 			kernels.UnaryGrad(int(op), arg, d, in[0], in[1], in[2])
 		})
@@ -71,6 +79,10 @@ func (kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 		return
 	}
 	if anyHalf(dst, a, b) {
+		if inRegister && dst.DType == dtype.BF16 && sameHalf(dst, a, b) &&
+			kernels.BinaryBF16(int(op), half(dst), half(a), half(b)) {
+			return
+		}
 		tiled(dst, []device.Operand{a, b}, func(d []float32, in [][]float32) {
 			kernels.BinaryFlat(int(op), d, in[0], in[1])
 		})
@@ -89,6 +101,21 @@ func (kern) Axpy(alpha float64, x, y device.Operand) {
 		v, vl := f64(x)
 		kernels.Axpy(alpha, v, lay(vl), d, dl.Off)
 		put64(y, d)
+		return
+	}
+	switch {
+	case inRegister && y.DType == dtype.BF16 && sameHalf(x, y):
+		kernels.AxpyBF16(alpha, half(x), half(y))
+		return
+	case inRegister && anyHalf(x, y):
+		// Tile by tile, y (contiguous) viewed over x's shape: no copy of
+		// either operand's extent.
+		yv := y
+		yv.Shape, yv.Strides = x.Shape, nil
+		tiled(yv, []device.Operand{yv, x}, func(d []float32, in [][]float32) {
+			copy(d, in[0])
+			kernels.Axpy(alpha, in[1], kernels.Layout{Shape: []int{len(d)}}, d, 0)
+		})
 		return
 	}
 	d, dl := f32(y)
