@@ -177,7 +177,9 @@ func batchNorm2d(name string, x, w, b, runMean, runVar *Tensor, training, relu b
 		mean.Release()
 		invstd.Release()
 		if relu && !fused {
-			return reluOf(y)
+			// Nothing is recorded: ReLU over y's own storage, so no
+			// third activation is live beside x and y.
+			return y.ReLUInPlace()
 		}
 		return y
 	}

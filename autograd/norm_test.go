@@ -321,3 +321,42 @@ func TestGradBatchNormReLU(t *testing.T) {
 		{name: "eval", shapes: [][]int{{2, 3, 2, 2}, {3}, {3}}, f: bnr(false)},
 	})
 }
+
+// TestBatchNormReLU2dUnrecordedPeak: in training without a graph (BN
+// recalibration) BatchNormReLU2d is BatchNorm then ReLU, and holds no more
+// than BatchNorm2d alone: x and y (the ReLU runs over y's storage), the
+// statistics — not a third activation.
+func TestBatchNormReLU2dUnrecordedPeak(t *testing.T) {
+	const n, c, h, w = 2, 3, 4, 5
+	dev := cpu.New(0, device.Options{})
+	s := autograd.NewScope()
+	defer s.Release()
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := s.FromFloat64s(dev, []int{n, c, h, w}, nslVals(rng, n*c*h*w, -2, 2)).Cast(dtype.F32)
+	ch := func(v float64) *autograd.Tensor { return s.FromFloat64s(dev, []int{c}, []float64{v, v, v}).Cast(dtype.F32) }
+	wt, b, rm, rv := ch(1), ch(0), ch(0), ch(1)
+	peak := func(relu bool) (p int64, y []float64) {
+		dev.ResetPeak()
+		base := dev.CurrentBytes()
+		s.NoGrad(func() {
+			f := autograd.BatchNorm2d
+			if relu {
+				f = autograd.BatchNormReLU2d
+			}
+			out := f(x, wt, b, rm, rv, true, 0.1, 1e-5)
+			y = out.Float64s()
+			out.Release()
+		})
+		return dev.PeakBytes() - base, y
+	}
+	plain, yb := peak(false)
+	fused, yr := peak(true)
+	if fused != plain {
+		t.Errorf("training without a graph: BatchNormReLU2d peak %d B above the inputs, BatchNorm2d's %d B", fused, plain)
+	}
+	for i := range yb {
+		if want := max(yb[i], 0); yr[i] != want {
+			t.Fatalf("y[%d] = %v, want relu(%v)", i, yr[i], yb[i])
+		}
+	}
+}
