@@ -65,14 +65,14 @@ func (t tileRow) next(p *ConvArgs) tileRow {
 	return t
 }
 
-// im2colTile writes the tile of x (cg planes of H×W) into col; taps are
-// p's (convTaps.set).
-func im2colTile[T convElem](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0, oh1 int) {
+// im2colTile writes the tile of x (cg planes of H×W) into col, whose rows
+// start ld elements apart; taps are p's (convTaps.set).
+func im2colTile[T convElem](p *ConvArgs, taps convTaps, col []T, ld int, x []T, r0, r1, oh0, oh1 int) {
 	ow, hw := p.OW, p.H*p.W
 	nb := (oh1 - oh0) * ow
 	fast := sameConv(p)
 	for row, t := r0, firstRow(p, r0); row < r1; row, t = row+1, t.next(p) {
-		dst := col[(row-r0)*nb : (row-r0+1)*nb]
+		dst := col[(row-r0)*ld : (row-r0)*ld+nb]
 		plane := x[t.c*hw : (t.c+1)*hw]
 		ht, wt := taps[t.r], taps[p.R+t.s]
 		hoff, woff := ht.off, wt.off
@@ -118,6 +118,16 @@ func im2colTile[T convElem](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0,
 				out[i] = in[i*sw]
 			}
 		}
+	}
+}
+
+// im2colSamples writes the tiles of ns consecutive samples side by side
+// into col (rows of ns·nb elements, sample s at column s·nb); x starts at
+// the first sample's group of channels, d are p's dims.
+func im2colSamples[T convElem](p *ConvArgs, taps convTaps, d *convDims, col, x []T, ns, r0, r1, oh0, oh1 int) {
+	nb := (oh1 - oh0) * p.OW
+	for s := range ns {
+		im2colTile(p, taps, col[s*nb:], ns*nb, x[s*d.xs:s*d.xs+d.cg*d.hw], r0, r1, oh0, oh1)
 	}
 }
 

@@ -58,6 +58,13 @@ func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
 }
 
 func runConvHalf(kind convKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
+	if kind == convGradInput && p.directGradInput() {
+		n := p.K * p.C / p.Groups * p.R * p.S
+		withFlipped(&p, b.Bits[:n], func(wt []uint16) {
+			runConvHalf(convForward, p.transposed(), out, a, Half16{Bits: wt, BF16: b.BF16}, ws)
+		})
+		return
+	}
 	j := convJobs32.get()
 	j.half, j.ha, j.hb, j.ho = true, a, b, out.H
 	j.run(kind, p, out.F, nil, nil, ws)
@@ -91,8 +98,8 @@ func (j *convJob[T]) planHalf() {
 	switch j.kind {
 	case convForward:
 		t.t16 = j.tile
-		if narrow {
-			t.fo = d.kg * j.band * p.OW
+		if narrow || j.spu > 1 {
+			t.fo = d.kg * j.spu * j.band * p.OW
 		}
 	case convGradInput:
 		t.tf = j.tile
@@ -134,11 +141,12 @@ func (j *convJob[T]) halfUnit(u int, tile []float32) {
 // forwardHalf is forward over 16-bit x (a) and w (b).
 func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	a, g, xo, oh0, oh1 := j.forwardUnit(u)
+	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
 	nb, yo := a.N, a.OffC
 	col16, _, fo := j.htile.split(tile)
 	c := as[float32](j.out)
-	if c == nil {
+	direct := c != nil && ns == 1
+	if !direct {
 		c, a.OffC, a.LdC = fo, 0, nb
 	}
 	b := j.ha.Bits
@@ -146,14 +154,12 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]
-		im2colTile(p, j.taps, b, j.ha.Bits[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+		im2colSamples(p, j.taps, d, b, j.ha.Bits[xo:], ns, 0, d.crs, oh0, oh1)
 		a.LdB = nb
 	}
 	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
-	if j.out == nil {
-		for k := range d.kg {
-			narrowTo(j.ho, yo+k*d.ohw, fo[k*nb:(k+1)*nb])
-		}
+	if !direct {
+		j.storeY(as[T](fo), yo, ns, nb/ns)
 	}
 }
 
@@ -208,7 +214,7 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 			oh0, oh1 := j.bandRows(i)
 			nb := (oh1 - oh0) * p.OW
 			col := col16[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
+			im2colTile(p, j.taps, col, nb, x, r0, r1, oh0, oh1)
 			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
 			GemmHalf(a, j.ha.Bits, col, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1

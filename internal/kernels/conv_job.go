@@ -27,6 +27,11 @@ const (
 //     allows, so that up to convUnits/2 workers balance their load, and
 //     takes a second worker only from convPart multiply-adds per worker
 //     (waking a parked worker costs 100–150 µs; see gemmPart).
+//   - A forward unit over planes of fewer than convMinCols outputs (one
+//     band) takes several samples, side by side in its tile, up to
+//     convMinCols columns but no fewer units than convUnits where the
+//     batch allows: one GEMM per sample would be too narrow for the
+//     micro-kernel (a 4×4 plane fills half of its 32 columns).
 //   - The weight gradient splits the samples into chunks, each summed into
 //     its own copy of dw, when dw has at most convDWSmall elements; else it
 //     splits dw's columns (im2col rows) into blocks of at least convMinDW,
@@ -59,6 +64,7 @@ type convJob[T float32 | float64] struct {
 	out, a, b, ws []T
 
 	band, bands   int // output rows per band; bands per sample
+	spu           int // forward: samples per unit, side by side in its tile
 	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
 	chunks        int // weight gradient: chunks of samples, each summed into its own dw
 	units         int
@@ -96,6 +102,11 @@ var (
 
 // runConvJob runs one of the three kernels (out, a, b as in convJob).
 func runConvJob[T Float](kind convKind, p ConvArgs, out, a, b, ws []T) {
+	if kind == convGradInput && p.directGradInput() {
+		n := p.K * p.C / p.Groups * p.R * p.S
+		withFlipped(&p, b[:n], func(wt []T) { runConvJob(convForward, p.transposed(), out, a, wt, ws) })
+		return
+	}
 	var z T
 	if unsafe.Sizeof(z) == 4 {
 		j := convJobs32.get()
@@ -186,11 +197,14 @@ func (j *convJob[T]) plan() {
 	if j.band > 0 {
 		j.bands = ceilDiv(p.OH, j.band)
 	}
-	j.block, j.blocks, j.chunks = 0, 1, 1
+	j.block, j.blocks, j.chunks, j.spu = 0, 1, 1, 1
 	switch j.kind {
 	case convForward:
-		j.units = ng * j.bands
-		j.tile = d.crs * j.band * p.OW
+		if !d.pointwise && j.bands == 1 && d.ohw < convMinCols {
+			j.spu = max(1, min(ceilDiv(convMinCols, max(d.ohw, 1)), ng/convUnits))
+		}
+		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.bands
+		j.tile = d.crs * j.spu * j.band * p.OW
 	case convGradInput:
 		j.block = d.cg
 		if ng > 0 && ng < convUnits && d.cg > 1 {
@@ -218,6 +232,8 @@ func (j *convJob[T]) plan() {
 	}
 	if j.half {
 		j.planHalf()
+	} else if j.spu > 1 {
+		j.tile += d.kg * j.spu * j.band * p.OW // the GEMM's output, then copied to y
 	}
 }
 
@@ -267,31 +283,59 @@ func (j *convJob[T]) bandRows(i int) (oh0, oh1 int) {
 }
 
 // forwardUnit returns unit u's GEMM, y_band (kg × nb) = w_g (kg × crs) ·
-// col_band (crs × nb), B's offset and stride left to the caller, with its
-// group, x's offset and its band of output rows [oh0, oh1).
-func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, oh0, oh1 int) {
+// col_band (crs × nb) over its ns samples' bands side by side, B's offset
+// and stride left to the caller (and C's when ns > 1: y's offset is
+// OffC), with its group, x's offset (of its first sample), ns and its
+// band of output rows [oh0, oh1).
+func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, ns, oh0, oh1 int) {
 	p, d := &j.p, &j.d
-	n := u / (p.Groups * j.bands)
+	n := u / (p.Groups * j.bands) * j.spu
+	ns = min(j.spu, p.N-n)
 	g = u / j.bands % p.Groups
 	oh0, oh1 = j.bandRows(u % j.bands)
-	a = GemmArgs{M: d.kg, N: (oh1 - oh0) * p.OW, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
+	a = GemmArgs{M: d.kg, N: ns * (oh1 - oh0) * p.OW, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
 		OffC: n*d.ys + g*d.kg*d.ohw + oh0*p.OW, LdC: d.ohw}
-	return a, g, n*d.xs + g*d.cg*d.hw, oh0, oh1
+	return a, g, n*d.xs + g*d.cg*d.hw, ns, oh0, oh1
 }
 
-// forward computes one band of one sample and group of y.
+// forward computes one band of one group of y for the unit's samples.
 func (j *convJob[T]) forward(u int, tile []T) {
 	p, d := &j.p, &j.d
-	a, g, xo, oh0, oh1 := j.forwardUnit(u)
+	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
 	if d.pointwise {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
 	col := tile[:d.crs*a.N]
-	im2colTile(p, j.taps, col, j.a[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+	im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
 	a.LdB = a.N
-	j.gemmW(a, g, operand[T]{f: col}, j.out)
+	if ns == 1 {
+		j.gemmW(a, g, operand[T]{f: col}, j.out)
+		return
+	}
+	fo, yo := tile[d.crs*a.N:][:d.kg*a.N], a.OffC
+	a.OffC, a.LdC = 0, a.N
+	j.gemmW(a, g, operand[T]{f: col}, fo)
+	j.storeY(fo, yo, ns, a.N/ns)
+}
+
+// storeY writes a forward unit's output tile fo (kg rows of ns samples'
+// cols outputs side by side) into y from offset yo (its first sample's):
+// copied, or rounded to a 16-bit y.
+func (j *convJob[T]) storeY(fo []T, yo, ns, cols int) {
+	d := &j.d
+	narrow := j.half && j.out == nil
+	for s := range ns {
+		for k := range d.kg {
+			src, at := fo[(k*ns+s)*cols:][:cols], yo+s*d.ys+k*d.ohw
+			if narrow {
+				narrowTo(j.ho, at, as[float32](src))
+				continue
+			}
+			copy(j.out[at:at+cols], src)
+		}
+	}
 }
 
 // gradInputUnit returns unit u's GEMM, col (block rows × nb) = w_g[:,
@@ -366,7 +410,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 			oh0, oh1 := j.bandRows(i)
 			nb := (oh1 - oh0) * p.OW
 			col := tile[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
+			im2colTile(p, j.taps, col, nb, x, r0, r1, oh0, oh1)
 			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
 			Gemm(a, j.a, col, dw)
 			a.Beta = 1

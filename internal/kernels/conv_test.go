@@ -243,6 +243,11 @@ var convPathShapes = []ConvArgs{
 	{N: 1, C: 3, H: 7, W: 7, K: 300, R: 1, S: 1, StrideH: 2, StrideW: 2},
 	{N: 2, C: 48, H: 4, W: 4, K: 20, R: 3, S: 3, PadH: 1, PadW: 1},
 	{N: 8, C: 30, H: 3, W: 3, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
+	// Batches of small planes: several samples per forward unit (the
+	// last with fewer), with groups and stride 2.
+	{N: 17, C: 3, H: 3, W: 3, K: 5, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 9, C: 4, H: 4, W: 3, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
+	{N: 40, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }

@@ -1,0 +1,121 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// cifarResNet18Convs are the 3×3 convolutions of ResNet-18 with the small
+// stem on 3×32×32 images (bench/step_bench_test.go's workload) at batch
+// n: each stage's stride-1 convolution and the stride-2 one entering it.
+func cifarResNet18Convs(n int) []*convBench {
+	return []*convBench{
+		{name: "32x32x64-64", p: conv3x3(n, 32, 64, 64, 1)},
+		{name: "s2_32x32x64-128", p: conv3x3(n, 32, 64, 128, 2)},
+		{name: "16x16x128-128", p: conv3x3(n, 16, 128, 128, 1)},
+		{name: "s2_16x16x128-256", p: conv3x3(n, 16, 128, 256, 2)},
+		{name: "8x8x256-256", p: conv3x3(n, 8, 256, 256, 1)},
+		{name: "s2_8x8x256-512", p: conv3x3(n, 8, 256, 512, 2)},
+		{name: "4x4x512-512", p: conv3x3(n, 4, 512, 512, 1)},
+	}
+}
+
+// toBF16 rounds v to bfloat16 bits.
+func toBF16(v []float32) Half16 {
+	bits := make([]uint16, len(v))
+	for i, x := range v {
+		bits[i] = dtype.BF16FromF32(x)
+	}
+	return Half16{Bits: bits, BF16: true}
+}
+
+// convPassFuncs returns the three passes of c (fwd, dgrad, wgrad) in F32,
+// or on bfloat16 operands and outputs when bf16.
+func convPassFuncs(c *convBench, bf16 bool) [4]func() {
+	if !bf16 {
+		return [4]func(){c.forward, c.gradInput, c.gradWeight, viaCol2im(c.gradInput)}
+	}
+	p := c.p
+	x, w, dy := toBF16(c.x), toBF16(c.w), toBF16(c.dy)
+	y, dx, dw := toBF16(c.y), toBF16(c.dx), toBF16(c.dw)
+	ws := c.ws
+	dgrad := func() { Conv2dGradInputHalf(p, ConvOut{H: dx}, dy, w, ws) }
+	return [4]func(){
+		func() { Conv2dHalf(p, ConvOut{H: y}, x, w, ws) },
+		dgrad,
+		func() { Conv2dGradWeightHalf(p, ConvOut{H: dw}, dy, x, ws) },
+		viaCol2im(dgrad),
+	}
+}
+
+// viaCol2im is f with the input gradient forced onto GEMM + col2im.
+func viaCol2im(f func()) func() {
+	return func() {
+		convDirectGrad = false
+		f()
+		convDirectGrad = true
+	}
+}
+
+// sameFlopGemm returns a GEMM of c's im2col shape, M = K, N = N·OH·OW,
+// K = C/G·R·S (G = 1): the FLOPs of one pass, in F32 or bfloat16.
+func sameFlopGemm(r *rand.Rand, c *convBench, bf16 bool) func() {
+	p := c.p
+	m, n, k := p.K, p.N*p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	g := GemmArgs{M: m, N: n, K: k, Alpha: 1, LdA: k, LdB: n, LdC: n}
+	a, b, out := benchF32(r, m*k), benchF32(r, k*n), make([]float32, m*n)
+	if !bf16 {
+		return func() { Gemm(g, a, b, out) }
+	}
+	ha, hb := toBF16(a), toBF16(b)
+	return func() { GemmHalf(g, ha.Bits, hb.Bits, true, true, out) }
+}
+
+// BenchmarkConvVsGemm times each pass of ResNet-18's 3×3 convolutions
+// (the small-stem 32×32 model at batch 32) alternately with a GEMM of the
+// same FLOPs (sameFlopGemm), in F32 and on bfloat16, and reports the best
+// GFLOP/s of each over the iterations (steadier on a shared machine) and
+// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass. Where the
+// input gradient runs as a forward convolution (directGradInput),
+// dgrad-col2im times the GEMM + col2im path beside it. Names are
+// key=value for benchstat.
+func BenchmarkConvVsGemm(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range cifarResNet18Convs(32) {
+		for _, bf16 := range []bool{false, true} {
+			dt := map[bool]string{false: "f32", true: "bf16"}[bf16]
+			var passes [4]func()
+			var gemm func()
+			for i, name := range []string{"fwd", "dgrad", "wgrad", "dgrad-col2im"} {
+				if i == 3 && !c.p.directGradInput() {
+					continue
+				}
+				b.Run(fmt.Sprintf("layer=%s/dtype=%s/pass=%s", c.name, dt, name), func(b *testing.B) {
+					if gemm == nil {
+						c.alloc(r)
+						passes, gemm = convPassFuncs(c, bf16), sameFlopGemm(r, c, bf16)
+					}
+					f := passes[i]
+					f()
+					gemm()
+					bestC, bestG := time.Duration(1<<62), time.Duration(1<<62)
+					for b.Loop() {
+						t0 := time.Now()
+						f()
+						t1 := time.Now()
+						gemm()
+						bestC, bestG = min(bestC, t1.Sub(t0)), min(bestG, time.Since(t1))
+					}
+					conv, gm := c.flops()/bestC.Seconds()/1e9, c.flops()/bestG.Seconds()/1e9
+					b.ReportMetric(conv, "GFLOP/s")
+					b.ReportMetric(gm, "gemmGFLOP/s")
+					b.ReportMetric(conv/gm, "xGEMM")
+				})
+			}
+		}
+	}
+}
