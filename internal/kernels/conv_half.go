@@ -200,7 +200,8 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 	a, dwT, ck, g, r0, r1 := j.gradWeightUnit(u)
 	dw := as[float32](dwT)
 	col16, _, _ := j.htile.split(tile)
-	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+	n1 := (ck + 1) * p.N / j.chunks
+	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
 		if d.pointwise {
@@ -209,14 +210,11 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 			a.Beta = 1
 			continue
 		}
-		x := j.hb.Bits[xo : xo+d.cg*d.hw]
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			nb := (oh1 - oh0) * p.OW
-			col := col16[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, nb, x, r0, r1, oh0, oh1)
-			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
-			GemmHalf(a, j.ha.Bits, col, j.ha.BF16, j.hb.BF16, dw)
+			ns := min(j.spu, n1-n)
+			ga, gb := wgradTile(p, j.taps, d, &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
+			GemmHalf(a, ga, gb, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
 		}
 	}

@@ -32,6 +32,10 @@ const (
 //     convMinCols columns but no fewer units than convUnits where the
 //     batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns).
+//   - Likewise the weight gradient's GEMMs over such planes each take up
+//     to convMinCols columns of several samples (of one chunk) as their
+//     depth, instead of one plane's few: every GEMM reads and writes its
+//     whole block of dw.
 //   - The weight gradient splits the samples into chunks, each summed into
 //     its own copy of dw, when dw has at most convDWSmall elements; else it
 //     splits dw's columns (im2col rows) into blocks of at least convMinDW,
@@ -64,7 +68,7 @@ type convJob[T float32 | float64] struct {
 	out, a, b, ws []T
 
 	band, bands   int // output rows per band; bands per sample
-	spu           int // forward: samples per unit, side by side in its tile
+	spu           int // forward: samples per unit; weight gradient: per GEMM (side by side in the tile)
 	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
 	chunks        int // weight gradient: chunks of samples, each summed into its own dw
 	units         int
@@ -225,14 +229,20 @@ func (j *convJob[T]) plan() {
 		}
 		j.blocks = ceilDiv(d.crs, max(j.block, 1))
 		j.units = j.chunks * p.Groups * j.blocks
-		j.tile = j.block * j.band * p.OW
+		if !d.pointwise && j.bands == 1 && d.ohw < convMinCols {
+			j.spu = max(1, min(ceilDiv(convMinCols, max(d.ohw, 1)), p.N/max(j.chunks, 1)))
+		}
+		j.tile = j.block * j.spu * j.band * p.OW
+		if j.spu > 1 {
+			j.tile += d.kg * j.spu * j.band * p.OW // dy's rows, side by side
+		}
 	}
 	if d.pointwise {
 		j.tile = 0
 	}
 	if j.half {
 		j.planHalf()
-	} else if j.spu > 1 {
+	} else if j.spu > 1 && j.kind == convForward {
 		j.tile += d.kg * j.spu * j.band * p.OW // the GEMM's output, then copied to y
 	}
 }
@@ -392,11 +402,13 @@ func (j *convJob[T]) gradWeightUnit(u int) (a GemmArgs, dw []T, ck, g, r0, r1 in
 }
 
 // gradWeight computes one block of columns of one group's dw (or of its
-// chunk's copy of dw), summing over the chunk's samples and bands in order.
+// chunk's copy of dw), summing over the chunk's samples (spu at a time)
+// and bands in order.
 func (j *convJob[T]) gradWeight(u int, tile []T) {
 	p, d := &j.p, &j.d
 	a, dw, ck, g, r0, r1 := j.gradWeightUnit(u)
-	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+	n1 := (ck + 1) * p.N / j.chunks
+	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
 		if d.pointwise {
@@ -405,15 +417,35 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 			a.Beta = 1
 			continue
 		}
-		x := j.b[xo : xo+d.cg*d.hw]
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			nb := (oh1 - oh0) * p.OW
-			col := tile[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, nb, x, r0, r1, oh0, oh1)
-			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
-			Gemm(a, j.a, col, dw)
+			ga, gb := wgradTile(p, j.taps, d, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
+			Gemm(a, ga, gb, dw)
 			a.Beta = 1
 		}
 	}
+}
+
+// wgradTile builds the operands of a weight-gradient GEMM over ns samples'
+// band [oh0, oh1) side by side, x and dy starting at the first sample's
+// group: in tile, rows [r0, r1) of the im2col matrix (B) and, when ns > 1,
+// dy's kg rows (A; else A is dy itself). It sets a's K, A's offset and
+// stride and B's.
+func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
+	cols := (oh1 - oh0) * p.OW
+	nb := ns * cols
+	gb = tile[:(r1-r0)*nb]
+	im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	a.K, a.OffA, a.LdA, a.OffB, a.LdB = nb, oh0*p.OW, d.ohw, 0, nb
+	if ns == 1 {
+		return dy, gb
+	}
+	ga = tile[(r1-r0)*nb:][:d.kg*nb]
+	for s := range ns {
+		for k := range d.kg {
+			copy(ga[k*nb+s*cols:][:cols], dy[s*d.ys+k*d.ohw+oh0*p.OW:][:cols])
+		}
+	}
+	a.OffA, a.LdA = 0, nb
+	return ga, gb
 }
