@@ -131,16 +131,29 @@ func im2colSamples[T convElem](p *ConvArgs, taps convTaps, d *convDims, col, x [
 	}
 }
 
+// gatherSamples copies the kg rows of dy of ns consecutive samples,
+// columns [off, off+cols) of each, side by side into dst (rows of
+// ns·cols, sample s at column s·cols); dy starts at the first sample's
+// group of channels, d are the convolution's dims.
+func gatherSamples[T convElem](dst, dy []T, d *convDims, ns, cols, off int) {
+	nb := ns * cols
+	for s := range ns {
+		for k := range d.kg {
+			copy(dst[k*nb+s*cols:][:cols], dy[s*d.ys+k*d.ohw+off:][:cols])
+		}
+	}
+}
+
 // col2imTile adds the tile's rows [0, rows) (whole channels, the first at
-// dx[0:H·W]) into dx at the positions im2colTile reads them from. The
+// dx[0:H·W]; rows ld elements apart in col) into dx at the positions im2colTile reads them from. The
 // tile's padding entries are discarded (the fast path zeroes them in col
 // first, so col is clobbered).
-func col2imTile[T Float](p *ConvArgs, taps convTaps, dx, col []T, rows, oh0, oh1 int) {
+func col2imTile[T Float](p *ConvArgs, taps convTaps, dx, col []T, ld, rows, oh0, oh1 int) {
 	ow, hw := p.OW, p.H*p.W
 	nb := (oh1 - oh0) * ow
 	fast := sameConv(p)
 	for row, t := 0, (tileRow{}); row < rows; row, t = row+1, t.next(p) {
-		src := col[row*nb : (row+1)*nb]
+		src := col[row*ld : row*ld+nb]
 		plane := dx[t.c*hw : (t.c+1)*hw]
 		ht, wt := taps[t.r], taps[p.R+t.s]
 		hoff, woff := ht.off, wt.off

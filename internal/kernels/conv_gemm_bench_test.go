@@ -35,29 +35,18 @@ func toBF16(v []float32) Half16 {
 
 // convPassFuncs returns the three passes of c (fwd, dgrad, wgrad) in F32,
 // or on bfloat16 operands and outputs when bf16.
-func convPassFuncs(c *convBench, bf16 bool) [4]func() {
+func convPassFuncs(c *convBench, bf16 bool) [3]func() {
 	if !bf16 {
-		return [4]func(){c.forward, c.gradInput, c.gradWeight, viaCol2im(c.gradInput)}
+		return [3]func(){c.forward, c.gradInput, c.gradWeight}
 	}
 	p := c.p
 	x, w, dy := toBF16(c.x), toBF16(c.w), toBF16(c.dy)
 	y, dx, dw := toBF16(c.y), toBF16(c.dx), toBF16(c.dw)
 	ws := c.ws
-	dgrad := func() { Conv2dGradInputHalf(p, ConvOut{H: dx}, dy, w, ws) }
-	return [4]func(){
+	return [3]func(){
 		func() { Conv2dHalf(p, ConvOut{H: y}, x, w, ws) },
-		dgrad,
+		func() { Conv2dGradInputHalf(p, ConvOut{H: dx}, dy, w, ws) },
 		func() { Conv2dGradWeightHalf(p, ConvOut{H: dw}, dy, x, ws) },
-		viaCol2im(dgrad),
-	}
-}
-
-// viaCol2im is f with the input gradient forced onto GEMM + col2im.
-func viaCol2im(f func()) func() {
-	return func() {
-		convDirectGrad = false
-		f()
-		convDirectGrad = true
 	}
 }
 
@@ -79,21 +68,16 @@ func sameFlopGemm(r *rand.Rand, c *convBench, bf16 bool) func() {
 // (the small-stem 32×32 model at batch 32) alternately with a GEMM of the
 // same FLOPs (sameFlopGemm), in F32 and on bfloat16, and reports the best
 // GFLOP/s of each over the iterations (steadier on a shared machine) and
-// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass. Where the
-// input gradient runs as a forward convolution (directGradInput),
-// dgrad-col2im times the GEMM + col2im path beside it. Names are
+// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass. Names are
 // key=value for benchstat.
 func BenchmarkConvVsGemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, c := range cifarResNet18Convs(32) {
 		for _, bf16 := range []bool{false, true} {
 			dt := map[bool]string{false: "f32", true: "bf16"}[bf16]
-			var passes [4]func()
+			var passes [3]func()
 			var gemm func()
-			for i, name := range []string{"fwd", "dgrad", "wgrad", "dgrad-col2im"} {
-				if i == 3 && !c.p.directGradInput() {
-					continue
-				}
+			for i, name := range []string{"fwd", "dgrad", "wgrad"} {
 				b.Run(fmt.Sprintf("layer=%s/dtype=%s/pass=%s", c.name, dt, name), func(b *testing.B) {
 					if gemm == nil {
 						c.alloc(r)

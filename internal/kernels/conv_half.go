@@ -58,13 +58,6 @@ func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
 }
 
 func runConvHalf(kind convKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
-	if kind == convGradInput && p.directGradInput() {
-		n := p.K * p.C / p.Groups * p.R * p.S
-		withFlipped(&p, b.Bits[:n], func(wt []uint16) {
-			runConvHalf(convForward, p.transposed(), out, a, Half16{Bits: wt, BF16: b.BF16}, ws)
-		})
-		return
-	}
 	j := convJobs32.get()
 	j.half, j.ha, j.hb, j.ho = true, a, b, out.H
 	j.run(kind, p, out.F, nil, nil, ws)
@@ -103,6 +96,9 @@ func (j *convJob[T]) planHalf() {
 		}
 	case convGradInput:
 		t.tf = j.tile
+		if j.spu > 1 {
+			t.t16 = d.kg * j.spu * j.band * p.OW
+		}
 		if narrow {
 			t.fo = j.block * d.hw
 		}
@@ -166,8 +162,16 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 // gradInputHalf is gradInput over 16-bit dy (a) and w (b).
 func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	a, id, chans, xo, yo := j.gradInputUnit(u)
-	_, colF, fo := j.htile.split(tile)
+	a, id, chans, xo, yo, ns := j.gradInputUnit(u)
+	col16, colF, fo := j.htile.split(tile)
+	if ns > 1 {
+		nb := ns * d.ohw
+		dyt := col16[:d.kg*nb]
+		gatherSamples(dyt, j.ha.Bits[yo:], d, ns, d.ohw, 0)
+		dy := operand[T]{h: dyt, bf16: j.ha.BF16}
+		j.gradInputSamples(a, id, dy, as[T](colF[:a.M*nb]), as[T](fo), xo, chans, ns)
+		return
+	}
 	dx, dxo := as[float32](j.out), xo
 	if dx == nil {
 		dx, dxo = fo, 0
@@ -185,7 +189,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 			j.gemmW(a, id, dy, as[T](col))
-			col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+			col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
 		}
 	}
 	if j.out == nil {

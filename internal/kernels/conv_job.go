@@ -27,10 +27,11 @@ const (
 //     allows, so that up to convUnits/2 workers balance their load, and
 //     takes a second worker only from convPart multiply-adds per worker
 //     (waking a parked worker costs 100–150 µs; see gemmPart).
-//   - A forward unit over planes of fewer than convMinCols outputs (one
-//     band) takes several samples, side by side in its tile, up to
-//     convMinCols columns but no fewer units than convUnits where the
-//     batch allows: one GEMM per sample would be too narrow for the
+//   - A forward or input-gradient unit over planes of fewer than
+//     convMinCols outputs (one band) takes several samples, side by side
+//     in its tile (the input gradient gathers their dy rows into it),
+//     up to convMinCols columns but no fewer units than convUnits where
+//     the batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns).
 //   - Likewise the weight gradient's GEMMs over such planes each take up
 //     to convMinCols columns of several samples (of one chunk) as their
@@ -68,7 +69,7 @@ type convJob[T float32 | float64] struct {
 	out, a, b, ws []T
 
 	band, bands   int // output rows per band; bands per sample
-	spu           int // forward: samples per unit; weight gradient: per GEMM (side by side in the tile)
+	spu           int // samples per unit (weight gradient: per GEMM), side by side in the tile
 	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
 	chunks        int // weight gradient: chunks of samples, each summed into its own dw
 	units         int
@@ -106,11 +107,6 @@ var (
 
 // runConvJob runs one of the three kernels (out, a, b as in convJob).
 func runConvJob[T Float](kind convKind, p ConvArgs, out, a, b, ws []T) {
-	if kind == convGradInput && p.directGradInput() {
-		n := p.K * p.C / p.Groups * p.R * p.S
-		withFlipped(&p, b[:n], func(wt []T) { runConvJob(convForward, p.transposed(), out, a, wt, ws) })
-		return
-	}
 	var z T
 	if unsafe.Sizeof(z) == 4 {
 		j := convJobs32.get()
@@ -204,9 +200,7 @@ func (j *convJob[T]) plan() {
 	j.block, j.blocks, j.chunks, j.spu = 0, 1, 1, 1
 	switch j.kind {
 	case convForward:
-		if !d.pointwise && j.bands == 1 && d.ohw < convMinCols {
-			j.spu = max(1, min(ceilDiv(convMinCols, max(d.ohw, 1)), ng/convUnits))
-		}
+		j.spu = j.samplesPerUnit(ng / convUnits)
 		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.bands
 		j.tile = d.crs * j.spu * j.band * p.OW
 	case convGradInput:
@@ -214,9 +208,10 @@ func (j *convJob[T]) plan() {
 		if ng > 0 && ng < convUnits && d.cg > 1 {
 			j.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
 		}
+		j.spu = j.samplesPerUnit(ng / convUnits)
 		j.blocks = ceilDiv(d.cg, max(j.block, 1))
-		j.units = ng * j.blocks
-		j.tile = j.block * rs * j.band * p.OW
+		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.blocks
+		j.tile = j.block * rs * j.spu * j.band * p.OW
 	case convGradWeight:
 		j.block = d.crs
 		switch {
@@ -229,9 +224,7 @@ func (j *convJob[T]) plan() {
 		}
 		j.blocks = ceilDiv(d.crs, max(j.block, 1))
 		j.units = j.chunks * p.Groups * j.blocks
-		if !d.pointwise && j.bands == 1 && d.ohw < convMinCols {
-			j.spu = max(1, min(ceilDiv(convMinCols, max(d.ohw, 1)), p.N/max(j.chunks, 1)))
-		}
+		j.spu = j.samplesPerUnit(p.N / max(j.chunks, 1))
 		j.tile = j.block * j.spu * j.band * p.OW
 		if j.spu > 1 {
 			j.tile += d.kg * j.spu * j.band * p.OW // dy's rows, side by side
@@ -242,9 +235,23 @@ func (j *convJob[T]) plan() {
 	}
 	if j.half {
 		j.planHalf()
-	} else if j.spu > 1 && j.kind == convForward {
-		j.tile += d.kg * j.spu * j.band * p.OW // the GEMM's output, then copied to y
+	} else if j.spu > 1 && j.kind != convGradWeight {
+		// The forward GEMM's output, then copied to y; the input
+		// gradient's dy rows, side by side.
+		j.tile += d.kg * j.spu * j.band * p.OW
 	}
+}
+
+// samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
+// takes side by side, at most most: one unless the convolution has one
+// band of fewer than convMinCols outputs, then as many as make
+// convMinCols columns.
+func (j *convJob[T]) samplesPerUnit(most int) int {
+	d := &j.d
+	if d.pointwise || j.bands != 1 || d.ohw >= convMinCols {
+		return 1
+	}
+	return max(1, min(ceilDiv(convMinCols, d.ohw), most))
 }
 
 func (j *convJob[T]) claim() int {
@@ -351,24 +358,32 @@ func (j *convJob[T]) storeY(fo []T, yo, ns, cols int) {
 // gradInputUnit returns unit u's GEMM, col (block rows × nb) = w_g[:,
 // block]ᵀ · dy_band (kg × nb), its N, B's offset and C left to the caller,
 // with its filter matrix (packFilters), its channels, dx's offset and
-// dy's.
-func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo int) {
+// dy's (of its first sample), and its samples' count ns.
+func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo, ns int) {
 	p, d := &j.p, &j.d
-	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
+	n, g, blk := u/(p.Groups*j.blocks)*j.spu, u/j.blocks%p.Groups, u%j.blocks
+	ns = min(j.spu, p.N-n)
 	c0 := blk * j.block
 	chans = min(d.cg, c0+j.block) - c0
 	rs := p.R * p.S
 	a = GemmArgs{TransA: true, M: chans * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
-	return a, g*j.blocks + blk, chans, n*d.xs + (g*d.cg+c0)*d.hw, n*d.ys + g*d.kg*d.ohw
+	return a, g*j.blocks + blk, chans, n*d.xs + (g*d.cg+c0)*d.hw, n*d.ys + g*d.kg*d.ohw, ns
 }
 
 // gradInput computes one block of channels of one sample and group of dx.
 func (j *convJob[T]) gradInput(u int, tile []T) {
 	p, d := &j.p, &j.d
-	a, id, chans, xo, yo := j.gradInputUnit(u)
+	a, id, chans, xo, yo, ns := j.gradInputUnit(u)
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
 		j.gemmW(a, id, operand[T]{f: j.a}, j.out)
+		return
+	}
+	if ns > 1 {
+		nb := ns * d.ohw
+		dyt := tile[j.block*p.R*p.S*nb:][:d.kg*nb]
+		gatherSamples(dyt, j.a[yo:], d, ns, d.ohw, 0)
+		j.gradInputSamples(a, id, operand[T]{f: dyt}, tile[:a.M*nb], nil, xo, chans, ns)
 		return
 	}
 	dx := j.out[xo : xo+chans*d.hw]
@@ -379,7 +394,32 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 		j.gemmW(a, id, operand[T]{f: j.a}, col)
-		col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+		col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+	}
+}
+
+// gradInputSamples finishes an input-gradient unit over ns > 1 samples
+// (one band each): col (a.M × ns·OH·OW) = w_g[:, block]ᵀ · dy, dy the
+// samples' rows side by side, then each sample's block of dx (from xo on,
+// chans channels; in fo, then rounded, for a 16-bit dx) is cleared and
+// its columns of col added in.
+func (j *convJob[T]) gradInputSamples(a GemmArgs, id int, dy operand[T], col, fo []T, xo, chans, ns int) {
+	p, d := &j.p, &j.d
+	nb := ns * d.ohw
+	a.N, a.OffB, a.LdB, a.OffC, a.LdC = nb, 0, nb, 0, nb
+	j.gemmW(a, id, dy, col)
+	for s := range ns {
+		at := xo + s*d.xs
+		dx := j.out
+		if dx == nil {
+			dx, at = fo, 0
+		}
+		dx = dx[at : at+chans*d.hw]
+		clear(dx)
+		col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+		if j.out == nil {
+			narrowTo(j.ho, xo+s*d.xs, as[float32](dx))
+		}
 	}
 }
 
@@ -441,11 +481,7 @@ func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, a *GemmArgs,
 		return dy, gb
 	}
 	ga = tile[(r1-r0)*nb:][:d.kg*nb]
-	for s := range ns {
-		for k := range d.kg {
-			copy(ga[k*nb+s*cols:][:cols], dy[s*d.ys+k*d.ohw+oh0*p.OW:][:cols])
-		}
-	}
+	gatherSamples(ga, dy, d, ns, cols, oh0*p.OW)
 	a.OffA, a.LdA = 0, nb
 	return ga, gb
 }

@@ -248,6 +248,7 @@ var convPathShapes = []ConvArgs{
 	{N: 17, C: 3, H: 3, W: 3, K: 5, R: 3, S: 3, PadH: 1, PadW: 1},
 	{N: 9, C: 4, H: 4, W: 3, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
 	{N: 40, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 20, C: 4, H: 3, W: 4, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }
