@@ -9,9 +9,10 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 )
 
-// cifarResNet18Convs are the 3×3 convolutions of ResNet-18 with the small
+// cifarResNet18Convs are the convolutions of ResNet-18 with the small
 // stem on 3×32×32 images (bench/step_bench_test.go's workload) at batch
-// n: each stage's stride-1 convolution and the stride-2 one entering it.
+// n: each stage's stride-1 3×3 convolution and the stride-2 one entering
+// it, then the 1×1 stride-2 shortcuts.
 func cifarResNet18Convs(n int) []*convBench {
 	return []*convBench{
 		{name: "32x32x64-64", p: conv3x3(n, 32, 64, 64, 1)},
@@ -21,7 +22,18 @@ func cifarResNet18Convs(n int) []*convBench {
 		{name: "8x8x256-256", p: conv3x3(n, 8, 256, 256, 1)},
 		{name: "s2_8x8x256-512", p: conv3x3(n, 8, 256, 512, 2)},
 		{name: "4x4x512-512", p: conv3x3(n, 4, 512, 512, 1)},
+		{name: "1x1s2_32x32x64-128", p: shortcut(n, 32, 64, 128)},
+		{name: "1x1s2_16x16x128-256", p: shortcut(n, 16, 128, 256)},
+		{name: "1x1s2_8x8x256-512", p: shortcut(n, 8, 256, 512)},
 	}
+}
+
+// shortcut returns the unpadded 1×1 stride-2 convolution of batch n from
+// h×h×c to k channels (ResNet's downsampling shortcut).
+func shortcut(n, h, c, k int) ConvArgs {
+	p := ConvArgs{N: n, C: c, H: h, W: h, K: k, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1}
+	p.OH, p.OW = (h-1)/2+1, (h-1)/2+1
+	return p
 }
 
 // toBF16 rounds v to bfloat16 bits.
@@ -64,11 +76,12 @@ func sameFlopGemm(r *rand.Rand, c *convBench, bf16 bool) func() {
 	return func() { GemmHalf(g, ha.Bits, hb.Bits, true, true, out) }
 }
 
-// BenchmarkConvVsGemm times each pass of ResNet-18's 3×3 convolutions
-// (the small-stem 32×32 model at batch 32) alternately with a GEMM of the
+// BenchmarkConvVsGemm times each pass of ResNet-18's convolutions (the
+// small-stem 32×32 model at batch 32, cifarResNet18Convs) alternately with a GEMM of the
 // same FLOPs (sameFlopGemm), in F32 and on bfloat16, and reports the best
 // GFLOP/s of each over the iterations (steadier on a shared machine) and
-// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass. Names are
+// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass of the 3×3
+// layers. Names are
 // key=value for benchstat.
 func BenchmarkConvVsGemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
