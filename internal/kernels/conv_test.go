@@ -327,3 +327,27 @@ func TestConv2dNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestConv2dSgemmKernels runs the float32 kernels over convPathShapes on
+// every float32 GEMM kernel this CPU can run (the AVX2 6×16 one of Zen 3
+// beside the AVX-512 12×32 one, and the Go kernels of both shapes): the
+// packed filters and the samples side by side follow each kernel's mr and
+// nr.
+func TestConv2dSgemmKernels(t *testing.T) {
+	kernels, _ := sgemmAsmKernels()
+	kernels = append(kernels, sgemmGoKernel, go12x32)
+	defer func(saved gemmKernel[float32]) { sgemm = saved }(sgemm)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kn := range kernels {
+		sgemm = kn
+		for i, p := range convPathShapes {
+			p = convShape(p)
+			t.Run(fmt.Sprintf("%s/%d", kn.name, i), func(t *testing.T) {
+				x := randSlice(rng, p.N*p.C*p.H*p.W)
+				w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
+				dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
+				runConv(t, p, x, w, dy, to32, 1e-5)
+			})
+		}
+	}
+}
