@@ -351,3 +351,35 @@ func TestConv2dSgemmKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestConv2dDeterministic checks that the float32 kernels give the same
+// bits on one worker as split across all of them (convPart 1), over
+// convPathShapes: units, tiles and the order of partial sums depend on
+// the convolution alone.
+func TestConv2dDeterministic(t *testing.T) {
+	defer func(part int) { convPart = part }(convPart)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i, p := range convPathShapes {
+		p = convShape(p)
+		x := to32(randSlice(rng, p.N*p.C*p.H*p.W))
+		w := to32(randSlice(rng, p.K*p.C/p.Groups*p.R*p.S))
+		dy := to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+		var outs [2][3][]float32
+		for k, part := range []int{1 << 40, 1} {
+			convPart = part
+			ws := make([]float32, p.Workspace())
+			o := &outs[k]
+			o[0], o[1], o[2] = make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+			Conv2d(p, o[0], x, w, ws)
+			Conv2dGradInput(p, o[1], dy, w, ws)
+			Conv2dGradWeight(p, o[2], dy, x, ws)
+		}
+		for pass := range 3 {
+			for e, v := range outs[0][pass] {
+				if math.Float32bits(v) != math.Float32bits(outs[1][pass][e]) {
+					t.Fatalf("shape %d %+v pass %d: [%d] = %v on one worker, %v on all", i, p, pass, e, v, outs[1][pass][e])
+				}
+			}
+		}
+	}
+}
