@@ -14,18 +14,10 @@ import (
 // n: each stage's stride-1 3×3 convolution and the stride-2 one entering
 // it, then the 1×1 stride-2 shortcuts.
 func cifarResNet18Convs(n int) []*convBench {
-	return []*convBench{
-		{name: "32x32x64-64", p: conv3x3(n, 32, 64, 64, 1)},
-		{name: "s2_32x32x64-128", p: conv3x3(n, 32, 64, 128, 2)},
-		{name: "16x16x128-128", p: conv3x3(n, 16, 128, 128, 1)},
-		{name: "s2_16x16x128-256", p: conv3x3(n, 16, 128, 256, 2)},
-		{name: "8x8x256-256", p: conv3x3(n, 8, 256, 256, 1)},
-		{name: "s2_8x8x256-512", p: conv3x3(n, 8, 256, 512, 2)},
-		{name: "4x4x512-512", p: conv3x3(n, 4, 512, 512, 1)},
-		{name: "1x1s2_32x32x64-128", p: shortcut(n, 32, 64, 128)},
-		{name: "1x1s2_16x16x128-256", p: shortcut(n, 16, 128, 256)},
-		{name: "1x1s2_8x8x256-512", p: shortcut(n, 8, 256, 512)},
-	}
+	return append(resnetStages(n, 32),
+		&convBench{name: "1x1s2_32x32x64-128", p: shortcut(n, 32, 64, 128)},
+		&convBench{name: "1x1s2_16x16x128-256", p: shortcut(n, 16, 128, 256)},
+		&convBench{name: "1x1s2_8x8x256-512", p: shortcut(n, 8, 256, 512)})
 }
 
 // shortcut returns the unpadded 1×1 stride-2 convolution of batch n from
