@@ -241,15 +241,23 @@ func addTo[T Float](dst, src []T) {
 
 // gatherRows2 sets dst[r·dstStep+i] = src[r·srcStep+2i] for rows rows
 // and i < n. A source row holds avail ≥ 2n−1 elements from its start;
-// the assembly reads whole blocks of 16 of them.
+// the assembly reads whole blocks of 16 (float32) or 32 (16-bit) of them.
 func gatherRows2[T convElem](dst, src []T, rows, n, dstStep, srcStep, avail int) {
-	if d32, ok := any(dst).([]float32); ok && CPU.AVX2FMA {
-		blocks := min(n, avail/2) / 8
-		_ = dst[(rows-1)*dstStep+n-1]
-		_ = src[(rows-1)*srcStep+max(2*n-1, 16*blocks)-1]
-		s32 := any(src).([]float32)
-		convGather2RowsF32(&d32[0], &s32[0], rows, n, dstStep, srcStep, blocks)
-		return
+	if CPU.AVX2FMA {
+		switch d := any(dst).(type) {
+		case []float32:
+			blocks := min(n, avail/2) / 8
+			_ = dst[(rows-1)*dstStep+n-1]
+			_ = src[(rows-1)*srcStep+max(2*n-1, 16*blocks)-1]
+			convGather2RowsF32(&d[0], &any(src).([]float32)[0], rows, n, dstStep, srcStep, blocks)
+			return
+		case []uint16:
+			blocks := min(n, avail/2) / 16
+			_ = dst[(rows-1)*dstStep+n-1]
+			_ = src[(rows-1)*srcStep+max(2*n-1, 32*blocks)-1]
+			convGather2RowsU16(&d[0], &any(src).([]uint16)[0], rows, n, dstStep, srcStep, blocks)
+			return
+		}
 	}
 	for r := range rows {
 		d, s := dst[r*dstStep:r*dstStep+n], src[r*srcStep:r*srcStep+2*n-1]
