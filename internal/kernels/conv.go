@@ -54,8 +54,9 @@ func (p ConvArgs) dims() convDims {
 // the rows of some channels by the columns of a band of output rows,
 // small enough to stay in L2 where the shape allows (see convTile). A
 // worker builds its tiles in its own slice of ws when ws is long enough
-// (ws holds one sample's whole matrix, so the first worker's slice always
-// fits) and otherwise in a reused Go-heap buffer of one tile. Besides
+// (ws holds one sample's whole matrix, so the first worker's slice fits
+// unless a unit takes several samples, see plan) and otherwise in a
+// reused Go-heap buffer of one tile. Besides
 // those, the only memory the kernels hold beyond their arguments is the
 // weight gradient's per-chunk copies of a small dw (at most
 // (convUnits−1)·convDWSmall elements; plus one float32 dw when dw is
