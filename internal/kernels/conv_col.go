@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // im2col and col2im over tiles: rows [r0, r1) of a group's im2col matrix
 // ((c, r, s) row-major, c·R·S+r·S+s) by the columns of output rows
 // [oh0, oh1), stored densely. Entry (row, (oh, ow)) is x[c, oh·sh−ph+r·dh,
@@ -243,19 +245,19 @@ func addTo[T Float](dst, src []T) {
 // and i < n. A source row holds avail ≥ 2n−1 elements from its start;
 // the assembly reads whole blocks of 16 (float32) or 32 (16-bit) of them.
 func gatherRows2[T convElem](dst, src []T, rows, n, dstStep, srcStep, avail int) {
-	if CPU.AVX2FMA {
-		switch d := any(dst).(type) {
-		case []float32:
-			blocks := min(n, avail/2) / 8
+	switch any(dst).(type) {
+	case []float32, []uint16:
+		if CPU.AVX2FMA {
+			// A block writes 32 bytes of outputs.
+			per := 32 / int(unsafe.Sizeof(dst[0]))
+			blocks := min(n, avail/2) / per
 			_ = dst[(rows-1)*dstStep+n-1]
-			_ = src[(rows-1)*srcStep+max(2*n-1, 16*blocks)-1]
-			convGather2RowsF32(&d[0], &any(src).([]float32)[0], rows, n, dstStep, srcStep, blocks)
-			return
-		case []uint16:
-			blocks := min(n, avail/2) / 16
-			_ = dst[(rows-1)*dstStep+n-1]
-			_ = src[(rows-1)*srcStep+max(2*n-1, 32*blocks)-1]
-			convGather2RowsU16(&d[0], &any(src).([]uint16)[0], rows, n, dstStep, srcStep, blocks)
+			_ = src[(rows-1)*srcStep+max(2*n-1, 2*per*blocks)-1]
+			if d, ok := any(dst).([]float32); ok {
+				convGather2RowsF32(&d[0], &any(src).([]float32)[0], rows, n, dstStep, srcStep, blocks)
+				return
+			}
+			convGather2RowsU16(&any(dst).([]uint16)[0], &any(src).([]uint16)[0], rows, n, dstStep, srcStep, blocks)
 			return
 		}
 	}
