@@ -29,7 +29,8 @@
 // gradient pack the filters they multiply once per call, for the kernel
 // their GEMMs run (pack_whole.go), and every GEMM of the call reads the
 // packed blocks in place instead of packing them again per sample and
-// band. Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
+// band; over small planes each GEMM takes several samples side by side
+// (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
 // im2col over the 16-bit values, GemmHalf (so VDPBF16PS for bfloat16),
 // float32 accumulation, one rounding of a 16-bit output; the weight
 // gradient stays float32 over the whole batch until that rounding.
@@ -47,6 +48,9 @@
 // A convolution call also holds, on the Go heap for the call and reused
 // between calls: its packed filters, K·C/G·R·S elements with each group's
 // (or block's) rows rounded up to the kernel's mr; worker tiles beyond
-// what the workspace holds (one tile each); the weight gradient's chunk
-// copies of a small dw; and, with a 16-bit dw, one float32 copy of dw.
+// what the workspace holds (one tile each: its im2col rows by fewer than
+// max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
+// rows by as many when a unit takes several samples); the
+// weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
+// float32 copy of dw.
 package kernels
