@@ -333,7 +333,9 @@ func TestBatchNormReLU2dUnrecordedPeak(t *testing.T) {
 	defer s.Release()
 	rng := rand.New(rand.NewPCG(7, 8))
 	x := s.FromFloat64s(dev, []int{n, c, h, w}, nslVals(rng, n*c*h*w, -2, 2)).Cast(dtype.F32)
-	ch := func(v float64) *autograd.Tensor { return s.FromFloat64s(dev, []int{c}, []float64{v, v, v}).Cast(dtype.F32) }
+	ch := func(v float64) *autograd.Tensor {
+		return s.FromFloat64s(dev, []int{c}, []float64{v, v, v}).Cast(dtype.F32)
+	}
 	wt, b, rm, rv := ch(1), ch(0), ch(0), ch(1)
 	peak := func(relu bool) (p int64, y []float64) {
 		dev.ResetPeak()
