@@ -138,8 +138,8 @@ func ExampleScaler_trainingLoop() {
 	nn.Release(model)
 	fmt.Println("bytes still allocated:", dev.Stats().Requested.Current)
 	// Output:
-	// step 0: loss 1.411, stepped true, scale 65536
-	// step 1: loss 1.189, stepped true, scale 65536
-	// step 2: loss 0.993, stepped true, scale 65536
+	// step 0: loss 1.162, stepped true, scale 65536
+	// step 1: loss 1.018, stepped true, scale 65536
+	// step 2: loss 0.889, stepped true, scale 65536
 	// bytes still allocated: 0
 }

@@ -107,7 +107,22 @@ func LayerNorm(x, w, b *Tensor, eps float64) *Tensor {
 // and the affine one (dx = dy·w·invstd) in eval, allocating dx, dw and db
 // as needed.
 func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps float64) *Tensor {
-	const name = "batch_norm"
+	return batchNorm2d("batch_norm", x, w, b, runMean, runVar, training, false, momentum, eps)
+}
+
+// BatchNormReLU2d is BatchNorm2d followed by ReLU, as a network's
+// conv → BN → ReLU uses them. In inference (eval, no graph recorded) it is
+// one pass (the device's BatchNormRelu): one activation allocated, not
+// two, x read once, and y the same bits as BatchNorm2d then ReLU; otherwise
+// it is exactly those two ops, the BatchNorm's output released once ReLU
+// has read it.
+func BatchNormReLU2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps float64) *Tensor {
+	return batchNorm2d("batch_norm_relu", x, w, b, runMean, runVar, training, true, momentum, eps)
+}
+
+// batchNorm2d is BatchNorm2d, and with relu BatchNormReLU2d, under the
+// op name name.
+func batchNorm2d(name string, x, w, b, runMean, runVar *Tensor, training, relu bool, momentum, eps float64) *Tensor {
 	o := begin(name, x, w, b, runMean, runVar)
 	if len(x.shape) < 2 {
 		fail(name, "input %v %s: want a float tensor (N, C, H, W) or (N, C)", x.shape, x.dt)
@@ -141,8 +156,13 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	xd, fx := o.denseWork(x)
 	y := o.empty(x.dt, x.shape)
 	mean, invstd := stat(sdt, []int{c}), stat(sdt, []int{c})
+	fused := relu && !training && !rec
 	if k := o.k(); k != nil && n*c*hw > 0 {
-		k.BatchNorm(y.operand(), mean.operand(), invstd.operand(), xd.operand(), optOperand(w), optOperand(b),
+		bn := k.BatchNorm
+		if fused {
+			bn = k.BatchNormRelu
+		}
+		bn(y.operand(), mean.operand(), invstd.operand(), xd.operand(), optOperand(w), optOperand(b),
 			optOperand(runMean), optOperand(runVar), n, c, hw, training, momentum, eps)
 	}
 	fx()
@@ -156,6 +176,11 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	if !rec {
 		mean.Release()
 		invstd.Release()
+		if relu && !fused {
+			// Nothing is recorded: ReLU over y's own storage, so no
+			// third activation is live beside x and y.
+			return y.ReLUInPlace()
+		}
 		return y
 	}
 	xs, dt, wdt, bdt := x.shape, x.dt, dtypeOr(w, x.dt), dtypeOr(b, x.dt)
@@ -194,6 +219,9 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 	})
 	mean.Release()
 	invstd.Release()
+	if relu {
+		return reluOf(y)
+	}
 	return y
 }
 
@@ -230,4 +258,11 @@ func dtypeOr(t *Tensor, d dtype.DType) dtype.DType {
 		return d
 	}
 	return t.dt
+}
+
+// reluOf returns y.ReLU() and releases y.
+func reluOf(y *Tensor) *Tensor {
+	r := y.ReLU()
+	y.Release()
+	return r
 }

@@ -279,3 +279,86 @@ func TestNormBadInput(t *testing.T) {
 	nslWantError(t, func() { autograd.BatchNorm2d(x, nil, nil, z(dtype.F32, 3).SetRequiresGrad(true), nil, true, 0.1, 1e-5) }, "batch_norm", "require grad")
 	nslWantError(t, func() { autograd.BatchNorm2d(x, nil, nil, nil, nil, true, 1.5, 1e-5) }, "batch_norm", "momentum 1.5")
 }
+
+// TestBatchNormReLU2d: in inference BatchNormReLU2d (one fused pass on the
+// cpu) gives the bits of BatchNorm2d then ReLU, for F64, F32, BF16 and
+// F16 activations; recording a graph it is those two ops, gradients
+// included (TestGradBatchNormReLU).
+func TestBatchNormReLU2d(t *testing.T) {
+	const n, c, h, w = 3, 4, 5, 7
+	rng := rand.New(rand.NewPCG(31, 32))
+	dev := cpu.New(0, device.Options{})
+	for _, dt := range []dtype.DType{dtype.F64, dtype.F32, dtype.BF16, dtype.F16} {
+		s := autograd.NewScope()
+		x := s.FromFloat64s(dev, []int{n, c, h, w}, nslVals(rng, n*c*h*w, -2, 2)).Cast(dt)
+		ch := func(lo, hi float64) *autograd.Tensor {
+			return s.FromFloat64s(dev, []int{c}, nslVals(rng, c, lo, hi)).Cast(dt)
+		}
+		wt, b, rm, rv := ch(-1, 1), ch(-1, 1), ch(-0.5, 0.5), ch(0.5, 2)
+		want := autograd.BatchNorm2d(x, wt, b, rm, rv, false, 0.1, 1e-5).ReLU().Float64s()
+		got := autograd.BatchNormReLU2d(x, wt, b, rm, rv, false, 0.1, 1e-5).Float64s()
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Errorf("%s: y[%d] = %v, want BatchNorm2d then ReLU's %v", dt, i, got[i], want[i])
+				break
+			}
+		}
+		s.Release()
+	}
+}
+
+func TestGradBatchNormReLU(t *testing.T) {
+	bnr := func(training bool) func(*autograd.Scope, []*autograd.Tensor) *autograd.Tensor {
+		return func(s *autograd.Scope, in []*autograd.Tensor) *autograd.Tensor {
+			c := in[0].Dim(1)
+			rm := s.FromFloat64s(in[0].Device(), []int{c}, make([]float64, c))
+			rv := s.FromFloat64s(in[0].Device(), []int{c}, nslVals(rand.New(rand.NewPCG(1, 2)), c, 0.5, 2))
+			return autograd.BatchNormReLU2d(in[0], in[1], in[2], rm, rv, training, 0.1, 1e-5)
+		}
+	}
+	runGradCases(t, []gradCase{
+		{name: "train", shapes: [][]int{{2, 3, 2, 2}, {3}, {3}}, f: bnr(true)},
+		{name: "eval", shapes: [][]int{{2, 3, 2, 2}, {3}, {3}}, f: bnr(false)},
+	})
+}
+
+// TestBatchNormReLU2dUnrecordedPeak: in training without a graph (BN
+// recalibration) BatchNormReLU2d is BatchNorm then ReLU, and holds no more
+// than BatchNorm2d alone: x and y (the ReLU runs over y's storage), the
+// statistics — not a third activation.
+func TestBatchNormReLU2dUnrecordedPeak(t *testing.T) {
+	const n, c, h, w = 2, 3, 4, 5
+	dev := cpu.New(0, device.Options{})
+	s := autograd.NewScope()
+	defer s.Release()
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := s.FromFloat64s(dev, []int{n, c, h, w}, nslVals(rng, n*c*h*w, -2, 2)).Cast(dtype.F32)
+	ch := func(v float64) *autograd.Tensor {
+		return s.FromFloat64s(dev, []int{c}, []float64{v, v, v}).Cast(dtype.F32)
+	}
+	wt, b, rm, rv := ch(1), ch(0), ch(0), ch(1)
+	peak := func(relu bool) (p int64, y []float64) {
+		dev.ResetPeak()
+		base := dev.CurrentBytes()
+		s.NoGrad(func() {
+			f := autograd.BatchNorm2d
+			if relu {
+				f = autograd.BatchNormReLU2d
+			}
+			out := f(x, wt, b, rm, rv, true, 0.1, 1e-5)
+			y = out.Float64s()
+			out.Release()
+		})
+		return dev.PeakBytes() - base, y
+	}
+	plain, yb := peak(false)
+	fused, yr := peak(true)
+	if fused != plain {
+		t.Errorf("training without a graph: BatchNormReLU2d peak %d B above the inputs, BatchNorm2d's %d B", fused, plain)
+	}
+	for i := range yb {
+		if want := max(yb[i], 0); yr[i] != want {
+			t.Fatalf("y[%d] = %v, want relu(%v)", i, yr[i], yb[i])
+		}
+	}
+}

@@ -111,16 +111,7 @@ func (o *op) scratch(dt dtype.DType, shape []int) *Tensor {
 // alloc makes a contiguous tensor with a new block, owned by s (or
 // free-standing when s is nil). It panics with *device.OOMError.
 func alloc(s *Scope, dev *device.Device, dt dtype.DType, shape []int, l device.Label) *Tensor {
-	for _, d := range shape {
-		if d < 0 {
-			fail(l.Op, "negative dimension in shape %v", shape)
-		}
-	}
-	if !dt.Valid() {
-		fail(l.Op, "invalid dtype %v", dt)
-	}
-	shape = append([]int(nil), shape...)
-	t := &Tensor{dev: dev, shape: shape, strides: denseStrides(shape), dt: dt}
+	t := handle(l.Op, dev, dt, shape)
 	if s == nil {
 		t.blk = dev.MustAlloc(int64(numel(shape))*int64(dt.Size()), l)
 		return t
@@ -178,4 +169,19 @@ func computeDType(dt dtype.DType) dtype.DType {
 		return dtype.F64
 	}
 	return dtype.F32
+}
+
+// handle checks shape and dt for op and returns a dense handle of them on
+// dev, without storage.
+func handle(op string, dev *device.Device, dt dtype.DType, shape []int) *Tensor {
+	for _, d := range shape {
+		if d < 0 {
+			fail(op, "negative dimension in shape %v", shape)
+		}
+	}
+	if !dt.Valid() {
+		fail(op, "invalid dtype %v", dt)
+	}
+	shape = append([]int(nil), shape...)
+	return &Tensor{dev: dev, shape: shape, strides: denseStrides(shape), dt: dt}
 }

@@ -1,5 +1,10 @@
 package autograd
 
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
 // Sharded leaves: a parameter whose storage comes and goes while the leaf
 // itself — the *Tensor that modules, optimizers and graph edges hold —
 // stays. ZeRO stage 3 keeps only a shard of every parameter on each rank,
@@ -86,4 +91,15 @@ func (t *Tensor) SetSavedHooks(h *SavedHooks) {
 		fail("set_saved_hooks", "Pack and Unpack must both be set")
 	}
 	t.saveHooks = h
+}
+
+// UnboundParam returns a parameter like Param that has no storage yet: an
+// unbound leaf (see Unbind) on dev that holds no device memory until Bind
+// or its fetch function gives it storage. A model built from such leaves
+// has its whole structure — shapes, dtypes, names — at no cost, so that
+// each data-parallel rank can materialise only its own shard of it.
+func UnboundParam(dev *device.Device, dt dtype.DType, name string, shape ...int) *Tensor {
+	t := handle("unbound_param", dev, dt, shape)
+	t.name, t.requiresGrad, t.unbound = name, true, true
+	return t
 }

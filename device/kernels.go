@@ -69,6 +69,10 @@ type Kernels interface {
 	// momentum; in eval it uses runMean and runVar and still stores the mean
 	// and invstd it used. w and b (C) may have a nil Block.
 	BatchNorm(y, mean, invstd, x, w, b, runMean, runVar Operand, n, c, hw int, training bool, momentum, eps float64)
+	// BatchNormRelu is BatchNorm with ReLU (max(0, ·), +0 for NaN) applied
+	// to y as it is written: one pass over x and y instead of two, the same
+	// y as BatchNorm followed by Unary(Relu) on it.
+	BatchNormRelu(y, mean, invstd, x, w, b, runMean, runVar Operand, n, c, hw int, training bool, momentum, eps float64)
 	// BatchNormGrad writes dx and (when non-nil) dw, db. training says whether
 	// mean and invstd were batch statistics (their gradient flows) or constants.
 	BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd Operand, n, c, hw int, training bool)

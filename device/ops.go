@@ -1,6 +1,10 @@
 package device
 
-import "github.com/headroom-ml/headroom/dtype"
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
 
 // UnaryOp is an elementwise function of one operand and a scalar argument.
 // The comment of each says which forward values its gradient reads (x: the
@@ -95,16 +99,43 @@ func (op ReduceOp) String() string {
 // each operand starts StrideX elements after matrix i-1 (0 reuses one
 // matrix for the whole batch). LdX is the row stride of each stored matrix.
 // With Beta 0, C's old contents are ignored (even NaN).
+//
+// Bias, when its Block is set, is a contiguous vector of N elements of
+// C's dtype on C's device, added to every row of every C in the GEMM's
+// own store: C = alpha·op(A)·op(B) + (beta·C + Bias[j]). The bias joins
+// beta·C before the product does, so with Beta 0 the result is, bit for
+// bit, that of copying the bias into every row of C and running with Beta
+// 1, without that pass over C.
 type Gemm struct {
 	TransA, TransB bool
 	M, N, K        int
 	Alpha, Beta    float64
 	A, B, C        Operand
+	Bias           Operand
 	LdA, LdB, LdC  int
 	Batch          int
 	StrideA        int
 	StrideB        int
 	StrideC        int
+}
+
+// CheckBias returns an error unless Bias is unset or a contiguous vector
+// of N elements of C's dtype on C's device, inside its block.
+func (g Gemm) CheckBias() error {
+	b := g.Bias
+	switch {
+	case b.Block == nil:
+		return nil
+	case b.DType != g.C.DType:
+		return fmt.Errorf("gemm bias: dtype %s, want C's %s", b.DType, g.C.DType)
+	case g.C.Block != nil && b.Block.Device() != g.C.Block.Device():
+		return fmt.Errorf("gemm bias: on another device than C")
+	case b.Len() != g.N || !b.Contiguous():
+		return fmt.Errorf("gemm bias: shape %v strides %v, want %d contiguous elements (N)", b.Shape, b.Strides, g.N)
+	case b.Off < 0 || int64(b.Off+g.N)*int64(b.DType.Size()) > b.Block.Len():
+		return fmt.Errorf("gemm bias: elements [%d, %d) outside its block of %d bytes", b.Off, b.Off+g.N, b.Block.Len())
+	}
+	return nil
 }
 
 // Conv2d describes a 2-D convolution in NCHW layout: input (N, C, H, W),

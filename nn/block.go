@@ -107,14 +107,12 @@ func NewBasicBlock(b *Builder, name string, in, width, stride int) *BasicBlock {
 // Forward returns the block applied to x (N, In, H, W).
 func (k *BasicBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(k.Name)()
-	h := k.Conv1.Forward(x) // saved by bn1
-	n := k.BN1.Forward(h)
+	h := k.Conv1.Forward(x)   // saved by bn1
+	r := k.BN1.ForwardReLU(h) // saved by ReLU and conv2
 	h.Release()
-	r := n.ReLU() // saved by ReLU and conv2
-	n.Release()
 	h = k.Conv2.Forward(r) // saved by bn2
 	r.Release()
-	n = k.BN2.Forward(h)
+	n := k.BN2.Forward(h)
 	h.Release()
 	return residual(x, n, k.Downsample)
 }
@@ -204,20 +202,16 @@ func NewBottleneck(b *Builder, name string, in, width, stride int) *Bottleneck {
 // Forward returns the block applied to x (N, In, H, W).
 func (k *Bottleneck) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(k.Name)()
-	h := k.Conv1.Forward(x) // saved by bn1
-	n := k.BN1.Forward(h)
+	h := k.Conv1.Forward(x)   // saved by bn1
+	r := k.BN1.ForwardReLU(h) // saved by ReLU and conv2
 	h.Release()
-	r := n.ReLU() // saved by ReLU and conv2
-	n.Release()
 	h = k.Conv2.Forward(r) // saved by bn2
 	r.Release()
-	n = k.BN2.Forward(h)
+	r = k.BN2.ForwardReLU(h) // saved by ReLU and conv3
 	h.Release()
-	r = n.ReLU() // saved by ReLU and conv3
-	n.Release()
 	h = k.Conv3.Forward(r) // saved by bn3
 	r.Release()
-	n = k.BN3.Forward(h)
+	n := k.BN3.Forward(h)
 	h.Release()
 	return residual(x, n, k.Downsample)
 }

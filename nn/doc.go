@@ -19,6 +19,19 @@
 //	g, err := nn.NewGPT(b, "", nn.GPTConfig{…}, gen)     // GPT-2 style
 //	defer nn.Release(m)                                  // parameters belong to the caller
 //
+// Initial values are counter-based: the k-th random fill of a build
+// (Uniform, Normal, KaimingUniform) draws from Philox4x32-10 stream k of
+// the builder's seed, element i's value a pure function of (seed, k, i)
+// computed in float64 (Init documents the exact mapping: 53-bit uniforms,
+// Box–Muller normals). The builder keeps each fill as an Init record
+// (Builder.Init), which can produce any element range of a parameter
+// alone: NewDeferredBuilder builds a model's whole structure without
+// parameter storage, and a data-parallel rank (parallel.DDPConfig.Builder)
+// writes only its shard of it, with the values an ordinary build gives.
+// Writing values costs InitChunk (32768) float64 elements of host scratch
+// at a time, 256 KiB plus their conversion to the parameter's dtype,
+// whatever the parameter's size.
+//
 // Layer constructors panic with *autograd.Error on arguments that do not
 // fit; model constructors (NewGPT, NewResNet and the presets) return an
 // error for a bad configuration or when the device runs out of memory. A

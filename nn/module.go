@@ -3,7 +3,6 @@ package nn
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
@@ -39,58 +38,101 @@ type Layer interface {
 }
 
 // Builder carries what every constructor needs: the device and dtype of the
-// parameters and the seeded source of their initial values. Building the
-// same model twice from builders with the same seed gives identical
-// parameters. A Builder is not safe for concurrent use.
+// parameters and the seed of their initial values. Every fill a builder
+// makes (Uniform, Normal, KaimingUniform, Fill, and the zeros of Param and
+// Buffer) is kept as an Init record: the values of the k-th random fill of
+// the build are the stream k of the seed's counter-based generator (see
+// Init), so building the same model twice from builders with the same seed
+// gives identical parameters, and any element range of a parameter can be
+// produced alone. The stream is keyed by the fill's index in build order,
+// not by the parameter's name: indices are unique in every model, while
+// names need not be (two layers given the same name would otherwise draw
+// the same values). A Builder is not safe for concurrent use.
 type Builder struct {
-	Dev   *device.Device
-	DType dtype.DType
-	rng   *rand.Rand
+	Dev      *device.Device
+	DType    dtype.DType
+	seed     uint64
+	streams  uint64 // random fills made so far
+	deferred bool
+	inits    map[*autograd.Tensor]Init
 }
 
 // NewBuilder returns a builder for parameters of dtype dt on dev, with
-// initial values drawn from a PCG generator seeded with seed.
+// initial values drawn from seed's streams.
 func NewBuilder(dev *device.Device, dt dtype.DType, seed uint64) *Builder {
 	if !dt.IsFloat() {
 		panic(fmt.Sprintf("nn.NewBuilder: parameter dtype %s is not a float dtype", dt))
 	}
-	return &Builder{Dev: dev, DType: dt, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	return &Builder{Dev: dev, DType: dt, seed: seed, inits: map[*autograd.Tensor]Init{}}
 }
 
-// Param returns a zero parameter named name.
+// NewDeferredBuilder returns a builder like NewBuilder whose parameters
+// get no storage: they are unbound leaves on dev (autograd.UnboundParam)
+// and the builder keeps how to initialise each (Init). The model's
+// structure costs no device memory. parallel.NewDDP, given the builder
+// (DDPConfig.Builder), writes each rank's shard of the parameters (stage 3)
+// or the flat buffer (stages 0–2) directly from the records; a parameter
+// used without it materialises whole on first use, with the same values a
+// NewBuilder of the same seed gives. Buffers (batch-norm statistics) are
+// allocated and filled as usual.
+func NewDeferredBuilder(dev *device.Device, dt dtype.DType, seed uint64) *Builder {
+	b := NewBuilder(dev, dt, seed)
+	b.deferred = true
+	return b
+}
+
+// Init returns the record of how the builder initialised t, the last
+// fill it made of t; false if t is not the builder's.
+func (b *Builder) Init(t *autograd.Tensor) (Init, bool) {
+	in, ok := b.inits[t]
+	return in, ok
+}
+
+// Param returns a zero parameter named name (deferred: without storage,
+// zero when materialised).
 func (b *Builder) Param(name string, shape ...int) *autograd.Tensor {
-	return autograd.Param(b.Dev, b.DType, name, shape...)
+	if !b.deferred {
+		t := autograd.Param(b.Dev, b.DType, name, shape...)
+		b.inits[t] = Init{Kind: InitFill}
+		return t
+	}
+	t := autograd.UnboundParam(b.Dev, b.DType, name, shape...)
+	b.inits[t] = Init{Kind: InitFill}
+	t.SetFetch(b.materialise)
+	return t
+}
+
+// materialise is a deferred parameter's fetch function: it gives the
+// parameter storage holding its initial values and removes itself.
+func (b *Builder) materialise(leaf *autograd.Tensor) {
+	v := autograd.Param(b.Dev, b.DType, leaf.Name(), leaf.Shape()...)
+	defer v.Release()
+	b.inits[leaf].Write(v, 0)
+	leaf.Bind(v)
+	leaf.SetFetch(nil)
 }
 
 // Buffer returns a zero buffer (tag Parameter, not trained) named name.
 func (b *Builder) Buffer(name string, shape ...int) *autograd.Tensor {
 	t := autograd.New(b.Dev, b.DType, device.Parameter, shape...)
+	b.inits[t] = Init{Kind: InitFill}
 	return t.SetName(name)
 }
 
 // Uniform fills t with values drawn uniformly from [lo, hi). On a device
 // that holds no data (meta) it draws nothing, so huge models build fast.
 func (b *Builder) Uniform(t *autograd.Tensor, lo, hi float64) {
-	if b.Dev.Kernels() == nil {
-		return
-	}
-	v := make([]float64, t.Len())
-	for i := range v {
-		v[i] = lo + (hi-lo)*b.rng.Float64()
-	}
-	t.SetFloat64s(v)
+	b.apply(t, Init{Kind: InitUniform, A: lo, B: hi, Seed: b.seed, Stream: b.next()})
 }
 
 // Normal fills t with values drawn from N(mean, std²).
 func (b *Builder) Normal(t *autograd.Tensor, mean, std float64) {
-	if b.Dev.Kernels() == nil {
-		return
-	}
-	v := make([]float64, t.Len())
-	for i := range v {
-		v[i] = mean + std*b.rng.NormFloat64()
-	}
-	t.SetFloat64s(v)
+	b.apply(t, Init{Kind: InitNormal, A: mean, B: std, Seed: b.seed, Stream: b.next()})
+}
+
+// Fill sets every element of t to v.
+func (b *Builder) Fill(t *autograd.Tensor, v float64) {
+	b.apply(t, Init{Kind: InitFill, A: v})
 }
 
 // KaimingUniform fills t with PyTorch's default for Linear and Conv2d
@@ -98,6 +140,22 @@ func (b *Builder) Normal(t *autograd.Tensor, mean, std float64) {
 func (b *Builder) KaimingUniform(t *autograd.Tensor, fanIn int) {
 	bound := 1 / math.Sqrt(float64(max(fanIn, 1)))
 	b.Uniform(t, -bound, bound)
+}
+
+// next hands out the next random stream.
+func (b *Builder) next() uint64 {
+	b.streams++
+	return b.streams - 1
+}
+
+// apply records in as t's initialisation and writes it, unless t is a
+// deferred parameter still without storage.
+func (b *Builder) apply(t *autograd.Tensor, in Init) {
+	b.inits[t] = in
+	if b.deferred && t.Unbound() {
+		return
+	}
+	in.Write(t, 0)
 }
 
 // Release frees every parameter and buffer of m (and their gradients).

@@ -58,8 +58,8 @@ func NewBatchNorm2d(b *Builder, name string, c int, o BatchNormOptions) *BatchNo
 	n.Bias = b.Param(join(name, "bias"), c)
 	n.RunningMean = b.Buffer(join(name, "running_mean"), c)
 	n.RunningVar = b.Buffer(join(name, "running_var"), c)
-	n.Weight.Fill(1)
-	n.RunningVar.Fill(1)
+	b.Fill(n.Weight, 1)
+	b.Fill(n.RunningVar, 1)
 	return n
 }
 
@@ -67,6 +67,14 @@ func NewBatchNorm2d(b *Builder, name string, c int, o BatchNormOptions) *BatchNo
 func (n *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(n.Name)()
 	return autograd.BatchNorm2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
+}
+
+// ForwardReLU is Forward followed by ReLU, in one pass in inference
+// (autograd.BatchNormReLU2d): the same values, one activation instead of
+// two.
+func (n *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
+	defer x.Scope().Within(n.Name)()
+	return autograd.BatchNormReLU2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
 }
 
 // Params returns weight and bias, then the running mean and variance as
@@ -128,7 +136,7 @@ func NewLayerNorm(b *Builder, name string, c int, o LayerNormOptions) *LayerNorm
 	if !o.NoBias {
 		l.Bias = b.Param(join(name, "bias"), c)
 	}
-	l.Weight.Fill(1)
+	b.Fill(l.Weight, 1)
 	return l
 }
 

@@ -33,21 +33,31 @@ type DDPConfig struct {
 	// step there (ZeRO-Offload): the compute device keeps only parameters
 	// and gradients. It needs Zero ≥ 1.
 	Host *device.Device
+	// Builder, when set, is the nn.NewDeferredBuilder that made the model:
+	// NewDDP writes the parameters that have no storage yet directly from
+	// the builder's Init records instead of broadcasting rank 0's — under
+	// stage 3 only this rank's pieces, so that no rank ever holds the
+	// whole model (when every parameter is deferred; otherwise rank 0's
+	// are broadcast as without it, each deferred one materialising whole
+	// first). Every rank builds with the same seed: the values are those
+	// of an unsharded build, bit for bit.
+	Builder *nn.Builder
 }
 
 // DDP is one rank of data-parallel training of a model: see the package
 // documentation for what each stage keeps where, and the exact bytes.
 // Its methods are called by the goroutine that trains the rank.
 type DDP struct {
-	comm    Communicator
-	cfg     DDPConfig
-	dev     *device.Device
-	dt      dtype.DType
-	names   []string
-	params  []*autograd.Tensor // trainable, in the model's order
-	buffers []*autograd.Tensor // not trained: broadcast from rank 0
-	index   map[*autograd.Tensor]int
-	lay     layout
+	comm     Communicator
+	cfg      DDPConfig
+	dev      *device.Device
+	dt       dtype.DType
+	names    []string
+	params   []*autograd.Tensor // trainable, in the model's order
+	buffers  []*autograd.Tensor // not trained: broadcast from rank 0
+	bufNames []string
+	index    map[*autograd.Tensor]int
+	lay      layout
 
 	flat      *autograd.Tensor   // stages 0–2: Ψ′ elements, tagged parameter
 	grads     []*autograd.Tensor // stages 0, 1: one buffer per bucket, tagged gradient
@@ -92,11 +102,11 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 	var sizes []int
 	for _, p := range m.Params() {
 		if p.Buffer {
-			d.buffers = append(d.buffers, p.T)
+			d.buffers, d.bufNames = append(d.buffers, p.T), append(d.bufNames, p.Name)
 			continue
 		}
 		switch {
-		case p.T == nil || p.T.Released():
+		case p.T == nil || p.T.Released() && !p.T.Unbound():
 			return nil, fmt.Errorf("parallel: ddp: parameter %q is nil or released", p.Name)
 		case !p.T.IsLeaf() || p.T.Scope() != nil:
 			return nil, fmt.Errorf("parallel: ddp: parameter %q is not a free-standing leaf", p.Name)
@@ -142,18 +152,22 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 		d.free()
 		return nil, fmt.Errorf("parallel: ddp: %w", err)
 	}
-	if c.Zero == 3 {
+	switch {
+	case c.Zero == 3 && d.allDeferred():
+		if err := autograd.Try(d.initShard); err != nil {
+			d.free()
+			return nil, fmt.Errorf("parallel: ddp: initialising this rank's shard: %w", err)
+		}
+		d.unbind()
+	case c.Zero == 3:
 		if err := d.shardParams(); err != nil {
 			d.free()
 			return nil, fmt.Errorf("parallel: ddp: sharding rank 0's parameters: %w", err)
 		}
-	} else {
-		for i, p := range d.params {
-			p.ZeroGrad()
-			ps := d.lay.params[i]
-			v := view(d.flat, d.lay.buckets[ps.bucket].start+ps.off, p.Shape())
-			p.MoveInto(v)
-			v.Release()
+	default:
+		if err := autograd.Try(d.intoFlat); err != nil {
+			d.free()
+			return nil, fmt.Errorf("parallel: ddp: moving the parameters into the flat buffer: %w", err)
 		}
 		if err := comm.Broadcast(d.flat, 0); err != nil {
 			d.free()
@@ -174,6 +188,43 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 	d.work, d.done, d.exited = make(chan job, len(d.lay.buckets)+1), make(chan error, len(d.lay.buckets)), make(chan struct{})
 	go d.serve()
 	return d, nil
+}
+
+// intoFlat gives every parameter its place in the flat buffer: a deferred
+// one is written there from its record, any other moved there.
+func (d *DDP) intoFlat() {
+	for i, p := range d.params {
+		p.ZeroGrad()
+		ps := d.lay.params[i]
+		v := view(d.flat, d.lay.buckets[ps.bucket].start+ps.off, p.Shape())
+		if in, ok := d.deferred(i); ok {
+			in.Write(v, 0)
+			p.Bind(v)
+			p.SetFetch(nil)
+		} else {
+			p.MoveInto(v)
+		}
+		v.Release()
+	}
+}
+
+// deferred returns parameter i's record when it has no storage yet and
+// the configuration's Builder made it.
+func (d *DDP) deferred(i int) (nn.Init, bool) {
+	if d.cfg.Builder == nil || !d.params[i].Unbound() {
+		return nn.Init{}, false
+	}
+	return d.cfg.Builder.Init(d.params[i])
+}
+
+// allDeferred reports whether every parameter is deferred.
+func (d *DDP) allDeferred() bool {
+	for i := range d.params {
+		if _, ok := d.deferred(i); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // allocate makes the flat parameter buffer (stage 3: this rank's shard)

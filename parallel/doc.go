@@ -129,6 +129,31 @@
 // stage 3 a bucket at a time: g·(Ψ + S + max_k size_k) at most): measure
 // after it (Device.ResetPeak), as the examples do.
 //
+// # Building a model that does not fit one device
+//
+// A model built with nn.NewDeferredBuilder has its structure but no
+// parameter storage (unbound leaves, each with an nn.Init record of its
+// initial values). Given that builder (DDPConfig.Builder), NewDDP writes
+// each parameter straight into its place from its record instead of
+// broadcasting rank 0's: under stage 3 every rank computes only its own
+// pieces (nn.Init produces any element range alone), so construction
+// holds the shard, g·S, and never the whole model or a bucket — the
+// rank's peak while building is g·S (shard) + g·S (gradient shard) +
+// 8·N plus the buffers, and no collective runs. Every rank builds with the
+// same seed, and the values equal an unsharded build's bit for bit:
+//
+//	b := nn.NewDeferredBuilder(dev, dtype.BF16, seed)  // the same seed on every rank
+//	model, err := nn.NewGPT(b, "gpt", cfg, gen)         // no parameter bytes yet
+//	d, err := parallel.NewDDP(c, model, parallel.DDPConfig{Zero: 3, Builder: b})
+//
+// Loading weights into such a model reads only the rank's part of the file
+// too: DDP.LoadShard reads a safetensors file (nn.Save's) through
+// safetensors.Ranges — the header, then of every parameter the elements
+// inside this rank's pieces and every buffer whole — into the shard,
+// LoadChunk (1 MiB) of host scratch at a time. It verifies every tensor's
+// name, shape and dtype first; it cannot verify the tensors' checksums (a
+// CRC-32C covers a whole tensor). Call it before making the optimizer.
+//
 // # Stage 3: parameters gathered when used
 //
 // The model's parameters stay the same leaves (modules, the graph and the

@@ -39,6 +39,8 @@ type setup struct {
 	cuda    bool                                              // rank r on the emulated cuda:r
 	nccl    bool                                              // with cuda: the ranks communicate through NCCL
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
+	lazy    bool                                              // build with nn.NewDeferredBuilder, passed to NewDDP
+	initial bool                                              // keep the parameters' values after construction (result.init)
 }
 
 // result is what each rank ended with.
@@ -49,6 +51,9 @@ type result struct {
 	host   device.Stats
 	fresh  [device.NumTags]int64 // bytes by tag the device held before the model (cuda: its cuBLAS workspace; NCCL's)
 	ddp    struct{ buckets []int }
+	built  device.Stats // after the model was built and NewDDP returned
+	init   []float64    // with setup.initial: the parameters after construction
+	shard  int          // ShardLen
 }
 
 // mlp is Linear → tanh → … → Linear, named so that optimizer state can be
@@ -141,10 +146,17 @@ func runErr(s setup) ([]result, error) {
 			}
 		}()
 		var model *nn.Sequential
-		if err := autograd.Try(func() { model = mlp(nn.NewBuilder(dev, s.dt, 7), s.widths) }); err != nil {
+		b := nn.NewBuilder(dev, s.dt, 7)
+		if s.lazy {
+			b = nn.NewDeferredBuilder(dev, s.dt, 7)
+		}
+		if err := autograd.Try(func() { model = mlp(b, s.widths) }); err != nil {
 			return err
 		}
 		defer nn.Release(model)
+		if s.initial && s.ranks == 0 {
+			out[r].init = values(model)
+		}
 		master := s.dt.IsLowPrecision()
 		var opt optim.Optimizer
 		var sync interface{ NoSync(func()) }
@@ -158,6 +170,9 @@ func runErr(s setup) ([]result, error) {
 			}
 		} else {
 			cfg := parallel.DDPConfig{Zero: s.zero, BucketBytes: s.bucket}
+			if s.lazy {
+				cfg.Builder = b
+			}
 			if s.offload {
 				host = cpu.New(100+r, device.Options{})
 				if s.meta {
@@ -174,6 +189,14 @@ func runErr(s setup) ([]result, error) {
 			}
 			defer d.Release()
 			out[r].ddp.buckets = d.Buckets()
+			out[r].built, out[r].shard = dev.Stats(), d.ShardLen()
+			if s.initial {
+				if err := d.Unshard(); err != nil {
+					return err
+				}
+				out[r].init = values(model)
+				d.Reshard()
+			}
 			dev.ResetPeak() // the model was briefly held twice while it moved into the flat buffer
 			sync = d
 			if s.sgd {
@@ -223,9 +246,7 @@ func runErr(s setup) ([]result, error) {
 			}
 			defer d.Reshard()
 		}
-		for _, p := range model.Params() {
-			out[r].params = append(out[r].params, p.T.Float64s()...)
-		}
+		out[r].params = values(model)
 		return nil
 	}
 	if s.ranks == 0 {
@@ -263,4 +284,13 @@ func ncclRun(n int, gpus *[]*device.Device, f func(parallel.Communicator) error)
 		errs = append(errs, d.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// values returns all of m's parameters' values, in the model's order.
+func values(m nn.Module) []float64 {
+	var v []float64
+	for _, p := range m.Params() {
+		v = append(v, p.T.Float64s()...)
+	}
+	return v
 }

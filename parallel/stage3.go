@@ -72,6 +72,48 @@ func (d *DDP) shardParams() error {
 			return fmt.Errorf("bucket %d of %d over %d ranks: %w", k, len(d.lay.buckets), n, err)
 		}
 	}
+	d.unbind()
+	return nil
+}
+
+// initShard writes this rank's pieces of the deferred parameters from
+// their records (computed alone, nn.Init). The padding stays zero.
+// Nothing but the shard is allocated, and no rank communicates.
+func (d *DDP) initShard() {
+	_ = d.eachPart(func(k, i, at, from, n int) error {
+		in, _ := d.deferred(i)
+		v := view(d.srcs[k], at, []int{n})
+		in.Write(v, from)
+		v.Release()
+		return nil
+	})
+}
+
+// eachPart calls f for every part of a parameter inside this rank's
+// pieces, stopping at its first error. Piece r of bucket k covers elements
+// [r·piece_k, (r+1)·piece_k) of the bucket; the part of it inside
+// parameter i (at offset off_i, of n_i elements) is its elements [from,
+// from+n), from = max(off_i, r·piece_k) − off_i, which lie at element at
+// of the piece (srcs[k]).
+func (d *DDP) eachPart(f func(k, i, at, from, n int) error) error {
+	r := d.comm.Rank()
+	for k, b := range d.lay.buckets {
+		lo, hi := r*b.piece, (r+1)*b.piece
+		for _, i := range b.params {
+			ps := d.lay.params[i]
+			if a, e := max(ps.off, lo), min(ps.off+ps.n, hi); a < e {
+				if err := f(k, i, a-lo, a-ps.off, e-a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unbind drops the parameters' storage (deferred ones have none) and
+// gives them their fetch functions and saved-tensor hooks.
+func (d *DDP) unbind() {
 	d.full, d.refs, d.cur = make([]*autograd.Tensor, len(d.lay.buckets)), make([]int, len(d.lay.buckets)), -1
 	for i, p := range d.params {
 		p.ZeroGrad()
@@ -79,7 +121,6 @@ func (d *DDP) shardParams() error {
 		p.SetFetch(d.fetch)
 		p.SetSavedHooks(d.savedHooks(i))
 	}
-	return nil
 }
 
 // fetch binds an unbound parameter that an op (or a read) uses: its

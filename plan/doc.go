@@ -29,6 +29,13 @@
 // first makes the optimizer's state, the second is the steady state), the
 // cpu device.
 //
+// Under ZeRO stage 3 (without Prune) the ranks build the model as the
+// example programs do (train.Common.ModelBuilder): deferred, each writing
+// only its shard (parallel.DDPConfig.Builder), so the prediction includes
+// construction — no peak is reset after it — and a Capacity at or above
+// the predicted allocated peak fits even when it is below the whole
+// model's bytes (TestZero3PlanIncludesConstruction).
+//
 // The batch is synthetic, zeros made on the device: on meta it has no
 // host memory, so a batch of terabytes plans in bounded memory. The loss
 // scaler starts at scale 1 so that the F16 step steps on cpu as the meta

@@ -31,19 +31,30 @@ func (c Config) dtypes() (params, forward dtype.DType) {
 func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicator, distributed, timeline bool) (result, error) {
 	var res result
 	pdt, forward := c.dtypes()
-	model, err := buildModel(c, m, dev, pdt)
+	b := nn.NewBuilder(dev, pdt, 1)
+	if c.sharded() {
+		b = nn.NewDeferredBuilder(dev, pdt, 1)
+	}
+	model, err := buildModel(c, m, b)
 	if err != nil {
 		return res, err
 	}
 	defer nn.Release(model)
+	res.params = nn.Count(model) // shapes only: a deferred model has them before its shard is written
 	var sync interface{ NoSync(func()) }
 	if distributed {
-		d, err := parallel.NewDDP(comm, model, parallel.DDPConfig{Zero: c.Zero, Host: host})
+		cfg := parallel.DDPConfig{Zero: c.Zero, Host: host}
+		if c.sharded() {
+			cfg.Builder = b
+		}
+		d, err := parallel.NewDDP(comm, model, cfg)
 		if err != nil {
 			return res, err
 		}
 		defer d.Release()
-		dev.ResetPeak() // as the examples do: moving into the flat buffer holds the parameters twice for a moment
+		if !c.sharded() {
+			dev.ResetPeak() // as the examples do: moving into the flat buffer holds the parameters twice for a moment
+		}
 		sync = d
 	}
 	opt, err := newOptimizer(c, model, sync, pdt != dtype.F32)
@@ -86,19 +97,26 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	if sc.Skipped() > 0 {
 		return res, fmt.Errorf("the loss scaler skipped %d of %d steps (%s overflowed): the measured step is not the steady state", sc.Skipped(), c.Steps, sc.LastOverflow())
 	}
-	res.params = nn.Count(model)
 	return res, nil
 }
 
-// buildModel makes the model on dev with its checkpointing hook set and,
+// sharded reports whether c's ranks build the model deferred and write
+// only their shards (ZeRO stage 3, as train.Common.ModelBuilder does):
+// then construction holds no more than training, and the prediction
+// includes it (no peak reset). Pruning reads the whole model, so a pruned
+// plan builds it eagerly.
+func (c Config) sharded() bool { return c.Zero == 3 && c.Prune == 0 }
+
+// buildModel makes the model with b with its checkpointing hook set and,
 // with c.Prune, pruned; the device's peak is then reset, as
 // examples/resnet does after pruning, so the plan is the pruned model's.
-func buildModel(c Config, m Model, dev *device.Device, pdt dtype.DType) (nn.Module, error) {
+func buildModel(c Config, m Model, b *nn.Builder) (nn.Module, error) {
+	dev := b.Dev
 	gen := autograd.NewGenerator(1)
 	var model nn.Module
 	var hook *func([]nn.Layer, *autograd.Tensor) *autograd.Tensor
 	var err error
-	if terr := autograd.Try(func() { model, hook, err = m.build(nn.NewBuilder(dev, pdt, 1), gen, m.GPT) }); terr != nil {
+	if terr := autograd.Try(func() { model, hook, err = m.build(b, gen, m.GPT) }); terr != nil {
 		return nil, terr
 	}
 	if err != nil {

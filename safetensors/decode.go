@@ -65,26 +65,16 @@ func decode(b []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(es, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
-	})
+	if err := checkLayout(es, len(data)); err != nil {
+		return nil, err
+	}
 	f := &File{Names: make([]string, 0, len(es)), Tensors: make(map[string]Tensor, len(es)), Metadata: meta}
 	if f.Metadata == nil {
 		f.Metadata = map[string]string{}
 	}
-	var pos uint64
-	prev := ""
-	for i, e := range es {
-		if err := checkEntry(e, i == 0, pos, prev, len(data)); err != nil {
-			return nil, err
-		}
-		pos, prev = e.end, e.name
+	for _, e := range es {
 		f.Names = append(f.Names, e.name)
 		f.Tensors[e.name] = Tensor{DType: e.kind.dt, Kind: e.kind.name, Shape: e.shape, Data: data[e.begin:e.end:e.end]}
-	}
-	if pos != uint64(len(data)) {
-		return nil, fmt.Errorf("the tensors cover %d bytes, but %d bytes follow the header (%d unaccounted for)",
-			pos, len(data), uint64(len(data))-pos)
 	}
 	if err := splitChecksums(f); err != nil {
 		return nil, err
@@ -93,6 +83,28 @@ func decode(b []byte) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkLayout sorts the entries by their data offsets (ties keep the
+// header's order) and checks each and that together they cover the size
+// bytes of data that follow the header exactly.
+func checkLayout(es []entry, size int) error {
+	slices.SortStableFunc(es, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.begin, b.begin), cmp.Compare(a.end, b.end))
+	})
+	var pos uint64
+	prev := ""
+	for i, e := range es {
+		if err := checkEntry(e, i == 0, pos, prev, size); err != nil {
+			return err
+		}
+		pos, prev = e.end, e.name
+	}
+	if pos != uint64(size) {
+		return fmt.Errorf("the tensors cover %d bytes, but %d bytes follow the header (%d unaccounted for)",
+			pos, size, uint64(size)-pos)
+	}
+	return nil
 }
 
 // checkHeaderLength checks the header length n that a file of size bytes

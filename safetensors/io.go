@@ -45,26 +45,21 @@ func readMetadata(path string) (map[string]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	h, _, err := readHeader(f)
 	if err != nil {
-		return nil, err
-	}
-	var n [8]byte
-	if _, err := io.ReadFull(f, n[:]); err != nil {
-		return nil, fmt.Errorf("file of %d bytes is too short for the 8-byte header length", fi.Size())
-	}
-	size := binary.LittleEndian.Uint64(n[:])
-	if err := checkHeaderLength(size, fi.Size()); err != nil {
-		return nil, err
-	}
-	h := make([]byte, size)
-	if _, err := io.ReadFull(f, h); err != nil {
 		return nil, err
 	}
 	_, meta, err := parseHeader(h)
 	if err != nil {
 		return nil, err
 	}
+	return verifiedMetadata(meta)
+}
+
+// verifiedMetadata returns a header's metadata without its checksum keys
+// (empty for none), after verifying the metadata's own checksum when the
+// file has checksums.
+func verifiedMetadata(meta map[string]string) (map[string]string, error) {
 	file := &File{Metadata: meta}
 	if file.Metadata == nil {
 		file.Metadata = map[string]string{}
@@ -78,6 +73,28 @@ func readMetadata(path string) (map[string]string, error) {
 		}
 	}
 	return file.Metadata, nil
+}
+
+// readHeader reads the header of the open file f and returns it and the
+// file's size.
+func readHeader(f *os.File) ([]byte, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, 0, fmt.Errorf("file of %d bytes is too short for the 8-byte header length", fi.Size())
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if err := checkHeaderLength(size, fi.Size()); err != nil {
+		return nil, 0, err
+	}
+	h := make([]byte, size)
+	if _, err := io.ReadFull(f, h); err != nil {
+		return nil, 0, err
+	}
+	return h, fi.Size(), nil
 }
 
 // WriteFile encodes f (see Encode) into the file at path, atomically: f is

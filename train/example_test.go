@@ -68,9 +68,9 @@ func ExampleStepper() {
 	nn.Release(m)
 	fmt.Println("bytes still allocated:", dev.Stats().Requested.Current)
 	// Output:
-	// step 1: loss 1.6498, stepped true
-	// step 2: loss 0.9603, stepped true
-	// step 3: loss 0.5773, stepped true
+	// step 1: loss 1.5893, stepped true
+	// step 2: loss 0.9954, stepped true
+	// step 3: loss 0.5986, stepped true
 	// peak bytes: parameter 120, gradient 120, optimizer 120
 	// bytes still allocated: 0
 }
@@ -124,10 +124,10 @@ func ExampleSaveSnapshot() {
 	run(7, true, 4)  // a fresh model (other init) resumes and runs steps 3 and 4
 	fmt.Println("bytes still allocated:", dev.Stats().Requested.Current)
 	// Output:
-	// step 1: loss 1.6498
-	// step 2: loss 0.9603
-	// resumed at step 2 (loss 0.9603)
-	// step 3: loss 0.5773
-	// step 4: loss 0.4537
+	// step 1: loss 1.5893
+	// step 2: loss 0.9954
+	// resumed at step 2 (loss 0.9954)
+	// step 3: loss 0.5986
+	// step 4: loss 0.4309
 	// bytes still allocated: 0
 }

@@ -31,6 +31,13 @@ type Replica interface {
 	LoadState(snap *Snapshot) error
 }
 
+// Built is implemented by a Replica that says which builder made its
+// model (Common.ModelBuilder): under --zero 3 the rank's DDP then writes
+// its shard of a deferred model from the builder's records.
+type Built interface {
+	Builder() *nn.Builder
+}
+
 // Program is what Train needs to know of a training program; R is its
 // replica type.
 type Program[R Replica] struct {
@@ -112,7 +119,11 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 	}
 	r := &Run[R]{R: rep, C: c, Dev: dev, Out: out, End: c.End(p.Steps)}
 	if rank != nil {
-		if r.ddp, err = rank.DDP(c, rep.Module()); err != nil {
+		var b *nn.Builder
+		if bt, ok := any(rep).(Built); ok {
+			b = bt.Builder()
+		}
+		if r.ddp, err = rank.DDP(c, rep.Module(), b); err != nil {
 			r.release()
 			return nil, err
 		}

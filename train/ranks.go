@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/device/cuda"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/parallel"
 )
@@ -213,11 +214,25 @@ func closeRanks(ranks []*Rank) error {
 	return errors.Join(errs...)
 }
 
-// DDP wraps m for the rank with --zero and --offload. Moving the
-// parameters into the flat buffer holds them twice for a moment; the
-// device's peaks are reset afterwards, so that they show training.
-func (r *Rank) DDP(c *Common, m nn.Module) (*parallel.DDP, error) {
-	d, err := parallel.NewDDP(r.Comm, m, parallel.DDPConfig{Zero: c.Zero, Host: r.Host})
+// ModelBuilder returns the builder a program makes its model with: under
+// --zero 3 a deferred one (nn.NewDeferredBuilder), whose parameters get no
+// storage until the rank's DDP writes its shard of them from the
+// builder's records, so that no rank ever holds the whole model; else
+// nn.NewBuilder. The values are the same either way.
+func (c *Common) ModelBuilder(dev *device.Device, dt dtype.DType, seed uint64) *nn.Builder {
+	if c.Zero == 3 {
+		return nn.NewDeferredBuilder(dev, dt, seed)
+	}
+	return nn.NewBuilder(dev, dt, seed)
+}
+
+// DDP wraps m for the rank with --zero and --offload; b, when not nil, is
+// the builder that made m (a deferred one's parameters are written from
+// its records). Moving the parameters into the flat buffer holds them
+// twice for a moment; the device's peaks are reset afterwards, so that
+// they show training.
+func (r *Rank) DDP(c *Common, m nn.Module, b *nn.Builder) (*parallel.DDP, error) {
+	d, err := parallel.NewDDP(r.Comm, m, parallel.DDPConfig{Zero: c.Zero, Host: r.Host, Builder: b})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,8 @@ func matmulCases() []opCase {
 			f: func(e Env, x []*autograd.Tensor) *autograd.Tensor { return x[0].T().MatMul(x[1].T()) }},
 		{name: "linear", ins: []input{in(grad, 3, 4), in(grad, 5, 4), in(grad, 5)}, f: lin, autocast: true},
 		{name: "linear_3d", ins: []input{in(grad, 2, 3, 4), in(grad, 5, 4), in(grad, 5)}, f: lin, autocast: true},
+		// Past the direct loops: the bias goes through the packed GEMM's store.
+		{name: "linear_blocked", ins: []input{in(grad, 2, 20, 24), in(grad, 40, 24), in(grad, 40)}, f: lin, autocast: true},
 		{name: "linear_nobias", ins: []input{in(grad, 3, 4), in(grad, 5, 4)}, autocast: true,
 			f: func(e Env, x []*autograd.Tensor) *autograd.Tensor { return autograd.Linear(x[0], x[1], nil) }},
 	}

@@ -39,7 +39,16 @@
 //     workspace (its bytes, whatever its dtype), per-worker Go-heap tiles
 //     when that is full, an F32 copy of a 16-bit dw (K·C/G·R·S·4 bytes)
 //     and the packed filters (kernels' doc), all for the call;
-//   - Unary, UnaryGrad and Binary widen tile by tile: 4096 elements of each
+//   - ReLU and its gradient (F16, BF16), BF16 Add, Sub, Mul and Axpy on
+//     contiguous operands of one 16-bit dtype and length, and BF16 batch
+//     norm forward (BatchNorm, BatchNormRelu) and backward on dense x, y,
+//     dy, dx read and write 16-bit values and convert in registers
+//     (kernels' vec_half, norm_half): no float32 copy, only the per-channel
+//     operands' (C values each) and at most 3×16 float32 of stack per
+//     call for run tails; the bits are those of the tile path below (an
+//     Axpy with one 16-bit operand otherwise runs by tiles too);
+//   - Unary, UnaryGrad and Binary otherwise widen tile by tile, after
+//     merging the dimensions every operand steps through as one: 4096 elements of each
 //     operand per tile, gathered through the operand's strides into a
 //     worker's scratch of 4 tiles (64 KiB, kept for reuse), so at most
 //     Workers()·64 KiB per calling goroutine, whatever the operands' sizes;
@@ -47,8 +56,8 @@
 //     rows (up to 4096 elements; LayerNorm's w and b, one row each, are
 //     widened once per call), when a row fits a tile;
 //   - the other kernels (those three when a row is over 4096 elements,
-//     LayerNorm's gradient, batch norm, losses, attention, convolution
-//     with other dtypes, pooling, indexing, Where, Axpy, Reduce, Dropout, Copy between dtypes)
+//     LayerNorm's gradient, other batch norms, losses, attention, convolution
+//     with other dtypes, pooling, indexing, Where, Reduce, Dropout, Copy between dtypes)
 //     widen each operand's extent, the block elements its view reaches,
 //     into a Go slice for the call (4 bytes per element, 8 when the call
 //     computes in F64), and convert outputs back over the same extent.

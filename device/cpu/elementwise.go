@@ -15,6 +15,10 @@ func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 		return
 	}
 	if anyHalf(dst, src) {
+		if op == device.Relu && inRegister && sameHalf(dst, src) {
+			kernels.ReluHalf(half(dst), half(src), dst.DType == dtype.BF16)
+			return
+		}
 		tiled(dst, []device.Operand{src}, func(d []float32, in [][]float32) {
 			kernels.UnaryFlat(int(op), arg, d, in[0])
 		})
@@ -51,6 +55,10 @@ func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float6
 		return
 	}
 	if anyHalf(dx, dy, x, y) {
+		if op == device.Relu && inRegister && sameHalf(dx, dy, y) {
+			kernels.ReluGradHalf(half(dx), half(dy), half(y), dx.DType == dtype.BF16)
+			return
+		}
 		tiled(flatten(dx), []device.Operand{flatten(dy), flatten(x), flatten(y)}, func(d []float32, in [][]float32) {
 			kernels.UnaryGrad(int(op), arg, d, in[0], in[1], in[2])
 		})
@@ -71,6 +79,10 @@ func (kern) Binary(op device.BinaryOp, dst, a, b device.Operand) {
 		return
 	}
 	if anyHalf(dst, a, b) {
+		if inRegister && dst.DType == dtype.BF16 && sameHalf(dst, a, b) &&
+			kernels.BinaryBF16(int(op), half(dst), half(a), half(b)) {
+			return
+		}
 		tiled(dst, []device.Operand{a, b}, func(d []float32, in [][]float32) {
 			kernels.BinaryFlat(int(op), d, in[0], in[1])
 		})
@@ -89,6 +101,21 @@ func (kern) Axpy(alpha float64, x, y device.Operand) {
 		v, vl := f64(x)
 		kernels.Axpy(alpha, v, lay(vl), d, dl.Off)
 		put64(y, d)
+		return
+	}
+	switch {
+	case inRegister && y.DType == dtype.BF16 && sameHalf(x, y):
+		kernels.AxpyBF16(alpha, half(x), half(y))
+		return
+	case inRegister && anyHalf(x, y):
+		// Tile by tile, y (contiguous) viewed over x's shape: no copy of
+		// either operand's extent.
+		yv := y
+		yv.Shape, yv.Strides = x.Shape, nil
+		tiled(yv, []device.Operand{yv, x}, func(d []float32, in [][]float32) {
+			copy(d, in[0])
+			kernels.Axpy(alpha, in[1], kernels.Layout{Shape: []int{len(d)}}, d, 0)
+		})
 		return
 	}
 	d, dl := f32(y)
@@ -128,6 +155,9 @@ func (kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
 }
 
 func (kern) Gemm(g device.Gemm) {
+	if err := g.CheckBias(); err != nil {
+		panic("cpu: " + err.Error())
+	}
 	args := kernels.GemmArgs{
 		TransA: g.TransA, TransB: g.TransB, M: g.M, N: g.N, K: g.K, Alpha: g.Alpha, Beta: g.Beta,
 		OffA: g.A.Off, OffB: g.B.Off, OffC: g.C.Off, LdA: g.LdA, LdB: g.LdB, LdC: g.LdC,
@@ -145,25 +175,50 @@ func (kern) Gemm(g device.Gemm) {
 		c, lo := gemmIn(g.C, f64, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 		a, _ := gemmIn(g.A, f64, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
 		b, _ := gemmIn(g.B, f64, &args.OffB, g.StrideB, g.LdB, br, bc, n)
-		kernels.Gemm(args, a, b, c)
+		kernels.GemmBias(args, a, b, gemmBias(g, f64), c)
 		if g.C.DType != dtype.F64 {
 			putAt64(g.C, lo, c)
 		}
 		return
 	}
-	c, lo := gemmIn(g.C, f32, &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
+	c, lo := gemmIn(g.C, gemmOut32(g), &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
+	bias := gemmBias(g, f32)
 	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
 		// 16-bit operands are read as 16-bit while they are packed: no
 		// float32 copy of A or B.
-		kernels.GemmHalf(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
-			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, c)
+		kernels.GemmHalfBias(args, dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes()),
+			g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, bias, c)
 	} else {
 		a, _ := gemmIn(g.A, f32, &args.OffA, g.StrideA, g.LdA, ar, ac, n)
 		b, _ := gemmIn(g.B, f32, &args.OffB, g.StrideB, g.LdB, br, bc, n)
-		kernels.Gemm(args, a, b, c)
+		kernels.GemmBias(args, a, b, bias, c)
 	}
 	if g.C.DType != dtype.F32 {
 		putAt32(g.C, lo, c)
+	}
+}
+
+// gemmBias returns g's bias in the compute dtype (f32 or f64: in place for
+// that dtype, else its N elements widened), or nil when it has none. A
+// 16-bit C is narrowed once, after the bias is added.
+func gemmBias[T any](g device.Gemm, f func(device.Operand) ([]T, device.Operand)) []T {
+	if g.Bias.Block == nil || g.N == 0 {
+		return nil
+	}
+	v, r := f(g.Bias)
+	return v[r.Off : r.Off+g.N]
+}
+
+// gemmOut32 is f32 for g's C, except that a C the GEMM overwrites whole
+// (beta 0, no gaps between its rows or matrices) is not converted: its old
+// values are never read.
+func gemmOut32(g device.Gemm) func(device.Operand) ([]float32, device.Operand) {
+	whole := g.LdC == g.N && (max(g.Batch, 1) == 1 || g.StrideC == g.M*g.N)
+	if g.Beta != 0 || !whole {
+		return f32
+	}
+	return func(o device.Operand) ([]float32, device.Operand) {
+		return widened(o, dtype.F32, dtype.AsF32, func([]float32, dtype.DType, []byte) {})
 	}
 }
 

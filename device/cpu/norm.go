@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
@@ -130,14 +131,38 @@ func (kern) LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd device.Operand, rows,
 }
 
 func (kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
+	batchNorm(y, mean, invstd, x, w, b, runMean, runVar, n, c, hw, training, false, momentum, eps)
+}
+
+func (kern) BatchNormRelu(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
+	batchNorm(y, mean, invstd, x, w, b, runMean, runVar, n, c, hw, training, true, momentum, eps)
+}
+
+// batchNorm is BatchNorm, and with relu BatchNormRelu.
+func batchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training, relu bool, momentum, eps float64) {
 	if wide(y) {
 		out, in := set64(y, mean, invstd, runMean, runVar), set64(x, w, b)
-		kernels.BatchNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
+		bn := kernels.BatchNorm[float64]
+		if relu {
+			bn = kernels.BatchNormRelu[float64]
+		}
+		bn(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
+		out.store()
+		return
+	}
+	if inRegister && y.DType == dtype.BF16 && sameHalf(y, x) {
+		// x and y stay bfloat16; only the per-channel operands widen.
+		out, in := set32(mean, invstd, runMean, runVar), set32(w, b)
+		kernels.BatchNormBF16(half(y), half(x), in.s[0], in.s[1], out.s[2], out.s[3], out.s[0], out.s[1], n, c, hw, training, relu, momentum, eps)
 		out.store()
 		return
 	}
 	out, in := set32(y, mean, invstd, runMean, runVar), set32(x, w, b)
-	kernels.BatchNorm(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
+	bn := kernels.BatchNorm[float32]
+	if relu {
+		bn = kernels.BatchNormRelu[float32]
+	}
+	bn(out.s[0], in.s[0], in.s[1], in.s[2], out.s[3], out.s[4], out.s[1], out.s[2], n, c, hw, training, momentum, eps)
 	out.store()
 }
 
@@ -145,6 +170,16 @@ func (kern) BatchNormGrad(dx, dw, db, dy, x, w, mean, invstd device.Operand, n, 
 	if wideOf(dx, dw, db) {
 		out, in := set64(dx, dw, db), set64(dy, x, w, mean, invstd)
 		kernels.BatchNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], n, c, hw, training)
+		out.store()
+		return
+	}
+	if inRegister && dy.DType == dtype.BF16 && sameHalf(dy, x) && (dx.Nil() || sameHalf(dx, dy)) {
+		out, in := set32(dw, db), set32(w, mean, invstd)
+		var d []uint16
+		if !dx.Nil() {
+			d = half(dx)
+		}
+		kernels.BatchNormGradBF16(d, half(dy), half(x), out.s[0], out.s[1], in.s[0], in.s[1], in.s[2], n, c, hw, training)
 		out.store()
 		return
 	}

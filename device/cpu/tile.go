@@ -34,6 +34,28 @@ type tileScratch [tileOperands][tileElems]float32
 // kernel.
 var tileScratches kernels.FreeList[tileScratch]
 
+// inRegister selects the kernels that read 16-bit operands and convert
+// them in registers (kernels.ReluHalf, BinaryBF16, BatchNormBF16, …) over
+// the tile path, where both apply; the tests turn it off to compare the
+// two.
+var inRegister = true
+
+// sameHalf reports whether the operands are all present, contiguous, of
+// one 16-bit dtype and of one length: what the in-register kernels take.
+func sameHalf(os ...device.Operand) bool {
+	for _, o := range os {
+		if o.Nil() || !o.DType.IsLowPrecision() || o.DType != os[0].DType || !o.Contiguous() || o.Len() != os[0].Len() {
+			return false
+		}
+	}
+	return true
+}
+
+// half returns the 16-bit elements of a contiguous operand.
+func half(o device.Operand) []uint16 {
+	return dtype.AsU16(o.Block.Bytes())[o.Off : o.Off+o.Len()]
+}
+
 // anyHalf reports whether a present operand has a dtype other than F32.
 func anyHalf(os ...device.Operand) bool {
 	for _, o := range os {
@@ -48,6 +70,7 @@ func anyHalf(os ...device.Operand) bool {
 // compute gets the output tile and one tile per input (nil for an absent
 // input), each viewed over dst's shape through its own strides.
 func tiled(dst device.Operand, ins []device.Operand, compute func(d []float32, in [][]float32)) {
+	dst, ins = coalesce(dst, ins)
 	n := dst.Len()
 	tiles := (n + tileElems - 1) / tileElems
 	run := func(lo, hi int) {
@@ -73,6 +96,74 @@ func tiled(dst device.Operand, ins []device.Operand, compute func(d []float32, i
 		return
 	}
 	kernels.ParallelFor(tiles, 1, run)
+}
+
+// coalesce returns dst and ins viewed over the fewest dimensions that
+// hold the same elements in the same order: size-1 dimensions dropped and
+// neighbours merged where every present operand steps through them as one
+// (a contiguous operand's strides then read nil). Without it every run of
+// the innermost dimension (32 elements of a 32×32 image, 4 of a 2×2) costs
+// a multi-index and a conversion call of its own.
+func coalesce(dst device.Operand, ins []device.Operand) (device.Operand, []device.Operand) {
+	ops := append([]device.Operand{dst}, ins...)
+	st := make([][]int, len(ops))
+	for j, o := range ops {
+		if !o.Nil() {
+			st[j] = o.Strides
+			if st[j] == nil {
+				st[j] = kernels.Dense(dst.Shape)
+			}
+		}
+	}
+	var shape []int
+	out := make([][]int, len(ops))
+	for i, s := range dst.Shape {
+		if s == 1 {
+			continue
+		}
+		if k := len(shape) - 1; k >= 0 && mergeable(st, out, i, k, s) {
+			shape[k] *= s
+			for j := range ops {
+				if st[j] != nil {
+					out[j][k] = st[j][i]
+				}
+			}
+			continue
+		}
+		shape = append(shape, s)
+		for j := range ops {
+			if st[j] != nil {
+				out[j] = append(out[j], st[j][i])
+			}
+		}
+	}
+	if len(shape) == 0 || dst.Len() == 0 {
+		shape = []int{dst.Len()}
+		for j := range ops {
+			out[j] = []int{1}
+		}
+	}
+	for j := range ops {
+		if ops[j].Nil() {
+			continue
+		}
+		ops[j].Shape, ops[j].Strides = shape, out[j]
+		if ops[j].Contiguous() {
+			ops[j].Strides = nil
+		}
+	}
+	return ops[0], ops[1:]
+}
+
+// mergeable reports whether dimension i of the original strides st
+// continues coalesced dimension k of out (length s) for every operand.
+func mergeable(st, out [][]int, i, k, s int) bool {
+	for j := range st {
+		if st[j] != nil && out[j][k] != st[j][i]*s {
+			return false
+		}
+	}
+	return true
 }
 
 // runs calls f on each run of the innermost dimension among the elements

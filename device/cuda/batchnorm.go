@@ -60,7 +60,17 @@ func (k *kern) bnStats(op string, dt dtype.DType, c int, os ...device.Operand) {
 
 // BatchNorm runs batchnorm_T (kernels/batchnorm.cu).
 func (k *kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
-	const op = "BatchNorm"
+	k.batchNorm("BatchNorm", y, mean, invstd, x, w, b, runMean, runVar, n, c, hw, training, false, momentum, eps)
+}
+
+// BatchNormRelu runs batchnorm_T with its ReLU flag set.
+func (k *kern) BatchNormRelu(y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training bool, momentum, eps float64) {
+	k.batchNorm("BatchNormRelu", y, mean, invstd, x, w, b, runMean, runVar, n, c, hw, training, true, momentum, eps)
+}
+
+// batchNorm checks BatchNorm's (or BatchNormRelu's) operands and launches
+// batchnorm_T.
+func (k *kern) batchNorm(op string, y, mean, invstd, x, w, b, runMean, runVar device.Operand, n, c, hw int, training, relu bool, momentum, eps float64) {
 	dt := k.sameFloat(op, y, x)
 	if x.Nil() || y.Nil() {
 		k.bad(op, "x or y without a block")
@@ -75,7 +85,7 @@ func (k *kern) BatchNorm(y, mean, invstd, x, w, b, runMean, runVar device.Operan
 		return
 	}
 	args := append([]Arg{k.Ptr(y), k.Ptr(mean), k.Ptr(invstd), k.Ptr(x)}, ch...)
-	args = append(args, I64(int64(n)), I64(int64(c)), I64(int64(hw)), Int(b2i(training)), F64(momentum), F64(eps))
+	args = append(args, I64(int64(n)), I64(int64(c)), I64(int64(hw)), Int(b2i(training)), F64(momentum), F64(eps), Int(b2i(relu)))
 	k.launch("batchnorm_"+Suffix(dt), bnLaunch(n, c, hw), args...)
 }
 

@@ -71,6 +71,12 @@ func batchNormCase(g *rig, dt, pdt dtype.DType, n, c, hw int, affine string, tra
 		g.check("BatchNorm running mean", rm, rowTol(pdt))
 		g.check("BatchNorm running var", rv, rowTol(pdt))
 	}
+	// The fused ReLU (the cpu's is BatchNorm then ReLU bit for bit).
+	yr := g.rand(dt, n, c, hw)
+	g.both(func(k device.Kernels, o func(twin) device.Operand) {
+		k.BatchNormRelu(o(yr), o(mean), o(invstd), o(x), o(w), o(b), o(rm), o(rv), n, c, hw, training, momentum, eps)
+	})
+	g.check("BatchNormRelu y", yr, tol)
 	// dw and db start as garbage: they are overwritten, not accumulated.
 	dy, dx, dw, db := g.rand(dt, n, c, hw), g.rand(dt, n, c, hw), g.rand(pdt, c), g.rand(pdt, c)
 	g.both(func(k device.Kernels, o func(twin) device.Operand) {

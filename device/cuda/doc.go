@@ -85,6 +85,9 @@
 // within F32 tolerances) unless HEADROOM_CUDA_TF32=1, and F16 and BF16
 // inputs accumulate in F32. cuBLASLt is loaded and only its handle is
 // made (cublasLtCreate, cublasLtDestroy, cublasLtGetVersion).
+// A Gemm with a Bias sets beta·C + bias into C with the copy (or scale
+// and add) kernels first and runs cuBLAS with beta 1: the cpu's sum, not
+// yet cuBLASLt's bias epilogue.
 //
 // # Int8
 //

@@ -30,11 +30,19 @@ func blasType(dt dtype.DType) (int, bool) {
 // strides) and M and N swap. F32 and F64 compute in their own precision
 // (TF32 only with HEADROOM_CUDA_TF32=1); F16 and BF16 inputs accumulate in
 // F32, and C may then be F32 too (cuBLAS's mixed-output GEMM: the 16-bit
-// convolution weight gradient sums its samples in it).
+// convolution weight gradient sums its samples in it). A bias is set
+// into C first (biasFirst).
 func (k *kern) Gemm(p device.Gemm) {
 	g := k.g
 	g.check()
+	if err := p.CheckBias(); err != nil {
+		k.bad("gemm", "%v", err)
+	}
 	c, ok := k.blasCall(p)
+	if ok && p.Bias.Block != nil {
+		k.biasFirst(p)
+		c.Beta = 1
+	}
 	if !ok {
 		return
 	}
@@ -78,6 +86,33 @@ func (k *kern) blasCall(p device.Gemm) (c cuda.Gemm, ok bool) {
 		StrideA: int64(p.StrideB), StrideB: int64(p.StrideA), StrideC: int64(p.StrideC),
 		Batch: max(p.Batch, 1), Type: t, C32: c32,
 	}, true
+}
+
+// biasFirst sets every C of p to beta·C + Bias ahead of the GEMM, which
+// then runs with beta 1: the same sum, in the same order, as the cpu's
+// fused bias. cublasGemmEx has no bias epilogue, so this costs a pass
+// over C that cuBLASLt's CUBLASLT_EPILOGUE_BIAS would not (not bound
+// yet). C matrices that overlap (StrideC 0 with a batch) are refused:
+// each matrix would add the bias again.
+func (k *kern) biasFirst(p device.Gemm) {
+	batch := max(p.Batch, 1)
+	if batch > 1 && p.StrideC < (p.M-1)*p.LdC+p.N {
+		k.g.raise("gemm", fmt.Errorf("%w: a bias with overlapping C matrices (batch %d, StrideC %d)", ErrUnsupported, batch, p.StrideC))
+	}
+	shape := []int{batch, p.M, p.N}
+	c := p.C
+	c.Shape, c.Strides = shape, []int{p.StrideC, p.LdC, 1}
+	b := p.Bias
+	b.Shape, b.Strides = shape, []int{0, 0, 1}
+	switch p.Beta {
+	case 0:
+		k.Copy(c, b)
+		return
+	case 1:
+	default:
+		k.Unary(device.Scale, c, c, p.Beta)
+	}
+	k.Binary(device.Add, c, c, b)
 }
 
 // ptr is the device address of o's first element.

@@ -36,7 +36,9 @@ func readF64(o device.Operand, d *device.Device) []float64 {
 
 // TestGemm checks cuBLAS's GEMM through the row-major mapping against the
 // cpu device, for every dtype and transpose, batched with strides, padded
-// leading dimensions, a shared (stride 0) B, alpha and beta.
+// leading dimensions, a shared (stride 0) B, alpha and beta; and with a
+// bias (set into C ahead of cuBLAS) against the cpu's fused one, for beta
+// 0, 1 and 0.5 across the transposes.
 func TestGemm(t *testing.T) {
 	gd, _ := open(t, device.Options{})
 	defer gd.Close()
@@ -44,17 +46,18 @@ func TestGemm(t *testing.T) {
 	defer cd.Close()
 	tol := map[dtype.DType]float64{dtype.F64: 1e-12, dtype.F32: 1e-5, dtype.F16: 4e-3, dtype.BF16: 2e-2}
 	for _, dt := range []dtype.DType{dtype.F64, dtype.F32, dtype.F16, dtype.BF16} {
-		for _, ta := range []bool{false, true} {
-			for _, tb := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/ta=%v/tb=%v", dt, ta, tb), func(t *testing.T) {
-					gemmCase(t, gd, cd, dt, ta, tb, tol[dt])
-				})
-			}
+		for i, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			t.Run(fmt.Sprintf("%s/ta=%v/tb=%v", dt, tr[0], tr[1]), func(t *testing.T) {
+				gemmCase(t, gd, cd, dt, tr[0], tr[1], 0.5, false, tol[dt])
+				// A 16-bit C with beta 0.5 is rounded to 16 bits as
+				// beta·C + bias before the GEMM on the gpu, not on the cpu.
+				gemmCase(t, gd, cd, dt, tr[0], tr[1], []float64{0, 1, 0.5, 0.5}[i], true, 2*tol[dt])
+			})
 		}
 	}
 }
 
-func gemmCase(t *testing.T, gd, cd *device.Device, dt dtype.DType, ta, tb bool, tol float64) {
+func gemmCase(t *testing.T, gd, cd *device.Device, dt dtype.DType, ta, tb bool, beta float64, bias bool, tol float64) {
 	m, n, k, batch := 5, 7, 6, 3
 	rows := func(tr bool, r, c int) (int, int) {
 		if tr {
@@ -74,11 +77,16 @@ func gemmCase(t *testing.T, gd, cd *device.Device, dt dtype.DType, ta, tb bool, 
 		return v
 	}
 	av, bv, cv := rnd(sa*batch), rnd(br*ldb), rnd(sc*batch)
-	p := device.Gemm{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: 1.5, Beta: 0.5,
+	biasv := rnd(n + 2)
+	p := device.Gemm{TransA: ta, TransB: tb, M: m, N: n, K: k, Alpha: 1.5, Beta: beta,
 		LdA: lda, LdB: ldb, LdC: ldc, Batch: batch, StrideA: sa, StrideB: sb, StrideC: sc}
 	run := func(d *device.Device) []float64 {
 		q := p
 		q.A, q.B, q.C = newOp(t, d, dt, av), newOp(t, d, dt, bv), newOp(t, d, dt, cv)
+		if bias {
+			q.Bias = newOp(t, d, dt, biasv)
+			q.Bias.Off, q.Bias.Shape = 2, []int{n}
+		}
 		d.Kernels().Gemm(q)
 		return readF64(q.C, d)
 	}

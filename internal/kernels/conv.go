@@ -54,8 +54,9 @@ func (p ConvArgs) dims() convDims {
 // the rows of some channels by the columns of a band of output rows,
 // small enough to stay in L2 where the shape allows (see convTile). A
 // worker builds its tiles in its own slice of ws when ws is long enough
-// (ws holds one sample's whole matrix, so the first worker's slice always
-// fits) and otherwise in a reused Go-heap buffer of one tile. Besides
+// (ws holds one sample's whole matrix, so the first worker's slice fits
+// unless a unit takes several samples, see plan) and otherwise in a
+// reused Go-heap buffer of one tile. Besides
 // those, the only memory the kernels hold beyond their arguments is the
 // weight gradient's per-chunk copies of a small dw (at most
 // (convUnits−1)·convDWSmall elements; plus one float32 dw when dw is
@@ -69,7 +70,8 @@ func (p ConvArgs) dims() convDims {
 // Conv2d writes y (N, K, OH, OW) = x (N, C, H, W) ⋆ w (K, C/G, R, S). A
 // unit is a band of output rows of one sample and group: im2col of the
 // band into a tile, then one GEMM y_band (K/G × band) = w_g (K/G ×
-// C/G·R·S) · tile. Pointwise convolutions read x directly. ws holds
+// C/G·R·S) · tile (over small planes, of several samples side by side,
+// into a tile then copied to y). Pointwise convolutions read x directly. ws holds
 // Workspace elements (unused and may be nil when pointwise).
 func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 	runConvJob(convForward, p, y, x, w, ws)
@@ -77,9 +79,10 @@ func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 
 // Conv2dGradInput writes dx (N, C, H, W), overwriting it, from dy (N, K,
 // OH, OW) and w. A unit is a block of input channels of one sample and
-// group: per band of output rows, tile = w_g[:, block]ᵀ · dy_band, then
-// col2im adds each tile entry back to the input position it was read from
-// (overlapping windows accumulate). Pointwise convolutions write
+// group (over small planes, of several samples, their dy rows gathered
+// side by side): per band of output rows, tile = w_g[:, block]ᵀ ·
+// dy_band, then col2im adds each tile entry back to the input position it
+// was read from (overlapping windows accumulate). Pointwise convolutions write
 // dx = w_gᵀ · dy_g directly.
 func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
 	runConvJob(convGradInput, p, dx, dy, w, ws)
@@ -89,7 +92,8 @@ func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
 // A unit is one group's dw, or a block of its columns (rows of the im2col
 // matrix) when dw is large, over a chunk of the samples, or all of them
 // when dw is large: over the samples and bands in order, dw_block +=
-// dy_band · tileᵀ (the first product overwrites); the chunks' copies of dw
+// dy_band · tileᵀ (the first product overwrites; over small planes one
+// product takes several samples' bands side by side); the chunks' copies of dw
 // are then added in chunk order.
 func Conv2dGradWeight[T Float](p ConvArgs, dw, dy, x, ws []T) {
 	runConvJob(convGradWeight, p, dw, dy, x, ws)

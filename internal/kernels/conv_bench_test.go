@@ -48,15 +48,19 @@ func (c *convBench) all()        { c.forward(); c.gradInput(); c.gradWeight() }
 
 // resnet18Convs are ResNet-18's 3×3 convolutions at batch n: the stride-1
 // convolution of each stage and the stride-2 one that enters it.
-func resnet18Convs(n int) []*convBench {
-	return []*convBench{
-		{name: "56x56x64-64", p: conv3x3(n, 56, 64, 64, 1)},
-		{name: "s2_56x56x64-128", p: conv3x3(n, 56, 64, 128, 2)},
-		{name: "28x28x128-128", p: conv3x3(n, 28, 128, 128, 1)},
-		{name: "s2_28x28x128-256", p: conv3x3(n, 28, 128, 256, 2)},
-		{name: "14x14x256-256", p: conv3x3(n, 14, 256, 256, 1)},
-		{name: "s2_14x14x256-512", p: conv3x3(n, 14, 256, 512, 2)},
-		{name: "7x7x512-512", p: conv3x3(n, 7, 512, 512, 1)},
+func resnet18Convs(n int) []*convBench { return resnetStages(n, 56) }
+
+// resnetStages are ResNet-18's 3×3 convolutions at batch n over h×h
+// planes entering the first stage: the stride-1 convolution of each stage
+// (64, 128, 256, 512 channels) and the stride-2 one that enters the next.
+func resnetStages(n, h int) []*convBench {
+	var cs []*convBench
+	for c := 64; ; c, h = 2*c, h/2 {
+		cs = append(cs, &convBench{name: fmt.Sprintf("%dx%dx%d-%d", h, h, c, c), p: conv3x3(n, h, c, c, 1)})
+		if c == 512 {
+			return cs
+		}
+		cs = append(cs, &convBench{name: fmt.Sprintf("s2_%dx%dx%d-%d", h, h, c, 2*c), p: conv3x3(n, h, c, 2*c, 2)})
 	}
 }
 
@@ -64,11 +68,6 @@ func resnet18Convs(n int) []*convBench {
 // batch n (examples/resnet): stem, one basic block per stage, and the
 // stride-2 1×1 shortcuts.
 func smallResNetConvs(n int) []*convBench {
-	sc := func(h, c, k int) ConvArgs {
-		p := ConvArgs{N: n, C: c, H: h, W: h, K: k, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1}
-		p.OH, p.OW = (h-1)/2+1, (h-1)/2+1
-		return p
-	}
 	return []*convBench{
 		{name: "stem_28x28x1-16", p: conv3x3(n, 28, 1, 16, 1)},
 		{name: "28x28x16-16", p: conv3x3(n, 28, 16, 16, 1)},
@@ -76,8 +75,8 @@ func smallResNetConvs(n int) []*convBench {
 		{name: "14x14x32-32", p: conv3x3(n, 14, 32, 32, 1)},
 		{name: "s2_14x14x32-64", p: conv3x3(n, 14, 32, 64, 2)},
 		{name: "7x7x64-64", p: conv3x3(n, 7, 64, 64, 1)},
-		{name: "1x1s2_28x28x16-32", p: sc(28, 16, 32)},
-		{name: "1x1s2_14x14x32-64", p: sc(14, 32, 64)},
+		{name: "1x1s2_28x28x16-32", p: shortcut(n, 28, 16, 32)},
+		{name: "1x1s2_14x14x32-64", p: shortcut(n, 14, 32, 64)},
 	}
 }
 

@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // im2col and col2im over tiles: rows [r0, r1) of a group's im2col matrix
 // ((c, r, s) row-major, c·R·S+r·S+s) by the columns of output rows
 // [oh0, oh1), stored densely. Entry (row, (oh, ow)) is x[c, oh·sh−ph+r·dh,
@@ -65,14 +67,14 @@ func (t tileRow) next(p *ConvArgs) tileRow {
 	return t
 }
 
-// im2colTile writes the tile of x (cg planes of H×W) into col; taps are
-// p's (convTaps.set).
-func im2colTile[T convElem](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0, oh1 int) {
+// im2colTile writes the tile of x (cg planes of H×W) into col, whose rows
+// start ld elements apart; taps are p's (convTaps.set).
+func im2colTile[T convElem](p *ConvArgs, taps convTaps, col []T, ld int, x []T, r0, r1, oh0, oh1 int) {
 	ow, hw := p.OW, p.H*p.W
 	nb := (oh1 - oh0) * ow
 	fast := sameConv(p)
 	for row, t := r0, firstRow(p, r0); row < r1; row, t = row+1, t.next(p) {
-		dst := col[(row-r0)*nb : (row-r0+1)*nb]
+		dst := col[(row-r0)*ld : (row-r0)*ld+nb]
 		plane := x[t.c*hw : (t.c+1)*hw]
 		ht, wt := taps[t.r], taps[p.R+t.s]
 		hoff, woff := ht.off, wt.off
@@ -121,16 +123,39 @@ func im2colTile[T convElem](p *ConvArgs, taps convTaps, col, x []T, r0, r1, oh0,
 	}
 }
 
+// im2colSamples writes the tiles of ns consecutive samples side by side
+// into col (rows of ns·nb elements, sample s at column s·nb); x starts at
+// the first sample's group of channels, d are p's dims.
+func im2colSamples[T convElem](p *ConvArgs, taps convTaps, d *convDims, col, x []T, ns, r0, r1, oh0, oh1 int) {
+	nb := (oh1 - oh0) * p.OW
+	for s := range ns {
+		im2colTile(p, taps, col[s*nb:], ns*nb, x[s*d.xs:s*d.xs+d.cg*d.hw], r0, r1, oh0, oh1)
+	}
+}
+
+// gatherSamples copies the kg rows of dy of ns consecutive samples,
+// columns [off, off+cols) of each, side by side into dst (rows of
+// ns·cols, sample s at column s·cols); dy starts at the first sample's
+// group of channels, d are the convolution's dims.
+func gatherSamples[T convElem](dst, dy []T, d *convDims, ns, cols, off int) {
+	nb := ns * cols
+	for s := range ns {
+		for k := range d.kg {
+			copy(dst[k*nb+s*cols:][:cols], dy[s*d.ys+k*d.ohw+off:][:cols])
+		}
+	}
+}
+
 // col2imTile adds the tile's rows [0, rows) (whole channels, the first at
-// dx[0:H·W]) into dx at the positions im2colTile reads them from. The
+// dx[0:H·W]; rows ld elements apart in col) into dx at the positions im2colTile reads them from. The
 // tile's padding entries are discarded (the fast path zeroes them in col
 // first, so col is clobbered).
-func col2imTile[T Float](p *ConvArgs, taps convTaps, dx, col []T, rows, oh0, oh1 int) {
+func col2imTile[T Float](p *ConvArgs, taps convTaps, dx, col []T, ld, rows, oh0, oh1 int) {
 	ow, hw := p.OW, p.H*p.W
 	nb := (oh1 - oh0) * ow
 	fast := sameConv(p)
 	for row, t := 0, (tileRow{}); row < rows; row, t = row+1, t.next(p) {
-		src := col[row*nb : (row+1)*nb]
+		src := col[row*ld : row*ld+nb]
 		plane := dx[t.c*hw : (t.c+1)*hw]
 		ht, wt := taps[t.r], taps[p.R+t.s]
 		hoff, woff := ht.off, wt.off
@@ -218,15 +243,23 @@ func addTo[T Float](dst, src []T) {
 
 // gatherRows2 sets dst[r·dstStep+i] = src[r·srcStep+2i] for rows rows
 // and i < n. A source row holds avail ≥ 2n−1 elements from its start;
-// the assembly reads whole blocks of 16 of them.
+// the assembly reads whole blocks of 16 (float32) or 32 (16-bit) of them.
 func gatherRows2[T convElem](dst, src []T, rows, n, dstStep, srcStep, avail int) {
-	if d32, ok := any(dst).([]float32); ok && CPU.AVX2FMA {
-		blocks := min(n, avail/2) / 8
-		_ = dst[(rows-1)*dstStep+n-1]
-		_ = src[(rows-1)*srcStep+max(2*n-1, 16*blocks)-1]
-		s32 := any(src).([]float32)
-		convGather2RowsF32(&d32[0], &s32[0], rows, n, dstStep, srcStep, blocks)
-		return
+	switch any(dst).(type) {
+	case []float32, []uint16:
+		if CPU.AVX2FMA {
+			// A block writes 32 bytes of outputs.
+			per := 32 / int(unsafe.Sizeof(dst[0]))
+			blocks := min(n, avail/2) / per
+			_ = dst[(rows-1)*dstStep+n-1]
+			_ = src[(rows-1)*srcStep+max(2*n-1, 2*per*blocks)-1]
+			if d, ok := any(dst).([]float32); ok {
+				convGather2RowsF32(&d[0], &any(src).([]float32)[0], rows, n, dstStep, srcStep, blocks)
+				return
+			}
+			convGather2RowsU16(&any(dst).([]uint16)[0], &any(src).([]uint16)[0], rows, n, dstStep, srcStep, blocks)
+			return
+		}
 	}
 	for r := range rows {
 		d, s := dst[r*dstStep:r*dstStep+n], src[r*srcStep:r*srcStep+2*n-1]

@@ -91,11 +91,14 @@ func (j *convJob[T]) planHalf() {
 	switch j.kind {
 	case convForward:
 		t.t16 = j.tile
-		if narrow {
-			t.fo = d.kg * j.band * p.OW
+		if narrow || j.spu > 1 {
+			t.fo = d.kg * j.spu * j.band * p.OW
 		}
 	case convGradInput:
 		t.tf = j.tile
+		if j.spu > 1 {
+			t.t16 = d.kg * j.spu * j.band * p.OW
+		}
 		if narrow {
 			t.fo = j.block * d.hw
 		}
@@ -134,11 +137,12 @@ func (j *convJob[T]) halfUnit(u int, tile []float32) {
 // forwardHalf is forward over 16-bit x (a) and w (b).
 func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	a, g, xo, oh0, oh1 := j.forwardUnit(u)
+	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
 	nb, yo := a.N, a.OffC
 	col16, _, fo := j.htile.split(tile)
 	c := as[float32](j.out)
-	if c == nil {
+	direct := c != nil && ns == 1
+	if !direct {
 		c, a.OffC, a.LdC = fo, 0, nb
 	}
 	b := j.ha.Bits
@@ -146,22 +150,28 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]
-		im2colTile(p, j.taps, b, j.ha.Bits[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+		im2colSamples(p, j.taps, d, b, j.ha.Bits[xo:], ns, 0, d.crs, oh0, oh1)
 		a.LdB = nb
 	}
 	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
-	if j.out == nil {
-		for k := range d.kg {
-			narrowTo(j.ho, yo+k*d.ohw, fo[k*nb:(k+1)*nb])
-		}
+	if !direct {
+		j.storeY(as[T](fo), yo, ns, nb/ns)
 	}
 }
 
 // gradInputHalf is gradInput over 16-bit dy (a) and w (b).
 func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
-	a, id, chans, xo, yo := j.gradInputUnit(u)
-	_, colF, fo := j.htile.split(tile)
+	a, id, chans, xo, yo, ns := j.gradInputUnit(u)
+	col16, colF, fo := j.htile.split(tile)
+	if ns > 1 {
+		nb := ns * d.ohw
+		dyt := col16[:d.kg*nb]
+		gatherSamples(dyt, j.ha.Bits[yo:], d, ns, d.ohw, 0)
+		dy := operand[T]{h: dyt, bf16: j.ha.BF16}
+		j.gradInputSamples(a, id, dy, as[T](colF[:a.M*nb]), as[T](fo), xo, chans, ns)
+		return
+	}
 	dx, dxo := as[float32](j.out), xo
 	if dx == nil {
 		dx, dxo = fo, 0
@@ -179,7 +189,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 			j.gemmW(a, id, dy, as[T](col))
-			col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+			col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
 		}
 	}
 	if j.out == nil {
@@ -194,7 +204,8 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 	a, dwT, ck, g, r0, r1 := j.gradWeightUnit(u)
 	dw := as[float32](dwT)
 	col16, _, _ := j.htile.split(tile)
-	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+	n1 := (ck + 1) * p.N / j.chunks
+	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
 		if d.pointwise {
@@ -203,14 +214,11 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 			a.Beta = 1
 			continue
 		}
-		x := j.hb.Bits[xo : xo+d.cg*d.hw]
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			nb := (oh1 - oh0) * p.OW
-			col := col16[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
-			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
-			GemmHalf(a, j.ha.Bits, col, j.ha.BF16, j.hb.BF16, dw)
+			ns := min(j.spu, n1-n)
+			ga, gb := wgradTile(p, j.taps, d, &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
+			GemmHalf(a, ga, gb, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
 		}
 	}

@@ -27,6 +27,16 @@ const (
 //     allows, so that up to convUnits/2 workers balance their load, and
 //     takes a second worker only from convPart multiply-adds per worker
 //     (waking a parked worker costs 100–150 µs; see gemmPart).
+//   - A forward or input-gradient unit over planes of fewer than
+//     convMinCols outputs (one band) takes several samples, side by side
+//     in its tile (the input gradient gathers their dy rows into it),
+//     up to convMinCols columns but no fewer units than convUnits where
+//     the batch allows: one GEMM per sample would be too narrow for the
+//     micro-kernel (a 4×4 plane fills half of its 32 columns).
+//   - Likewise the weight gradient's GEMMs over such planes each take up
+//     to convMinCols columns of several samples (of one chunk) as their
+//     depth, instead of one plane's few: every GEMM reads and writes its
+//     whole block of dw.
 //   - The weight gradient splits the samples into chunks, each summed into
 //     its own copy of dw, when dw has at most convDWSmall elements; else it
 //     splits dw's columns (im2col rows) into blocks of at least convMinDW,
@@ -59,6 +69,7 @@ type convJob[T float32 | float64] struct {
 	out, a, b, ws []T
 
 	band, bands   int // output rows per band; bands per sample
+	spu           int // samples per unit (weight gradient: per GEMM), side by side in the tile
 	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
 	chunks        int // weight gradient: chunks of samples, each summed into its own dw
 	units         int
@@ -186,19 +197,21 @@ func (j *convJob[T]) plan() {
 	if j.band > 0 {
 		j.bands = ceilDiv(p.OH, j.band)
 	}
-	j.block, j.blocks, j.chunks = 0, 1, 1
+	j.block, j.blocks, j.chunks, j.spu = 0, 1, 1, 1
 	switch j.kind {
 	case convForward:
-		j.units = ng * j.bands
-		j.tile = d.crs * j.band * p.OW
+		j.spu = j.samplesPerUnit(ng / convUnits)
+		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.bands
+		j.tile = d.crs * j.spu * j.band * p.OW
 	case convGradInput:
 		j.block = d.cg
 		if ng > 0 && ng < convUnits && d.cg > 1 {
 			j.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
 		}
+		j.spu = j.samplesPerUnit(ng / convUnits)
 		j.blocks = ceilDiv(d.cg, max(j.block, 1))
-		j.units = ng * j.blocks
-		j.tile = j.block * rs * j.band * p.OW
+		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.blocks
+		j.tile = j.block * rs * j.spu * j.band * p.OW
 	case convGradWeight:
 		j.block = d.crs
 		switch {
@@ -211,14 +224,34 @@ func (j *convJob[T]) plan() {
 		}
 		j.blocks = ceilDiv(d.crs, max(j.block, 1))
 		j.units = j.chunks * p.Groups * j.blocks
-		j.tile = j.block * j.band * p.OW
+		j.spu = j.samplesPerUnit(p.N / max(j.chunks, 1))
+		j.tile = j.block * j.spu * j.band * p.OW
+		if j.spu > 1 {
+			j.tile += d.kg * j.spu * j.band * p.OW // dy's rows, side by side
+		}
 	}
 	if d.pointwise {
 		j.tile = 0
 	}
 	if j.half {
 		j.planHalf()
+	} else if j.spu > 1 && j.kind != convGradWeight {
+		// The forward GEMM's output, then copied to y; the input
+		// gradient's dy rows, side by side.
+		j.tile += d.kg * j.spu * j.band * p.OW
 	}
+}
+
+// samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
+// takes side by side, at most most: one unless the convolution has one
+// band of fewer than convMinCols outputs, then as many as make
+// convMinCols columns.
+func (j *convJob[T]) samplesPerUnit(most int) int {
+	d := &j.d
+	if d.pointwise || j.bands != 1 || d.ohw >= convMinCols {
+		return 1
+	}
+	return max(1, min(ceilDiv(convMinCols, d.ohw), most))
 }
 
 func (j *convJob[T]) claim() int {
@@ -267,54 +300,90 @@ func (j *convJob[T]) bandRows(i int) (oh0, oh1 int) {
 }
 
 // forwardUnit returns unit u's GEMM, y_band (kg × nb) = w_g (kg × crs) ·
-// col_band (crs × nb), B's offset and stride left to the caller, with its
-// group, x's offset and its band of output rows [oh0, oh1).
-func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, oh0, oh1 int) {
+// col_band (crs × nb) over its ns samples' bands side by side, B's offset
+// and stride left to the caller (and C's when ns > 1: y's offset is
+// OffC), with its group, x's offset (of its first sample), ns and its
+// band of output rows [oh0, oh1).
+func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, ns, oh0, oh1 int) {
 	p, d := &j.p, &j.d
-	n := u / (p.Groups * j.bands)
+	n := u / (p.Groups * j.bands) * j.spu
+	ns = min(j.spu, p.N-n)
 	g = u / j.bands % p.Groups
 	oh0, oh1 = j.bandRows(u % j.bands)
-	a = GemmArgs{M: d.kg, N: (oh1 - oh0) * p.OW, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
+	a = GemmArgs{M: d.kg, N: ns * (oh1 - oh0) * p.OW, K: d.crs, Alpha: 1, OffA: g * d.wg, LdA: d.crs,
 		OffC: n*d.ys + g*d.kg*d.ohw + oh0*p.OW, LdC: d.ohw}
-	return a, g, n*d.xs + g*d.cg*d.hw, oh0, oh1
+	return a, g, n*d.xs + g*d.cg*d.hw, ns, oh0, oh1
 }
 
-// forward computes one band of one sample and group of y.
+// forward computes one band of one group of y for the unit's samples.
 func (j *convJob[T]) forward(u int, tile []T) {
 	p, d := &j.p, &j.d
-	a, g, xo, oh0, oh1 := j.forwardUnit(u)
+	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
 	if d.pointwise {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
 	col := tile[:d.crs*a.N]
-	im2colTile(p, j.taps, col, j.a[xo:xo+d.cg*d.hw], 0, d.crs, oh0, oh1)
+	im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
 	a.LdB = a.N
-	j.gemmW(a, g, operand[T]{f: col}, j.out)
+	if ns == 1 {
+		j.gemmW(a, g, operand[T]{f: col}, j.out)
+		return
+	}
+	fo, yo := tile[d.crs*a.N:][:d.kg*a.N], a.OffC
+	a.OffC, a.LdC = 0, a.N
+	j.gemmW(a, g, operand[T]{f: col}, fo)
+	j.storeY(fo, yo, ns, a.N/ns)
+}
+
+// storeY writes a forward unit's output tile fo (kg rows of ns samples'
+// cols outputs side by side) into y from offset yo (its first sample's):
+// copied, or rounded to a 16-bit y.
+func (j *convJob[T]) storeY(fo []T, yo, ns, cols int) {
+	d := &j.d
+	narrow := j.half && j.out == nil
+	for s := range ns {
+		for k := range d.kg {
+			src, at := fo[(k*ns+s)*cols:][:cols], yo+s*d.ys+k*d.ohw
+			if narrow {
+				narrowTo(j.ho, at, as[float32](src))
+				continue
+			}
+			copy(j.out[at:at+cols], src)
+		}
+	}
 }
 
 // gradInputUnit returns unit u's GEMM, col (block rows × nb) = w_g[:,
 // block]ᵀ · dy_band (kg × nb), its N, B's offset and C left to the caller,
 // with its filter matrix (packFilters), its channels, dx's offset and
-// dy's.
-func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo int) {
+// dy's (of its first sample), and its samples' count ns.
+func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo, ns int) {
 	p, d := &j.p, &j.d
-	n, g, blk := u/(p.Groups*j.blocks), u/j.blocks%p.Groups, u%j.blocks
+	n, g, blk := u/(p.Groups*j.blocks)*j.spu, u/j.blocks%p.Groups, u%j.blocks
+	ns = min(j.spu, p.N-n)
 	c0 := blk * j.block
 	chans = min(d.cg, c0+j.block) - c0
 	rs := p.R * p.S
 	a = GemmArgs{TransA: true, M: chans * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs, LdB: d.ohw}
-	return a, g*j.blocks + blk, chans, n*d.xs + (g*d.cg+c0)*d.hw, n*d.ys + g*d.kg*d.ohw
+	return a, g*j.blocks + blk, chans, n*d.xs + (g*d.cg+c0)*d.hw, n*d.ys + g*d.kg*d.ohw, ns
 }
 
 // gradInput computes one block of channels of one sample and group of dx.
 func (j *convJob[T]) gradInput(u int, tile []T) {
 	p, d := &j.p, &j.d
-	a, id, chans, xo, yo := j.gradInputUnit(u)
+	a, id, chans, xo, yo, ns := j.gradInputUnit(u)
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
 		j.gemmW(a, id, operand[T]{f: j.a}, j.out)
+		return
+	}
+	if ns > 1 {
+		nb := ns * d.ohw
+		dyt := tile[j.block*p.R*p.S*nb:][:d.kg*nb]
+		gatherSamples(dyt, j.a[yo:], d, ns, d.ohw, 0)
+		j.gradInputSamples(a, id, operand[T]{f: dyt}, tile[:a.M*nb], nil, xo, chans, ns)
 		return
 	}
 	dx := j.out[xo : xo+chans*d.hw]
@@ -325,7 +394,32 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 		j.gemmW(a, id, operand[T]{f: j.a}, col)
-		col2imTile(p, j.taps, dx, col, a.M, oh0, oh1)
+		col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+	}
+}
+
+// gradInputSamples finishes an input-gradient unit over ns > 1 samples
+// (one band each): col (a.M × ns·OH·OW) = w_g[:, block]ᵀ · dy, dy the
+// samples' rows side by side, then each sample's block of dx (from xo on,
+// chans channels; in fo, then rounded, for a 16-bit dx) is cleared and
+// its columns of col added in.
+func (j *convJob[T]) gradInputSamples(a GemmArgs, id int, dy operand[T], col, fo []T, xo, chans, ns int) {
+	p, d := &j.p, &j.d
+	nb := ns * d.ohw
+	a.N, a.OffB, a.LdB, a.OffC, a.LdC = nb, 0, nb, 0, nb
+	j.gemmW(a, id, dy, col)
+	for s := range ns {
+		at := xo + s*d.xs
+		dx := j.out
+		if dx == nil {
+			dx, at = fo, 0
+		}
+		dx = dx[at : at+chans*d.hw]
+		clear(dx)
+		col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+		if j.out == nil {
+			narrowTo(j.ho, xo+s*d.xs, as[float32](dx))
+		}
 	}
 }
 
@@ -348,11 +442,13 @@ func (j *convJob[T]) gradWeightUnit(u int) (a GemmArgs, dw []T, ck, g, r0, r1 in
 }
 
 // gradWeight computes one block of columns of one group's dw (or of its
-// chunk's copy of dw), summing over the chunk's samples and bands in order.
+// chunk's copy of dw), summing over the chunk's samples (spu at a time)
+// and bands in order.
 func (j *convJob[T]) gradWeight(u int, tile []T) {
 	p, d := &j.p, &j.d
 	a, dw, ck, g, r0, r1 := j.gradWeightUnit(u)
-	for n := ck * p.N / j.chunks; n < (ck+1)*p.N/j.chunks; n++ {
+	n1 := (ck + 1) * p.N / j.chunks
+	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
 		if d.pointwise {
@@ -361,15 +457,31 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 			a.Beta = 1
 			continue
 		}
-		x := j.b[xo : xo+d.cg*d.hw]
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			nb := (oh1 - oh0) * p.OW
-			col := tile[:(r1-r0)*nb]
-			im2colTile(p, j.taps, col, x, r0, r1, oh0, oh1)
-			a.K, a.OffA, a.OffB, a.LdB = nb, yo+oh0*p.OW, 0, nb
-			Gemm(a, j.a, col, dw)
+			ga, gb := wgradTile(p, j.taps, d, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
+			Gemm(a, ga, gb, dw)
 			a.Beta = 1
 		}
 	}
+}
+
+// wgradTile builds the operands of a weight-gradient GEMM over ns samples'
+// band [oh0, oh1) side by side, x and dy starting at the first sample's
+// group: in tile, rows [r0, r1) of the im2col matrix (B) and, when ns > 1,
+// dy's kg rows (A; else A is dy itself). It sets a's K, A's offset and
+// stride and B's.
+func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
+	cols := (oh1 - oh0) * p.OW
+	nb := ns * cols
+	gb = tile[:(r1-r0)*nb]
+	im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	a.K, a.OffA, a.LdA, a.OffB, a.LdB = nb, oh0*p.OW, d.ohw, 0, nb
+	if ns == 1 {
+		return dy, gb
+	}
+	ga = tile[(r1-r0)*nb:][:d.kg*nb]
+	gatherSamples(ga, dy, d, ns, cols, oh0*p.OW)
+	a.OffA, a.LdA = 0, nb
+	return ga, gb
 }

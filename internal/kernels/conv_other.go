@@ -9,6 +9,10 @@ func convGather2RowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int
 	panic("kernels: no assembly")
 }
 
+func convGather2RowsU16(dst, src *uint16, rows, n, dstStep, srcStep, blocks int) {
+	panic("kernels: no assembly")
+}
+
 func convScatter2AddRowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int) {
 	panic("kernels: no assembly")
 }

@@ -243,6 +243,12 @@ var convPathShapes = []ConvArgs{
 	{N: 1, C: 3, H: 7, W: 7, K: 300, R: 1, S: 1, StrideH: 2, StrideW: 2},
 	{N: 2, C: 48, H: 4, W: 4, K: 20, R: 3, S: 3, PadH: 1, PadW: 1},
 	{N: 8, C: 30, H: 3, W: 3, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
+	// Batches of small planes: several samples per forward unit (the
+	// last with fewer), with groups and stride 2.
+	{N: 17, C: 3, H: 3, W: 3, K: 5, R: 3, S: 3, PadH: 1, PadW: 1},
+	{N: 9, C: 4, H: 4, W: 3, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
+	{N: 40, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 20, C: 4, H: 3, W: 4, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }
@@ -318,6 +324,96 @@ func TestConv2dNoAlloc(t *testing.T) {
 		f()
 		if allocs := testing.AllocsPerRun(runs, f); allocs != 0 {
 			t.Errorf("%s allocates %v times per call, want 0", name, allocs)
+		}
+	}
+}
+
+// TestConv2dSgemmKernels runs the float32 kernels over convPathShapes on
+// every float32 GEMM kernel this CPU can run (the AVX2 6×16 one of Zen 3
+// beside the AVX-512 12×32 one, and the Go kernels of both shapes): the
+// packed filters and the samples side by side follow each kernel's mr and
+// nr.
+func TestConv2dSgemmKernels(t *testing.T) {
+	kernels, _ := sgemmAsmKernels()
+	kernels = append(kernels, sgemmGoKernel, go12x32)
+	defer func(saved gemmKernel[float32]) { sgemm = saved }(sgemm)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kn := range kernels {
+		sgemm = kn
+		for i, p := range convPathShapes {
+			p = convShape(p)
+			t.Run(fmt.Sprintf("%s/%d", kn.name, i), func(t *testing.T) {
+				x := randSlice(rng, p.N*p.C*p.H*p.W)
+				w := randSlice(rng, p.K*p.C/p.Groups*p.R*p.S)
+				dy := randSlice(rng, p.N*p.K*p.OH*p.OW)
+				runConv(t, p, x, w, dy, to32, 1e-5)
+			})
+		}
+	}
+}
+
+// TestConv2dDeterministic checks that the float32 kernels give the same
+// bits on one worker as split across all of them (convPart 1), over
+// convPathShapes: units, tiles and the order of partial sums depend on
+// the convolution alone.
+func TestConv2dDeterministic(t *testing.T) {
+	defer func(part int) { convPart = part }(convPart)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i, p := range convPathShapes {
+		p = convShape(p)
+		x := to32(randSlice(rng, p.N*p.C*p.H*p.W))
+		w := to32(randSlice(rng, p.K*p.C/p.Groups*p.R*p.S))
+		dy := to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+		var outs [2][3][]float32
+		for k, part := range []int{1 << 40, 1} {
+			convPart = part
+			ws := make([]float32, p.Workspace())
+			o := &outs[k]
+			o[0], o[1], o[2] = make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+			Conv2d(p, o[0], x, w, ws)
+			Conv2dGradInput(p, o[1], dy, w, ws)
+			Conv2dGradWeight(p, o[2], dy, x, ws)
+		}
+		for pass := range 3 {
+			for e, v := range outs[0][pass] {
+				if math.Float32bits(v) != math.Float32bits(outs[1][pass][e]) {
+					t.Fatalf("shape %d %+v pass %d: [%d] = %v on one worker, %v on all", i, p, pass, e, v, outs[1][pass][e])
+				}
+			}
+		}
+	}
+}
+
+// TestGatherRows2 compares gatherRows2 (the assembly where the CPU has
+// AVX2) with the plain loop, on float32 and 16-bit rows of every length
+// up to past two blocks, with the source rows just long enough (avail =
+// 2n−1) and with room for whole blocks.
+func TestGatherRows2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 1; n <= 70; n++ {
+		for _, extra := range []int{0, 33} {
+			rows, avail := 3, 2*n-1+extra
+			srcStep, dstStep := avail+5, n+3
+			src := make([]uint16, (rows-1)*srcStep+avail)
+			for i := range src {
+				src[i] = uint16(rng.Uint32())
+			}
+			src32 := make([]float32, len(src))
+			for i, v := range src {
+				src32[i] = float32(v)
+			}
+			got := make([]uint16, (rows-1)*dstStep+n)
+			got32 := make([]float32, len(got))
+			gatherRows2(got, src, rows, n, dstStep, srcStep, avail)
+			gatherRows2(got32, src32, rows, n, dstStep, srcStep, avail)
+			for r := range rows {
+				for i := range n {
+					want := src[r*srcStep+2*i]
+					if g, g32 := got[r*dstStep+i], got32[r*dstStep+i]; g != want || g32 != float32(want) {
+						t.Fatalf("n=%d avail=%d row %d [%d]: got %d (16-bit), %v (float32), want %d", n, avail, r, i, g, g32, want)
+					}
+				}
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "convert_amd64.h"
 
 // func f32ToF16Asm(dst *uint16, src *float32, n int)
 // VCVTPS2PH with immediate 0: round to nearest even, MXCSR not consulted.
@@ -104,42 +105,13 @@ h2f_done:
 	VZEROUPPER
 	RET
 
-// BF16ROUND rounds the 8 floats in x to bfloat16, leaving each result in
-// the low half of its 32-bit lane of r: r = (x + 0x7fff + ((x>>16)&1)) >> 16,
-// or (x>>16) | 0x40 where x is a NaN. t and m are scratch. Constants: Y8
-// 0x7fff, Y9 1, Y10 0x40, Y11 0x7fffffff, Y12 0x7f800000.
-#define BF16ROUND(x, r, t, m) \
-	VPSRLD    $16, x, t   \
-	VPAND     Y9, t, r    \
-	VPADDD    Y8, r, r    \
-	VPADDD    x, r, r     \
-	VPSRLD    $16, r, r   \
-	VPOR      Y10, t, t   \
-	VPAND     Y11, x, m   \
-	VPCMPGTD  Y12, m, m   \
-	VPBLENDVB m, t, r, r
-
 // func f32ToBF16Asm(dst *uint16, src *float32, n int)
 TEXT ·f32ToBF16Asm(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 
-	MOVL         $0x7fff, AX
-	MOVQ         AX, X8
-	VPBROADCASTD X8, Y8
-	MOVL         $1, AX
-	MOVQ         AX, X9
-	VPBROADCASTD X9, Y9
-	MOVL         $0x40, AX
-	MOVQ         AX, X10
-	VPBROADCASTD X10, Y10
-	MOVL         $0x7fffffff, AX
-	MOVQ         AX, X11
-	VPBROADCASTD X11, Y11
-	MOVL         $0x7f800000, AX
-	MOVQ         AX, X12
-	VPBROADCASTD X12, Y12
+	BF16CONSTS
 
 	CMPQ CX, $16
 	JB   f2b_tail

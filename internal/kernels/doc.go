@@ -18,12 +18,19 @@
 // Otherwise the operands are widened exactly to float32 while they are
 // packed. No float32 copy of an operand is ever made.
 //
+// Bias. GemmBias and GemmHalfBias add a bias vector (one value per column
+// of C) in the GEMM's own store (gemm_bias.go): each tile of C is set to
+// beta·C + bias just before the first K panel's kernel adds to it, so the
+// result is, bit for bit, that of filling C with the bias and running with
+// beta 1, without that pass over C. The bias is read in place.
+//
 // Convolution (conv.go, conv_job.go, conv_col.go): im2col tiles of bands
 // of output rows feeding the blocked GEMM; the forward pass and the input
 // gradient pack the filters they multiply once per call, for the kernel
 // their GEMMs run (pack_whole.go), and every GEMM of the call reads the
 // packed blocks in place instead of packing them again per sample and
-// band. Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
+// band; over small planes each GEMM takes several samples side by side
+// (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
 // im2col over the 16-bit values, GemmHalf (so VDPBF16PS for bfloat16),
 // float32 accumulation, one rounding of a 16-bit output; the weight
 // gradient stays float32 over the whole batch until that rounding.
@@ -41,6 +48,9 @@
 // A convolution call also holds, on the Go heap for the call and reused
 // between calls: its packed filters, K·C/G·R·S elements with each group's
 // (or block's) rows rounded up to the kernel's mr; worker tiles beyond
-// what the workspace holds (one tile each); the weight gradient's chunk
-// copies of a small dw; and, with a 16-bit dw, one float32 copy of dw.
+// what the workspace holds (one tile each: its im2col rows by fewer than
+// max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
+// rows by as many when a unit takes several samples); the
+// weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
+// float32 copy of dw.
 package kernels

@@ -35,13 +35,26 @@ type GemmArgs struct {
 // runs the same blocking with a pure-Go kernel. Tiny matrices take direct
 // loops. Steady-state calls allocate nothing.
 func Gemm[T Float](g GemmArgs, a, b, c []T) {
+	GemmBias(g, a, b, nil, c)
+}
+
+// GemmBias is Gemm with a bias added to every row of every C, in the
+// GEMM's own store: C = alpha·op(A)·op(B) + (beta·C + bias), bias[j]
+// going to column j (bias nil: Gemm; otherwise at least N values). The
+// bias joins beta·C before the product does: the first K panel's store
+// starts from beta·C + bias and each panel's partial product is added to
+// it in K order, so that with beta 0 the result is bit for bit that of
+// filling C with the bias and calling Gemm with beta 1. With a batch,
+// every matrix adds the bias (StrideC 0: once per matrix).
+func GemmBias[T Float](g GemmArgs, a, b, bias, c []T) {
 	g.check("Gemm", len(a), len(b), len(c))
+	checkBias("Gemm", bias, g.N)
 	var z T
 	if unsafe.Sizeof(z) == 4 {
-		gemm(&sgemm, &sgemmJobs, g, operand[float32]{f: as[float32](a)}, operand[float32]{f: as[float32](b)}, as[float32](c))
+		gemmBias(&sgemm, &sgemmJobs, g, operand[float32]{f: as[float32](a)}, operand[float32]{f: as[float32](b)}, as[float32](bias), as[float32](c))
 		return
 	}
-	gemm(&dgemmKernel, &dgemmJobs, g, operand[float64]{f: as[float64](a)}, operand[float64]{f: as[float64](b)}, as[float64](c))
+	gemmBias(&dgemmKernel, &dgemmJobs, g, operand[float64]{f: as[float64](a)}, operand[float64]{f: as[float64](b)}, as[float64](bias), as[float64](c))
 }
 
 // GemmHalf is Gemm for float32 C with A and B held as 16-bit floats (bit
@@ -58,14 +71,22 @@ func Gemm[T Float](g GemmArgs, a, b, c []T) {
 //     operands (except below the size where Gemm takes direct loops:
 //     there it agrees to rounding).
 func GemmHalf(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, c []float32) {
+	GemmHalfBias(g, aBits, bBits, aBF16, bBF16, nil, c)
+}
+
+// GemmHalfBias is GemmHalf with GemmBias's float32 bias (nil: none): a
+// 16-bit output narrowed from C after the call is rounded once, after
+// the bias is added.
+func GemmHalfBias(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, bias, c []float32) {
 	g.check("GemmHalf", len(aBits), len(bBits), len(c))
+	checkBias("GemmHalf", bias, g.N)
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
 	kn := &sgemm
 	if aBF16 && bBF16 && g.Alpha == 1 && sbgemm != nil {
 		kn = sbgemm
 	}
-	gemm(kn, &sgemmJobs, g, a, b, c)
+	gemmBias(kn, &sgemmJobs, g, a, b, bias, c)
 }
 
 // sbgemm is the bfloat16 pair kernel of this machine, or nil.
@@ -85,30 +106,39 @@ func as[U, T Float](s []T) []U {
 // gemm handles the trivial cases and picks direct loops or the blocked
 // path for the rest.
 func gemm[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, a, b operand[T], c []T) {
+	gemmBias(kn, jobs, g, a, b, nil, c)
+}
+
+// gemmBias is gemm with GemmBias's bias (nil: none).
+func gemmBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, a, b operand[T], bias, c []T) {
 	if g.M == 0 || g.N == 0 {
 		return
 	}
 	if g.K == 0 || g.Alpha == 0 {
-		scaleC(g, c)
+		scaleC(g, bias, c)
 		return
 	}
 	if a.h == nil && b.h == nil && g.M*g.N*g.K < gemmSmall {
-		gemmDirect(g, a.f, b.f, c)
+		gemmDirect(g, a.f, b.f, bias, c)
 		return
 	}
-	gemmBlocked(kn, jobs, g, a, b, c)
+	gemmBlockedBias(kn, jobs, g, nil, a, b, bias, c)
 }
 
-// scaleC sets every C of the batch to beta·C (zero when beta is 0).
-func scaleC[T Float](g GemmArgs, c []T) {
+// scaleC sets every C of the batch to beta·C + bias (zero or the bias
+// when beta is 0).
+func scaleC[T Float](g GemmArgs, bias, c []T) {
 	beta := T(g.Beta)
 	for bi := range max(g.Batch, 1) {
 		for i := range g.M {
 			at := g.OffC + bi*g.StrideC + i*g.LdC
 			row := c[at : at+g.N]
-			if beta == 0 {
+			switch {
+			case bias != nil:
+				mergeTile(row, 0, 0, 1, bias, 0, g.N, beta, betaMode(g.Beta))
+			case beta == 0:
 				clear(row)
-			} else if beta != 1 {
+			case beta != 1:
 				for j := range row {
 					row[j] *= beta
 				}
@@ -120,7 +150,7 @@ func scaleC[T Float](g GemmArgs, c []T) {
 // gemmDirect computes small products with plain loops, matrix by matrix in
 // batch order: four elements of a C row at a time, each a dot product
 // walked with fixed strides, so that four sums are in flight at once.
-func gemmDirect[T Float](g GemmArgs, a, b, c []T) {
+func gemmDirect[T Float](g GemmArgs, a, b, bias, c []T) {
 	alpha, beta := T(g.Alpha), T(g.Beta)
 	// op(A)[i][p] = a[oa + i·ai + p·ap], op(B)[p][j] = b[ob + p·bp + j·bj].
 	ai, ap, bp, bj := g.LdA, 1, g.LdB, 1
@@ -131,10 +161,15 @@ func gemmDirect[T Float](g GemmArgs, a, b, c []T) {
 		bp, bj = 1, g.LdB
 	}
 	put := func(row []T, j int, s T) {
-		if beta == 0 {
+		switch {
+		case bias == nil && beta == 0:
 			row[j] = alpha * s
-		} else {
+		case bias == nil:
 			row[j] = alpha*s + beta*row[j]
+		case beta == 0:
+			row[j] = alpha*s + bias[j]
+		default:
+			row[j] = alpha*s + (beta*row[j] + bias[j])
 		}
 	}
 	for bi := range max(g.Batch, 1) {

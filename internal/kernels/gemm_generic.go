@@ -159,6 +159,7 @@ type gemmJob[T Float] struct {
 	g           GemmArgs
 	a, b        operand[T]
 	c           []T
+	bias        []T // GemmBias's bias, or nil
 	apack       []T // op(A) packed whole by packWholeA, or nil
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
@@ -273,7 +274,7 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 		pb := j.bpack[pc*j.ncPad+n0*kc:]
 		for ic := m0; ic < m1; ic += kn.mc {
 			mc := min(kn.mc, m1-ic)
-			j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode)
+			j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode, j.biasAt(pc, j.jc+n0))
 		}
 	}
 }
@@ -330,7 +331,7 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 			}
 			for ic := 0; ic < g.M; ic += kn.mc {
 				mc := min(kn.mc, g.M-ic)
-				j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode)
+				j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode, j.biasAt(pc, jc))
 			}
 		}
 	}
@@ -340,7 +341,10 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 // tiles are computed whole into tmp (the packed panels are zero-padded)
 // and only their valid part is merged into C, except that a kernel with
 // a narrow variant runs a tile of all mr rows and nr/2 columns in place.
-func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
+// A non-nil bias (the block's columns of it, first K panel only: biasAt)
+// first sets each tile to beta·C + bias, which the kernel then adds to
+// (mode 1).
+func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int, bias []T) {
 	kn := j.kern
 	mr, nr, ldc, c := kn.mr, kn.nr, j.g.LdC, j.c
 	for jr := 0; jr < nc; jr += nr {
@@ -350,13 +354,18 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 			rows := min(mr, mc-ir)
 			ap := pa[ir*kc : (ir+mr)*kc]
 			at := co + ir*ldc + jr
+			mode := mode
+			if bias != nil {
+				mergeTile(c, at, ldc, rows, bias[jr:], 0, cols, j.beta, mode)
+				mode = 1
+			}
 			if rows == mr && cols == nr {
 				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
 				continue
 			}
 			if rows == mr && cols == nr/2 && kn.narrow != nil && mode != 2 {
-				// In place, as the merge below would (which
-				// rounds acc + beta·C twice: mode 2 stays there).
+				// In place, as mergeTile would (which rounds
+				// acc + beta·C twice: mode 2 stays there).
 				kn.narrow(kc, ap, bp, c[at:], ldc, j.beta, mode)
 				continue
 			}
@@ -367,21 +376,28 @@ func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int) {
 			} else {
 				kn.full(kc, ap, bp, tmp, nr, 0, 0)
 			}
-			for r := range rows {
-				dst := c[at+r*ldc : at+r*ldc+cols]
-				src := tmp[r*nr : r*nr+cols]
-				switch mode {
-				case 0:
-					copy(dst, src)
-				case 1:
-					for x, v := range src {
-						dst[x] += v
-					}
-				default:
-					for x, v := range src {
-						dst[x] = v + j.beta*dst[x]
-					}
-				}
+			mergeTile(c, at, ldc, rows, tmp, nr, cols, j.beta, mode)
+		}
+	}
+}
+
+// mergeTile merges rows rows of cols values into C at c[at:] (row stride
+// ldc) as mode says: 0 stores them, 1 adds them to C, 2 adds them to
+// beta·C. Row r is src[r·ld:]; ld 0 repeats one row (a bias).
+func mergeTile[T Float](c []T, at, ldc, rows int, src []T, ld, cols int, beta T, mode int) {
+	for r := range rows {
+		dst := c[at+r*ldc : at+r*ldc+cols]
+		row := src[r*ld : r*ld+cols]
+		switch mode {
+		case 0:
+			copy(dst, row)
+		case 1:
+			for x, v := range row {
+				dst[x] += v
+			}
+		default:
+			for x, v := range row {
+				dst[x] = v + beta*dst[x]
 			}
 		}
 	}
@@ -414,6 +430,11 @@ func gemmBlocked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmA
 // gemmBlockedA is gemmBlocked with op(A) prepacked in apack when it is not
 // nil (then Batch must be 1 and a is not read).
 func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], c []T) {
+	gemmBlockedBias(kn, jobs, g, apack, a, b, nil, c)
+}
+
+// gemmBlockedBias is gemmBlockedA with GemmBias's bias (nil: none).
+func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -421,16 +442,9 @@ func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Gemm
 	if j.sharedPhase == nil {
 		j.sharedPhase, j.batchPhase = j.sharedTasks, j.batchTasks
 	}
-	j.kern, j.g, j.a, j.b, j.c, j.apack = kn, g, a, b, c, apack
+	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack = kn, g, a, b, c, bias, apack
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
-	switch g.Beta {
-	case 0:
-		j.firstMode = 0
-	case 1:
-		j.firstMode = 1
-	default:
-		j.firstMode = 2
-	}
+	j.firstMode = betaMode(g.Beta)
 	// C matrices that overlap (StrideC 0 accumulates into one C) must be
 	// done in order; so must the batch when it is too short to share out.
 	ordered := batch > 1 && g.StrideC < (g.M-1)*g.LdC+g.N
@@ -442,7 +456,7 @@ func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Gemm
 			j.shared(bi, parts)
 		}
 	}
-	j.a, j.b, j.c, j.apack = operand[T]{}, operand[T]{}, nil, nil // hold no caller memory
+	j.a, j.b, j.c, j.bias, j.apack = operand[T]{}, operand[T]{}, nil, nil, nil // hold no caller memory
 	jobs.put(j)
 }
 

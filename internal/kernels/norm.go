@@ -212,31 +212,77 @@ func layerNormGradRow[T Float](dx, dy, x, w []T, aw, ab []float64, mu, is float6
 // stored (c) for backward; y is computed before their rounding to T.
 // Channels are split across the workers.
 func BatchNorm[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw int, training bool, momentum, eps float64) {
-	m := n * hw
-	normFor(c, m, func(lo, hi int) {
+	batchNorm(floatRuns[T](), y, x, w, b, runMean, runVar, mean, invstd, bnShape{n, c, hw}, training, false, momentum, eps)
+}
+
+// BatchNormRelu is BatchNorm followed by ReLU (y = max(0, ·), +0 for NaN),
+// in one pass over each channel's values: the same bits as BatchNorm and
+// then Unary(URelu) on its output.
+func BatchNormRelu[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw int, training bool, momentum, eps float64) {
+	batchNorm(floatRuns[T](), y, x, w, b, runMean, runVar, mean, invstd, bnShape{n, c, hw}, training, true, momentum, eps)
+}
+
+// bnShape is the (n, c, hw) layout of a batch norm's x.
+type bnShape struct{ n, c, hw int }
+
+// run returns the bounds of channel ch's values in image i.
+func (s bnShape) run(i, ch int) (lo, hi int) {
+	return (i*s.c + ch) * s.hw, (i*s.c + ch + 1) * s.hw
+}
+
+// bnRuns are the loops over one run of a channel's values that BatchNorm
+// and BatchNormGrad make, for x, y, dy and dx stored as E (a float type,
+// or the bits of bfloat16): the same arithmetic whatever E.
+type bnRuns[E any] struct {
+	sum        func(acc *[16]float64, x []E)
+	sqDev      func(acc *[16]float64, x []E, mu float64)
+	dotDev     func(a, ax *[8]float64, dy, x []E, mu float64)
+	affine     func(y, x []E, scale, shift float64)
+	affineRelu func(y, x []E, scale, shift float64)
+	grad       func(dx, dy, x []E, mu, a, b, c float64)
+	// total is sumPart, for the gradient without x (nil: x required).
+	total func(s []E) float64
+}
+
+// floatRuns returns the loops for operands of a float type.
+func floatRuns[T Float]() bnRuns[T] {
+	return bnRuns[T]{sumLanes[T], sqDev[T], dotDev[T], affine[T], affineRelu[T], bnGradRun[T], sumPart[T]}
+}
+
+// batchNorm is BatchNorm (and with relu BatchNormRelu) over x and y of E,
+// the other operands of S.
+func batchNorm[S Float, E any](r bnRuns[E], y, x []E, w, b, runMean, runVar, mean, invstd []S, sh bnShape, training, relu bool, momentum, eps float64) {
+	m := sh.n * sh.hw
+	aff := r.affine
+	if relu {
+		aff = r.affineRelu
+	}
+	normFor(sh.c, m, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			var mu, v float64
 			if training {
 				var acc [16]float64
-				for i := range n {
-					sumLanes(&acc, x[(i*c+ch)*hw:(i*c+ch+1)*hw])
+				for i := range sh.n {
+					lo, hi := sh.run(i, ch)
+					r.sum(&acc, x[lo:hi])
 				}
 				mu = lanes16(&acc) / float64(m)
 				acc = [16]float64{}
-				for i := range n {
-					sqDev(&acc, x[(i*c+ch)*hw:(i*c+ch+1)*hw], mu)
+				for i := range sh.n {
+					lo, hi := sh.run(i, ch)
+					r.sqDev(&acc, x[lo:hi], mu)
 				}
 				ss := lanes16(&acc)
 				v = ss / float64(m)
 				if runMean != nil {
-					runMean[ch] = T((1-momentum)*float64(runMean[ch]) + momentum*mu)
+					runMean[ch] = S((1-momentum)*float64(runMean[ch]) + momentum*mu)
 				}
 				if runVar != nil {
 					unbiased := math.Inf(1)
 					if m > 1 {
 						unbiased = ss / float64(m-1)
 					}
-					runVar[ch] = T((1-momentum)*float64(runVar[ch]) + momentum*unbiased)
+					runVar[ch] = S((1-momentum)*float64(runVar[ch]) + momentum*unbiased)
 				}
 			} else {
 				mu, v = float64(runMean[ch]), float64(runVar[ch])
@@ -250,11 +296,11 @@ func BatchNorm[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw 
 			if b != nil {
 				shift += float64(b[ch])
 			}
-			for i := range n {
-				lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
-				affine(y[lo:hi], x[lo:hi], scale, shift)
+			for i := range sh.n {
+				lo, hi := sh.run(i, ch)
+				aff(y[lo:hi], x[lo:hi], scale, shift)
 			}
-			mean[ch], invstd[ch] = T(mu), T(is)
+			mean[ch], invstd[ch] = S(mu), S(is)
 		}
 	})
 }
@@ -268,30 +314,36 @@ func BatchNorm[T Float](y, x, w, b, runMean, runVar, mean, invstd []T, n, c, hw 
 // dx, dw, db may be nil (not wanted); w nil means weight 1; x may be nil in
 // eval when dw is nil. Channels are split across the workers.
 func BatchNormGrad[T Float](dx, dw, db, dy, x, w, mean, invstd []T, n, c, hw int, training bool) {
-	m := float64(n * hw)
-	normFor(c, n*hw, func(lo, hi int) {
+	batchNormGrad(floatRuns[T](), dx, dy, x, dw, db, w, mean, invstd, bnShape{n, c, hw}, training)
+}
+
+// batchNormGrad is BatchNormGrad over dx, dy and x of E, the other
+// operands of S; x may be nil only where r.total is set.
+func batchNormGrad[S Float, E any](r bnRuns[E], dx, dy, x []E, dw, db, w, mean, invstd []S, sh bnShape, training bool) {
+	m := float64(sh.n * sh.hw)
+	normFor(sh.c, sh.n*sh.hw, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			mu, is := float64(mean[ch]), float64(invstd[ch])
 			// sg = Σ dy, sgx = Σ dy·x̂ = invstd·Σ dy·(x-mean)
 			var sg, sgx float64
 			if training || dw != nil || db != nil {
 				var a, ax [8]float64
-				for i := range n {
-					lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
+				for i := range sh.n {
+					lo, hi := sh.run(i, ch)
 					if x != nil {
-						dotDev(&a, &ax, dy[lo:hi], x[lo:hi], mu)
+						r.dotDev(&a, &ax, dy[lo:hi], x[lo:hi], mu)
 					} else {
-						sg += sumPart(dy[lo:hi])
+						sg += r.total(dy[lo:hi])
 					}
 				}
 				sg += lanes8(&a)
 				sgx = lanes8(&ax) * is
 			}
 			if dw != nil {
-				dw[ch] = T(sgx)
+				dw[ch] = S(sgx)
 			}
 			if db != nil {
-				db[ch] = T(sg)
+				db[ch] = S(sg)
 			}
 			if dx == nil {
 				continue
@@ -300,14 +352,14 @@ func BatchNormGrad[T Float](dx, dw, db, dy, x, w, mean, invstd []T, n, c, hw int
 			if w != nil {
 				k *= float64(w[ch])
 			}
-			for i := range n {
-				lo, hi := (i*c+ch)*hw, (i*c+ch+1)*hw
+			for i := range sh.n {
+				lo, hi := sh.run(i, ch)
 				if !training {
-					affine(dx[lo:hi], dy[lo:hi], k, 0)
+					r.affine(dx[lo:hi], dy[lo:hi], k, 0)
 					continue
 				}
 				// dx = k·dy − k·invstd·mean(dy·x̂)·(x−mean) − k·mean(dy)
-				bnGradRun(dx[lo:hi], dy[lo:hi], x[lo:hi], mu, k, -k*is*sgx/m, -k*sg/m)
+				r.grad(dx[lo:hi], dy[lo:hi], x[lo:hi], mu, k, -k*is*sgx/m, -k*sg/m)
 			}
 		}
 	})
@@ -391,6 +443,13 @@ func affine[T Float](y, x []T, scale, shift float64) {
 	for j := k; j < len(x); j++ {
 		y[j] = T(float64(float64(x[j])*scale) + shift)
 	}
+}
+
+// affineRelu is affine followed by ReLU on the result (max(0, ·), +0 for
+// NaN and -0), while the run is in cache.
+func affineRelu[T Float](y, x []T, scale, shift float64) {
+	affine(y, x, scale, shift)
+	reluPart(y[:len(x)], y[:len(x)], false)
 }
 
 // bnGradRun writes dx = a·dy + (b·(x − mu) + c), computed in float64 with

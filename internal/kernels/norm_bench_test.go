@@ -72,3 +72,49 @@ func BenchmarkNorm(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBatchNormRelu times eval batch norm followed by ReLU on
+// ResNet-18's first-stage activations (32×64×32×32), as two passes
+// ("unfused": BatchNorm then the ReLU kernel) and as one ("fused"), on
+// float32 and on bfloat16 (x and y; the per-channel operands float32),
+// and the bfloat16 batch norm alone as the tile path ran it ("bf16/tiles":
+// x widened to float32, the float32 kernel, y rounded back) and in
+// registers ("bf16/register"). MB/s counts x read and y written once.
+func BenchmarkBatchNormRelu(b *testing.B) {
+	const n, c, hw = 32, 64, 32 * 32
+	size := n * c * hw
+	r := rand.New(rand.NewPCG(3, 4))
+	x, w, bb := benchF32(r, size), benchF32(r, c), benchF32(r, c)
+	y := make([]float32, size)
+	rm, rv, mean, is := make([]float32, c), make([]float32, c), make([]float32, c), make([]float32, c)
+	for i := range rv {
+		rv[i] = 1
+	}
+	xh, yh := make([]uint16, size), make([]uint16, size)
+	F32ToBF16(xh, x)
+	run := func(name string, bytes int, f func()) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(bytes))
+			for b.Loop() {
+				f()
+			}
+		})
+	}
+	run("f32/unfused", 8*size, func() {
+		BatchNorm(y, x, w, bb, rm, rv, mean, is, n, c, hw, false, 0.1, 1e-5)
+		reluRun(y, y)
+	})
+	run("f32/fused", 8*size, func() { BatchNormRelu(y, x, w, bb, rm, rv, mean, is, n, c, hw, false, 0.1, 1e-5) })
+	run("bf16/unfused", 4*size, func() {
+		BatchNormBF16(yh, xh, w, bb, rm, rv, mean, is, n, c, hw, false, false, 0.1, 1e-5)
+		ReluHalf(yh, yh, true)
+	})
+	run("bf16/fused", 4*size, func() { BatchNormBF16(yh, xh, w, bb, rm, rv, mean, is, n, c, hw, false, true, 0.1, 1e-5) })
+	run("bf16/tiles", 4*size, func() {
+		xw := make([]float32, size)
+		BF16ToF32(xw, xh)
+		BatchNorm(y, xw, w, bb, rm, rv, mean, is, n, c, hw, false, 0.1, 1e-5)
+		F32ToBF16(yh, y)
+	})
+	run("bf16/register", 4*size, func() { BatchNormBF16(yh, xh, w, bb, rm, rv, mean, is, n, c, hw, false, false, 0.1, 1e-5) })
+}

@@ -252,39 +252,10 @@ done:                      \
 FILL(·vecFill32B, VMOVDQU, NOFENCE)
 FILL(·vecFill32BNT, VMOVNTDQ, SFENCE)
 
-// func vecSumF32(s *float32, n int, acc *[16]float64): acc[j] += s[16q+j]
-// in float64, in order of q; Y0..Y3 hold acc[0:4], acc[4:8], acc[8:12],
-// acc[12:16].
-TEXT ·vecSumF32(SB), NOSPLIT, $0-24
-	MOVQ    s+0(FP), SI
-	MOVQ    n+8(FP), CX
-	MOVQ    acc+16(FP), DI
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	VMOVUPD 64(DI), Y2
-	VMOVUPD 96(DI), Y3
+// vecSumF32 is in norm_amd64.s, with its bfloat16 twin.
 
-sumf_loop:
-	VCVTPS2PD (SI), Y4
-	VCVTPS2PD 16(SI), Y5
-	VCVTPS2PD 32(SI), Y6
-	VCVTPS2PD 48(SI), Y7
-	VADDPD    Y4, Y0, Y0
-	VADDPD    Y5, Y1, Y1
-	VADDPD    Y6, Y2, Y2
-	VADDPD    Y7, Y3, Y3
-	ADDQ      $64, SI
-	SUBQ      $16, CX
-	JNZ       sumf_loop
-
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	VMOVUPD Y2, 64(DI)
-	VMOVUPD Y3, 96(DI)
-	VZEROUPPER
-	RET
-
-// func vecSumF64(s *float64, n int, acc *[16]float64): as vecSumF32.
+// func vecSumF64(s *float64, n int, acc *[16]float64): as vecSumF32
+// (norm_amd64.s).
 TEXT ·vecSumF64(SB), NOSPLIT, $0-24
 	MOVQ    s+0(FP), SI
 	MOVQ    n+8(FP), CX

@@ -8,7 +8,8 @@
 // run = (1-momentum)·run + momentum·stat in double, rounded to the compute
 // type (no fused products). In eval the running statistics are used. y is
 // computed in double from the unrounded statistics; mean and invstd (S, the
-// compute type) store the statistics used.
+// compute type) store the statistics used. With relu set, each y is
+// max(0, y) (+0 for NaN) before it is stored: BatchNormRelu's one pass.
 //
 // batchnorm_grad_T: one block per channel: sg = Σ dy and
 // sgx = invstd·Σ dy·(x − mean) (when training or dw or db is wanted),
@@ -36,7 +37,7 @@ __device__ void bn_store(void* p, int dt, long long i, double v) {
 template<class T, class S>
 __device__ void batchnorm_impl(T* y, S* mean, S* invstd, const T* x, const void* w, int wdt, const void* b, int bdt,
 		void* rm, int rmdt, void* rv, int rvdt, long long n, long long c, long long hw, int training,
-		double momentum, double eps) {
+		double momentum, double eps, int relu) {
 	typedef typename Elem<T>::acc A;
 	long long m = n * hw;
 	for (long long ch = blockIdx.x; ch < c; ch += gridDim.x) {
@@ -83,7 +84,9 @@ __device__ void batchnorm_impl(T* y, S* mean, S* invstd, const T* x, const void*
 		for (long long e = threadIdx.x; e < m; e += blockDim.x) {
 			long long i = e / hw, j = e - i * hw;
 			long long o = (i * c + ch) * hw + j;
-			Elem<T>::store(y, o, (A)(dmul_rn((double)Elem<T>::load(x, o), scale) + shift));
+			A r = (A)(dmul_rn((double)Elem<T>::load(x, o), scale) + shift);
+			if (relu && !(r > (A)0)) r = (A)0;
+			Elem<T>::store(y, o, r);
 		}
 		if (threadIdx.x == 0) {
 			Elem<S>::store(mean, ch, (typename Elem<S>::acc)mu);
@@ -141,8 +144,8 @@ __device__ void batchnorm_grad_impl(T* dx, void* dw, int dwdt, void* db, int dbd
 #define BATCHNORM(SUF, T, S) \
 	extern "C" __global__ void batchnorm_##SUF(T* y, S* mean, S* invstd, const T* x, const void* w, int wdt, \
 			const void* b, int bdt, void* rm, int rmdt, void* rv, int rvdt, long long n, long long c, long long hw, \
-			int training, double momentum, double eps) { \
-		batchnorm_impl<T, S>(y, mean, invstd, x, w, wdt, b, bdt, rm, rmdt, rv, rvdt, n, c, hw, training, momentum, eps); } \
+			int training, double momentum, double eps, int relu) { \
+		batchnorm_impl<T, S>(y, mean, invstd, x, w, wdt, b, bdt, rm, rmdt, rv, rvdt, n, c, hw, training, momentum, eps, relu); } \
 	extern "C" __global__ void batchnorm_grad_##SUF(T* dx, void* dw, int dwdt, void* db, int dbdt, const T* dy, \
 			const T* x, const void* w, int wdt, const S* mean, const S* invstd, long long n, long long c, long long hw, \
 			int training) { \

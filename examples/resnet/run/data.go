@@ -32,9 +32,8 @@ func loadData(c *Config) (trainSet, testSet *data.Images, ds dataset, err error)
 	return trainSet, testSet, ds, err
 }
 
-// buildModel makes the ResNet the flags name for images like set's.
-func buildModel(c *Config, dev *device.Device, pdt dtype.DType, set *data.Images) (*nn.ResNet, error) {
-	b := nn.NewBuilder(dev, pdt, c.Seed)
+// buildModel makes the ResNet the flags name for images like set's with b.
+func buildModel(c *Config, b *nn.Builder, set *data.Images) (*nn.ResNet, error) {
 	stem := c.Stem
 	if stem == "auto" {
 		stem = "small"

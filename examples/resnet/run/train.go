@@ -56,6 +56,7 @@ type replica struct {
 	c      *Config
 	dev    *device.Device
 	model  *nn.ResNet
+	b      *nn.Builder // the model's (deferred under --zero 3)
 	loader *data.Loader
 	pdt    dtype.DType // the parameters' (and inputs') dtype
 	shape  []int       // the rank's micro-batch (per, C, H, W)
@@ -71,7 +72,8 @@ func newReplica(c *Config, set *data.Images, ds dataset) func(*device.Device, dt
 		if err != nil {
 			return nil, err
 		}
-		model, err := buildModel(c, dev, pdt, set)
+		b := c.ModelBuilder(dev, pdt, c.Seed)
+		model, err := buildModel(c, b, set)
 		if err != nil {
 			return nil, err
 		}
@@ -79,11 +81,14 @@ func newReplica(c *Config, set *data.Images, ds dataset) func(*device.Device, dt
 			nn.Release(model)
 			return nil, err
 		}
-		return &replica{c: c, dev: dev, model: model, loader: loader, pdt: pdt, shape: []int{c.Micro(), set.C, set.H, set.W}, rank: rank}, nil
+		return &replica{c: c, dev: dev, model: model, b: b, loader: loader, pdt: pdt, shape: []int{c.Micro(), set.C, set.H, set.W}, rank: rank}, nil
 	}
 }
 
 func (r *replica) Module() nn.Module { return r.model }
+
+// Builder is the builder that made the model (train.Built).
+func (r *replica) Builder() *nn.Builder { return r.b }
 
 // Optimizer is SGD with Nesterov momentum and weight decay.
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {

@@ -61,6 +61,7 @@ type replica struct {
 	c     *Config
 	dev   *device.Device
 	model *nn.GPT
+	b     *nn.Builder         // the model's (deferred under --zero 3)
 	gen   *autograd.Generator // dropout's
 	src   *rand.PCG           // the sampler's
 	rng   *rand.Rand
@@ -78,7 +79,8 @@ type extra struct {
 func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, int) (*replica, error) {
 	return func(dev *device.Device, pdt dtype.DType, rank int) (*replica, error) {
 		gen := autograd.NewGenerator(c.Seed + uint64(rank))
-		model, err := nn.NewGPT(nn.NewBuilder(dev, pdt, c.Seed), "gpt", c.GPT(), gen)
+		b := c.ModelBuilder(dev, pdt, c.Seed)
+		model, err := nn.NewGPT(b, "gpt", c.GPT(), gen)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +89,14 @@ func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, in
 			return nil, err
 		}
 		src := rand.NewPCG(c.Seed, 7)
-		return &replica{c: c, dev: dev, model: model, gen: gen, src: src, rng: rand.New(src), text: text, rank: rank}, nil
+		return &replica{c: c, dev: dev, model: model, b: b, gen: gen, src: src, rng: rand.New(src), text: text, rank: rank}, nil
 	}
 }
 
 func (r *replica) Module() nn.Module { return r.model }
+
+// Builder is the builder that made the model (train.Built).
+func (r *replica) Builder() *nn.Builder { return r.b }
 
 // Optimizer is AdamW (β₂ 0.99) with the flags' weight decay.
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {

@@ -1,0 +1,110 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// cifarResNet18Convs are the convolutions of ResNet-18 with the small
+// stem on 3×32×32 images (bench/step_bench_test.go's workload) at batch
+// n: each stage's stride-1 3×3 convolution and the stride-2 one entering
+// it, then the 1×1 stride-2 shortcuts.
+func cifarResNet18Convs(n int) []*convBench {
+	return append(resnetStages(n, 32),
+		&convBench{name: "1x1s2_32x32x64-128", p: shortcut(n, 32, 64, 128)},
+		&convBench{name: "1x1s2_16x16x128-256", p: shortcut(n, 16, 128, 256)},
+		&convBench{name: "1x1s2_8x8x256-512", p: shortcut(n, 8, 256, 512)})
+}
+
+// shortcut returns the unpadded 1×1 stride-2 convolution of batch n from
+// h×h×c to k channels (ResNet's downsampling shortcut).
+func shortcut(n, h, c, k int) ConvArgs {
+	p := ConvArgs{N: n, C: c, H: h, W: h, K: k, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1}
+	p.OH, p.OW = (h-1)/2+1, (h-1)/2+1
+	return p
+}
+
+// toBF16 rounds v to bfloat16 bits.
+func toBF16(v []float32) Half16 {
+	bits := make([]uint16, len(v))
+	for i, x := range v {
+		bits[i] = dtype.BF16FromF32(x)
+	}
+	return Half16{Bits: bits, BF16: true}
+}
+
+// convPassFuncs returns the three passes of c (fwd, dgrad, wgrad) in F32,
+// or on bfloat16 operands and outputs when bf16.
+func convPassFuncs(c *convBench, bf16 bool) [3]func() {
+	if !bf16 {
+		return [3]func(){c.forward, c.gradInput, c.gradWeight}
+	}
+	p := c.p
+	x, w, dy := toBF16(c.x), toBF16(c.w), toBF16(c.dy)
+	y, dx, dw := toBF16(c.y), toBF16(c.dx), toBF16(c.dw)
+	ws := c.ws
+	return [3]func(){
+		func() { Conv2dHalf(p, ConvOut{H: y}, x, w, ws) },
+		func() { Conv2dGradInputHalf(p, ConvOut{H: dx}, dy, w, ws) },
+		func() { Conv2dGradWeightHalf(p, ConvOut{H: dw}, dy, x, ws) },
+	}
+}
+
+// sameFlopGemm returns a GEMM of c's im2col shape, M = K, N = N·OH·OW,
+// K = C/G·R·S (G = 1): the FLOPs of one pass, in F32 or bfloat16.
+func sameFlopGemm(r *rand.Rand, c *convBench, bf16 bool) func() {
+	p := c.p
+	m, n, k := p.K, p.N*p.OH*p.OW, p.C/p.Groups*p.R*p.S
+	g := GemmArgs{M: m, N: n, K: k, Alpha: 1, LdA: k, LdB: n, LdC: n}
+	a, b, out := benchF32(r, m*k), benchF32(r, k*n), make([]float32, m*n)
+	if !bf16 {
+		return func() { Gemm(g, a, b, out) }
+	}
+	ha, hb := toBF16(a), toBF16(b)
+	return func() { GemmHalf(g, ha.Bits, hb.Bits, true, true, out) }
+}
+
+// BenchmarkConvVsGemm times each pass of ResNet-18's convolutions (the
+// small-stem 32×32 model at batch 32, cifarResNet18Convs) alternately with a GEMM of the
+// same FLOPs (sameFlopGemm), in F32 and on bfloat16, and reports the best
+// GFLOP/s of each over the iterations (steadier on a shared machine) and
+// their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass of the 3×3
+// layers. Names are
+// key=value for benchstat.
+func BenchmarkConvVsGemm(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range cifarResNet18Convs(32) {
+		for _, bf16 := range []bool{false, true} {
+			dt := map[bool]string{false: "f32", true: "bf16"}[bf16]
+			var passes [3]func()
+			var gemm func()
+			for i, name := range []string{"fwd", "dgrad", "wgrad"} {
+				b.Run(fmt.Sprintf("layer=%s/dtype=%s/pass=%s", c.name, dt, name), func(b *testing.B) {
+					if gemm == nil {
+						c.alloc(r)
+						passes, gemm = convPassFuncs(c, bf16), sameFlopGemm(r, c, bf16)
+					}
+					f := passes[i]
+					f()
+					gemm()
+					bestC, bestG := time.Duration(1<<62), time.Duration(1<<62)
+					for b.Loop() {
+						t0 := time.Now()
+						f()
+						t1 := time.Now()
+						gemm()
+						bestC, bestG = min(bestC, t1.Sub(t0)), min(bestG, time.Since(t1))
+					}
+					conv, gm := c.flops()/bestC.Seconds()/1e9, c.flops()/bestG.Seconds()/1e9
+					b.ReportMetric(conv, "GFLOP/s")
+					b.ReportMetric(gm, "gemmGFLOP/s")
+					b.ReportMetric(conv/gm, "xGEMM")
+				})
+			}
+		}
+	}
+}

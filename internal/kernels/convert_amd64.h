@@ -1,0 +1,48 @@
+// Macros shared by the assembly that rounds float32 to bfloat16
+// (convert_amd64.s, vec_half_amd64.s, norm_half_amd64.s).
+
+// BF16ROUND rounds the 8 floats in x to bfloat16, leaving each result in
+// the low half of its 32-bit lane of r: r = (x + 0x7fff + ((x>>16)&1)) >> 16,
+// or (x>>16) | 0x40 where x is a NaN. t and m are scratch. Constants: Y8
+// 0x7fff, Y9 1, Y10 0x40, Y11 0x7fffffff, Y12 0x7f800000.
+#define BF16ROUND(x, r, t, m) \
+	VPSRLD    $16, x, t   \
+	VPAND     Y9, t, r    \
+	VPADDD    Y8, r, r    \
+	VPADDD    x, r, r     \
+	VPSRLD    $16, r, r   \
+	VPOR      Y10, t, t   \
+	VPAND     Y11, x, m   \
+	VPCMPGTD  Y12, m, m   \
+	VPBLENDVB m, t, r, r
+
+// BF16CONSTS loads BF16ROUND's constants into Y8..Y12 (clobbers AX).
+#define BF16CONSTS \
+	MOVL         $0x7fff, AX      \
+	MOVQ         AX, X8           \
+	VPBROADCASTD X8, Y8           \
+	MOVL         $1, AX           \
+	MOVQ         AX, X9           \
+	VPBROADCASTD X9, Y9           \
+	MOVL         $0x40, AX        \
+	MOVQ         AX, X10          \
+	VPBROADCASTD X10, Y10         \
+	MOVL         $0x7fffffff, AX  \
+	MOVQ         AX, X11          \
+	VPBROADCASTD X11, Y11         \
+	MOVL         $0x7f800000, AX  \
+	MOVQ         AX, X12          \
+	VPBROADCASTD X12, Y12
+
+// BF16STORE8 rounds the 8 floats in x to bfloat16 and stores them (16
+// bytes) at m; r (rx its low half), t, u are scratch (BF16CONSTS loaded).
+#define BF16STORE8(x, m, r, rx, t, u) \
+	BF16ROUND(x, r, t, u)     \
+	VPACKUSDW r, r, r         \
+	VPERMQ    $0xd8, r, r     \
+	VMOVDQU   rx, m
+
+// BF16LOAD8 widens the 8 bfloat16 at m to the floats in r (exact).
+#define BF16LOAD8(m, r) \
+	VPMOVZXWD m, r    \
+	VPSLLD    $16, r, r

@@ -1,0 +1,117 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/internal/kernels"
+)
+
+// InitKind says how an Init draws a parameter's initial values.
+type InitKind uint8
+
+// The kinds of initialisation.
+const (
+	// InitFill sets every element to A (zeros, batch-norm's weight 1).
+	InitFill InitKind = iota
+	// InitUniform draws from U[A, B).
+	InitUniform
+	// InitNormal draws from N(A, B²): mean A, standard deviation B.
+	InitNormal
+)
+
+// Init is the record of how a builder initialised one tensor: enough to
+// produce any range of its elements alone. Element i's value is a pure
+// function of (Seed, Stream, i): the builder's seed is the Philox4x32-10
+// key and the stream (the index of the draw in build order) is counter
+// words 2–3, with the pair index i/2 in counter words 0–1. One Philox
+// block gives two 53-bit uniforms u₁ (words 0, 1) and u₂ (words 2, 3):
+// under InitUniform elements 2j and 2j+1 are A+(B−A)·u₁ and A+(B−A)·u₂;
+// under InitNormal they are the Box–Muller pair A+B·r·cos(2πu₂) and
+// A+B·r·sin(2πu₂), r = √(−2·ln(1−u₁)) (1−u₁ is in (0, 1]: no log 0). The
+// values are computed in float64 and rounded to the parameter's dtype on
+// writing, so a shard written alone equals the same elements of the whole.
+type Init struct {
+	Kind   InitKind
+	A, B   float64
+	Seed   uint64
+	Stream uint64
+}
+
+// InitChunk is the number of elements the builder computes at a time when
+// it writes initial values: the host scratch of writing an Init is one
+// float64 buffer of InitChunk elements (256 KiB) plus its conversion to
+// the parameter's dtype (at most as large), whatever the parameter's size.
+const InitChunk = 1 << 15
+
+// Values writes elements [lo, lo+len(dst)) of the record's values to dst.
+func (in Init) Values(dst []float64, lo int) {
+	if in.Kind == InitFill {
+		for i := range dst {
+			dst[i] = in.A
+		}
+		return
+	}
+	for k := 0; k < len(dst); {
+		j := uint64(lo+k) / 2
+		pair := in.pair(j)
+		for ; k < len(dst) && uint64(lo+k)/2 == j; k++ {
+			dst[k] = pair[(lo+k)%2]
+		}
+	}
+}
+
+// pair returns elements 2j and 2j+1.
+func (in Init) pair(j uint64) [2]float64 {
+	w := kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), uint32(in.Stream), uint32(in.Stream >> 32)},
+		[2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)})
+	u1, u2 := uniform53(w[0], w[1]), uniform53(w[2], w[3])
+	if in.Kind == InitUniform {
+		return [2]float64{in.A + (in.B-in.A)*u1, in.A + (in.B-in.A)*u2}
+	}
+	r := math.Sqrt(-2 * math.Log(1-u1))
+	s, c := math.Sincos(2 * math.Pi * u2)
+	return [2]float64{in.A + in.B*r*c, in.A + in.B*r*s}
+}
+
+// uniform53 maps two random words to a float64 in [0, 1) from their top
+// 53 bits: ((hi·2³² + lo) >> 11) · 2⁻⁵³, which a float64 holds exactly.
+func uniform53(hi, lo uint32) float64 {
+	return float64((uint64(hi)<<32|uint64(lo))>>11) * 0x1p-53
+}
+
+// Write writes elements [lo, lo+dst.Len()) of the record's values into
+// dst (contiguous; any float dtype), InitChunk elements at a time. On a
+// device without data (meta) it writes nothing.
+func (in Init) Write(dst *autograd.Tensor, lo int) {
+	if dst.Device().Kernels() == nil {
+		return
+	}
+	if !dst.IsContiguous() {
+		panic(&autograd.Error{Op: "nn.init", Msg: fmt.Sprintf("destination %v is not contiguous", dst.Shape())})
+	}
+	if in.Kind == InitFill {
+		dst.Fill(in.A)
+		return
+	}
+	n := dst.Len()
+	if n <= InitChunk {
+		v := make([]float64, n)
+		in.Values(v, lo)
+		dst.SetFloat64s(v)
+		return
+	}
+	flat := dst.Detach()
+	defer flat.Release()
+	line := flat.Reshape(n)
+	defer line.Release()
+	v := make([]float64, InitChunk)
+	for a := 0; a < n; a += InitChunk {
+		b := min(a+InitChunk, n)
+		part := line.Slice(0, a, b)
+		in.Values(v[:b-a], lo+a)
+		part.SetFloat64s(v[:b-a])
+		part.Release()
+	}
+}
