@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // resnet18GemmShapes are the GEMMs of the ResNet-18 convolutions on 3×32×32
@@ -44,11 +45,12 @@ func goPackers(kn gemmKernel[float32]) gemmKernel[float32] {
 	return kn
 }
 
-// BenchmarkGEMMPacking measures GFLOP/s of the blocked float32 GEMM at
+// BenchmarkGEMMPacking measures the blocked float32 GEMM at
 // resnet18GemmShapes on this CPU's widest kernel with its packers
 // ("asm"), with the Go packers ("gopack"), and with other block sizes
-// (mcM, kcK, ncN), one shape's variants side by side, so that -count
-// interleaves them.
+// (mcM_kcK_ncN). The variants of a shape run alternately in one loop, each
+// keeping its best time, so that a busy machine slows them alike: it
+// reports asm's GFLOP/s and each other variant's time over asm's.
 func BenchmarkGEMMPacking(b *testing.B) {
 	asm, why := sgemmAsmKernels()
 	if len(asm) == 0 {
@@ -63,19 +65,81 @@ func BenchmarkGEMMPacking(b *testing.B) {
 		names, variants = append(names, fmt.Sprintf("mc%d_kc%d_nc%d", bl[0], bl[1], bl[2])), append(variants, v)
 	}
 	for _, s := range resnet18GemmShapes {
-		g, la, lb, lc := s.args()
-		r := rand.New(rand.NewPCG(1, 2))
-		x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
-		for i, v := range variants {
-			b.Run(s.name+"/"+names[i], func(b *testing.B) {
-				var jobs freeList[gemmJob[float32]]
-				run := func() { gemmBlocked(&v, &jobs, g, operand[float32]{f: x}, operand[float32]{f: y}, c) }
-				run()
-				for b.Loop() {
-					run()
+		b.Run(s.name, func(b *testing.B) {
+			g, la, lb, lc := s.args()
+			r := rand.New(rand.NewPCG(1, 2))
+			x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
+			var jobs freeList[gemmJob[float32]]
+			best := make([]time.Duration, len(variants))
+			for i := range variants {
+				gemmBlocked(&variants[i], &jobs, g, operand[float32]{f: x}, operand[float32]{f: y}, c)
+				best[i] = time.Duration(1 << 62)
+			}
+			for b.Loop() {
+				for i := range variants {
+					t0 := time.Now()
+					gemmBlocked(&variants[i], &jobs, g, operand[float32]{f: x}, operand[float32]{f: y}, c)
+					best[i] = min(best[i], time.Since(t0))
 				}
-				b.ReportMetric(s.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			})
+			}
+			b.ReportMetric(s.flops()/best[0].Seconds()/1e9, "asmGFLOP/s")
+			for i := 1; i < len(variants); i++ {
+				b.ReportMetric(float64(best[i])/float64(best[0]), "x"+names[i])
+			}
+		})
+	}
+}
+
+// BenchmarkPackers times packA and packB alone on a 240×192 block of op(A)
+// and a 192×256 block of op(B), both orientations, with rows ld floats
+// apart (dense, and 1024 as the weight gradient's dy), on this CPU's
+// widest kernel and on its Go packers alternately, best of each: it
+// reports GB/s packed by the assembly and the Go packers' time over it.
+func BenchmarkPackers(b *testing.B) {
+	asm, why := sgemmAsmKernels()
+	if len(asm) == 0 {
+		b.Skip(why)
+	}
+	kn := asm[0]
+	kns := []gemmKernel[float32]{kn, goPackers(kn)}
+	const mc, kc, nc = 240, 192, 256
+	for _, side := range []string{"A", "B"} {
+		for _, trans := range []bool{false, true} {
+			for _, ld := range []int{0, 1024} {
+				b.Run(fmt.Sprintf("%s/trans=%v/ld=%d", side, trans, ld), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 2))
+					w := max(mc, kc, nc, ld)
+					src := operand[float32]{f: benchF32(r, w*w)}
+					if ld == 0 { // dense: rows of op(A) = A and op(B) = Bᵀ are kc long
+						ld = map[bool]int{false: kc, true: mc}[trans]
+						if side == "B" {
+							ld = map[bool]int{false: nc, true: kc}[trans]
+						}
+					}
+					dst := make([]float32, max(mc, nc)*kc)
+					pack := func(k *gemmKernel[float32]) {
+						if side == "A" {
+							packA(k, dst, src, 0, ld, trans, 0, mc, 0, kc, 1.5, nil)
+						} else {
+							packB(k, dst, src, 0, ld, trans, 0, kc, 0, nc, nil)
+						}
+					}
+					best := []time.Duration{1 << 62, 1 << 62}
+					for b.Loop() {
+						for i := range kns {
+							t0 := time.Now()
+							pack(&kns[i])
+							best[i] = min(best[i], time.Since(t0))
+						}
+					}
+					n := mc
+					if side == "B" {
+						n = nc
+					}
+					b.ReportMetric(float64(4*n*kc)/best[0].Seconds()/1e9, "asmGB/s")
+					b.ReportMetric(float64(best[1])/float64(best[0]), "xgopack")
+				})
+			}
 		}
 	}
 }
