@@ -32,45 +32,33 @@ func sgemmPackBTAVX2(dst, src *float32, ld, k, nr int)
 // sgemmCopyRows16 copies k rows of 16 floats, ld apart from src[at:], into
 // dst as k groups of 16.
 func sgemmCopyRows16(dst, src []float32, at, ld, k int) {
-	if k == 0 {
-		return
+	if rowsIn(dst, src, at, ld, k, 16) {
+		sgemmCopyRows16AVX2(&dst[0], &src[at], ld, k)
 	}
-	_ = dst[16*k-1]
-	_ = src[at+(k-1)*ld+15]
-	sgemmCopyRows16AVX2(&dst[0], &src[at], ld, k)
 }
 
 // sgemmCopyRows32 copies k rows of 32 floats, ld apart from src[at:], into
 // dst as k groups of 32.
 func sgemmCopyRows32(dst, src []float32, at, ld, k int) {
-	if k == 0 {
-		return
+	if rowsIn(dst, src, at, ld, k, 32) {
+		sgemmCopyRows32AVX512(&dst[0], &src[at], ld, k)
 	}
-	_ = dst[32*k-1]
-	_ = src[at+(k-1)*ld+31]
-	sgemmCopyRows32AVX512(&dst[0], &src[at], ld, k)
 }
 
 // sgemmPackAT6 copies k rows of 6 floats, ld apart from src[at:], into dst
 // as k groups of 6 times alpha.
 func sgemmPackAT6(dst, src []float32, at, ld, k int, alpha float32) {
-	if k == 0 {
-		return
+	if rowsIn(dst, src, at, ld, k, 6) {
+		sgemmPackAT6AVX2(&dst[0], &src[at], ld, k, alpha)
 	}
-	_ = dst[6*k-1]
-	_ = src[at+(k-1)*ld+5]
-	sgemmPackAT6AVX2(&dst[0], &src[at], ld, k, alpha)
 }
 
 // sgemmPackAT12 copies k rows of 12 floats, ld apart from src[at:], into
 // dst as k groups of 12 times alpha.
 func sgemmPackAT12(dst, src []float32, at, ld, k int, alpha float32) {
-	if k == 0 {
-		return
+	if rowsIn(dst, src, at, ld, k, 12) {
+		sgemmPackAT12AVX2(&dst[0], &src[at], ld, k, alpha)
 	}
-	_ = dst[12*k-1]
-	_ = src[at+(k-1)*ld+11]
-	sgemmPackAT12AVX2(&dst[0], &src[at], ld, k, alpha)
 }
 
 // sgemmPackA6 turns 6 rows of k floats, ld apart from src[at:], into k
@@ -125,4 +113,15 @@ func packColsAsm(nr int, tail func(d, src []float32, at, ld, kc int), dst, src [
 	if k8 < k {
 		tail(dst[nr*k8:], src, at+k8, ld, k-k8)
 	}
+}
+
+// rowsIn proves k rows of width floats, ld apart from src[at:], and k
+// groups of width floats at dst in bounds; it is false when k is 0.
+func rowsIn(dst, src []float32, at, ld, k, width int) bool {
+	if k == 0 {
+		return false
+	}
+	_ = dst[width*k-1]
+	_ = src[at+(k-1)*ld+width-1]
+	return true
 }

@@ -6,16 +6,21 @@
 // the Go packers handle edge panels, depth tails and 16-bit sources, and
 // the Go wrappers (pack_f32_amd64.go) check pointers and counts.
 
+// PACKARGS loads the packers' common arguments: dst in DI, src in SI, ld
+// in bytes in DX and k in CX.
+#define PACKARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ src+8(FP), SI; \
+	MOVQ ld+16(FP), DX; \
+	SHLQ $2, DX; \
+	MOVQ k+24(FP), CX
+
 // func sgemmCopyRows16AVX2(dst, src *float32, ld, k int)
 //
 // Copies k rows of 16 floats, ld floats apart at src, to dst as k·16
 // contiguous floats: a full panel of op(B) = B.
 TEXT ·sgemmCopyRows16AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), DX
-	SHLQ $2, DX
-	MOVQ k+24(FP), CX
+	PACKARGS
 	TESTQ CX, CX
 	JZ   copydone
 
@@ -61,30 +66,31 @@ copydone:
 	VPERM2F128 $0x31, Y6, Y2, Y14; \
 	VPERM2F128 $0x31, Y7, Y3, Y15
 
+// SCALEROWS6 loads 8 floats of each of rows 0..5 at SI (ld bytes in DX,
+// 3·ld in R8) times alpha (Y15) into Y0..Y5, leaving row 4 at R9.
+#define SCALEROWS6 \
+	MOVQ   SI, R9; \
+	VMULPS (R9), Y15, Y0; \
+	VMULPS (R9)(DX*1), Y15, Y1; \
+	VMULPS (R9)(DX*2), Y15, Y2; \
+	VMULPS (R9)(R8*1), Y15, Y3; \
+	LEAQ   (R9)(DX*4), R9; \
+	VMULPS (R9), Y15, Y4; \
+	VMULPS (R9)(DX*1), Y15, Y5
+
 // func sgemmPackA6AVX2(dst, src *float32, ld, k int, alpha float32)
 //
 // Interleaves 6 rows of k floats (k a multiple of 8), ld floats apart at
 // src, into dst as k groups of 6, times alpha: a full panel of op(A) = A.
 TEXT ·sgemmPackA6AVX2(SB), NOSPLIT, $0-36
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), DX
-	SHLQ $2, DX
-	MOVQ k+24(FP), CX
+	PACKARGS
 	SHRQ $3, CX
 	JZ   a6done
 	LEAQ (DX)(DX*2), R8 // 3·ld bytes
 
 a6loop:
 	VBROADCASTSS alpha+32(FP), Y15
-	MOVQ    SI, R9
-	VMULPS  (R9), Y15, Y0
-	VMULPS  (R9)(DX*1), Y15, Y1
-	VMULPS  (R9)(DX*2), Y15, Y2
-	VMULPS  (R9)(R8*1), Y15, Y3
-	LEAQ    (R9)(DX*4), R9
-	VMULPS  (R9), Y15, Y4
-	VMULPS  (R9)(DX*1), Y15, Y5
+	SCALEROWS6
 	VXORPS  Y6, Y6, Y6
 	VXORPS  Y7, Y7, Y7
 	TRANSPOSE8
@@ -128,11 +134,7 @@ a6done:
 // at src, into dst as k groups of nr: a full panel of op(B) = Bᵀ. Each 8
 // depths × 8 runs are one 8×8 transpose.
 TEXT ·sgemmPackBTAVX2(SB), NOSPLIT, $0-40
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), DX
-	SHLQ $2, DX
-	MOVQ k+24(FP), CX
+	PACKARGS
 	SHRQ $3, CX
 	JZ   btdone
 	MOVQ nr+32(FP), AX
@@ -185,11 +187,7 @@ btdone:
 // Copies k rows of 6 floats, ld floats apart at src, to dst as k groups of
 // 6, times alpha: a full panel of op(A) = Aᵀ.
 TEXT ·sgemmPackAT6AVX2(SB), NOSPLIT, $0-36
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), DX
-	SHLQ $2, DX
-	MOVQ k+24(FP), CX
+	PACKARGS
 	VBROADCASTSS alpha+32(FP), X15
 	TESTQ CX, CX
 	JZ   atdone
@@ -217,11 +215,7 @@ atdone:
 // within 128-bit lanes and rows 0..7 an 8×8 one; group j (48 bytes) takes
 // column j of both.
 TEXT ·sgemmPackA12AVX2(SB), NOSPLIT, $0-36
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), DX
-	SHLQ $2, DX
-	MOVQ k+24(FP), CX
+	PACKARGS
 	SHRQ $3, CX
 	JZ   a12done
 	LEAQ (DX)(DX*2), R8  // 3·ld bytes
@@ -252,14 +246,7 @@ a12loop:
 	VEXTRACTF128 $1, Y3, 368(DI)
 
 	// Rows 0..7.
-	MOVQ    SI, R9
-	VMULPS  (R9), Y15, Y0
-	VMULPS  (R9)(DX*1), Y15, Y1
-	VMULPS  (R9)(DX*2), Y15, Y2
-	VMULPS  (R9)(R8*1), Y15, Y3
-	LEAQ    (R9)(DX*4), R9
-	VMULPS  (R9), Y15, Y4
-	VMULPS  (R9)(DX*1), Y15, Y5
+	SCALEROWS6
 	VMULPS  (R9)(DX*2), Y15, Y6
 	VMULPS  (R9)(R8*1), Y15, Y7
 	TRANSPOSE8
@@ -286,11 +273,7 @@ a12done:
 // Copies k rows of 12 floats, ld floats apart at src, to dst as k groups
 // of 12, times alpha: a full panel of op(A) = Aᵀ for the 12-row kernel.
 TEXT ·sgemmPackAT12AVX2(SB), NOSPLIT, $0-36
-	MOVQ         dst+0(FP), DI
-	MOVQ         src+8(FP), SI
-	MOVQ         ld+16(FP), DX
-	SHLQ         $2, DX
-	MOVQ         k+24(FP), CX
+	PACKARGS
 	VBROADCASTSS alpha+32(FP), Y15
 	TESTQ        CX, CX
 	JZ           at12done
@@ -314,11 +297,7 @@ at12done:
 // Copies k rows of 32 floats, ld floats apart at src, to dst as k·32
 // contiguous floats: a full panel of op(B) = B for the 32-column kernel.
 TEXT ·sgemmCopyRows32AVX512(SB), NOSPLIT, $0-32
-	MOVQ  dst+0(FP), DI
-	MOVQ  src+8(FP), SI
-	MOVQ  ld+16(FP), DX
-	SHLQ  $2, DX
-	MOVQ  k+24(FP), CX
+	PACKARGS
 	TESTQ CX, CX
 	JZ    copy32done
 

@@ -28,8 +28,8 @@ func testPackLayout[T Float](t *testing.T, r *rand.Rand, kn gemmKernel[T]) {
 			for _, kc := range []int{1, 7, 8, 9, 16, 23, 33, 64} {
 				for i, pad := range []int{0, 5} {
 					alpha := T([]float64{1, -1.5}[(width+kc+i)%2])
-					testPackA(t, r, &kn, trans, width, kc, pad, alpha)
-					testPackB(t, r, &kn, trans, width, kc, pad)
+					testPack(t, r, &kn, false, trans, width, kc, pad, alpha)
+					testPack(t, r, &kn, true, trans, width, kc, pad, alpha)
 				}
 			}
 		}
@@ -55,74 +55,53 @@ func packDst[T Float](n int) []T {
 	return d
 }
 
-// testPackA packs a width×kc block of op(A) at (2, 1) and compares it with
-// dst[q·mr·kc + p·mr + r] = alpha·op(A)[2+q·mr+r][1+p], 0 past the block.
-func testPackA[T Float](t *testing.T, r *rand.Rand, kn *gemmKernel[T], trans bool, mc, kc, pad int, alpha T) {
+// testPack packs a width×kc block of op(A) at (2, 1) (sideB false) or a
+// kc×width block of op(B) at (1, 2) and compares it with the layout: with
+// w the panel width (mr or nr) and x(i, p) row i of op(A) or column i of
+// op(B) at depth p, dst[q·w·kc + p·w + r] = alpha·x(2+q·w+r, 1+p), 0 past
+// the block (alpha 1 for op(B)).
+func testPack[T Float](t *testing.T, r *rand.Rand, kn *gemmKernel[T], sideB, trans bool, width, kc, pad int, alpha T) {
 	t.Helper()
 	const i0, p0, off = 2, 1, 3
-	rows, cols := i0+mc, p0+kc
-	if trans {
+	// Rows of A and columns of B are contiguous runs of depths in op(A) =
+	// A and op(B) = Bᵀ.
+	runs := trans == sideB
+	rows, cols := i0+width, p0+kc
+	if !runs {
 		rows, cols = cols, rows
 	}
 	src, ld := packSource[T](r, rows, cols, pad, off)
-	at := func(i, p int) T {
-		if trans {
-			return src[off+p*ld+i]
+	x := func(i, p int) T {
+		if runs {
+			return src[off+i*ld+p]
 		}
-		return src[off+i*ld+p]
+		return src[off+p*ld+i]
 	}
-	mp := roundUp(mc, kn.mr)
-	got := packDst[T](mp * kc)
-	packA(kn, got, operand[T]{f: src}, off, ld, trans, i0, mc, p0, kc, alpha, nil)
-	for i := range mp {
+	w, name := kn.mr, kn.name+" packA"
+	if sideB {
+		w, name, alpha = kn.nr, kn.name+" packB", 1
+	}
+	padded := roundUp(width, w)
+	got := packDst[T](padded * kc)
+	if sideB {
+		packB(kn, got, operand[T]{f: src}, off, ld, trans, p0, kc, i0, width, nil)
+	} else {
+		packA(kn, got, operand[T]{f: src}, off, ld, trans, i0, width, p0, kc, alpha, nil)
+	}
+	for i := range padded {
 		for p := range kc {
 			var want T
-			if i < mc {
-				want = alpha * at(i0+i, p0+p)
+			if i < width {
+				want = alpha * x(i0+i, p0+p)
 			}
-			x := i/kn.mr*kn.mr*kc + p*kn.mr + i%kn.mr
-			if got[x] != want {
-				t.Fatalf("%s packA trans=%v mc=%d kc=%d ld=%d alpha=%g: row %d depth %d at [%d] = %g, want %g",
-					kn.name, trans, mc, kc, ld, alpha, i, p, x, got[x], want)
-			}
-		}
-	}
-	checkGuard(t, kn.name+" packA", got[mp*kc:])
-}
-
-// testPackB packs a kc×width block of op(B) at (1, 2) and compares it with
-// dst[q·nr·kc + p·nr + c] = op(B)[1+p][2+q·nr+c], 0 past the block.
-func testPackB[T Float](t *testing.T, r *rand.Rand, kn *gemmKernel[T], trans bool, nc, kc, pad int) {
-	t.Helper()
-	const p0, j0, off = 1, 2, 3
-	rows, cols := p0+kc, j0+nc
-	if trans {
-		rows, cols = cols, rows
-	}
-	src, ld := packSource[T](r, rows, cols, pad, off)
-	at := func(p, j int) T {
-		if trans {
-			return src[off+j*ld+p]
-		}
-		return src[off+p*ld+j]
-	}
-	np := roundUp(nc, kn.nr)
-	got := packDst[T](np * kc)
-	packB(kn, got, operand[T]{f: src}, off, ld, trans, p0, kc, j0, nc, nil)
-	for j := range np {
-		for p := range kc {
-			var want T
-			if j < nc {
-				want = at(p0+p, j0+j)
-			}
-			x := j/kn.nr*kn.nr*kc + p*kn.nr + j%kn.nr
-			if got[x] != want {
-				t.Fatalf("%s packB trans=%v nc=%d kc=%d ld=%d: column %d depth %d at [%d] = %g, want %g",
-					kn.name, trans, nc, kc, ld, j, p, x, got[x], want)
+			at := i/w*w*kc + p*w + i%w
+			if got[at] != want {
+				t.Fatalf("%s trans=%v width=%d kc=%d ld=%d alpha=%g: row/column %d depth %d at [%d] = %g, want %g",
+					name, trans, width, kc, ld, alpha, i, p, at, got[at], want)
 			}
 		}
 	}
-	checkGuard(t, kn.name+" packB", got[np*kc:])
+	checkGuard(t, name, got[padded*kc:])
 }
 
 // checkGuard fails unless every value of guard is still packDst's NaN.
