@@ -48,7 +48,7 @@ func goPackers(kn gemmKernel[float32]) gemmKernel[float32] {
 // BenchmarkGEMMPacking measures the blocked float32 GEMM at
 // resnet18GemmShapes on this CPU's widest kernel with its packers
 // ("asm"), with the Go packers ("gopack"), and with other block sizes
-// (mcM_kcK_ncN). The variants of a shape run alternately in one loop, each
+// (mcM_kcK_ncN). The variants of a shape run in turn in one loop, each
 // keeping its best time, so that a busy machine slows them alike: it
 // reports asm's GFLOP/s and each other variant's time over asm's.
 func BenchmarkGEMMPacking(b *testing.B) {
@@ -75,8 +75,9 @@ func BenchmarkGEMMPacking(b *testing.B) {
 				gemmBlocked(&variants[i], &jobs, g, operand[float32]{f: x}, operand[float32]{f: y}, c)
 				best[i] = time.Duration(1 << 62)
 			}
-			for b.Loop() {
-				for i := range variants {
+			for n := 0; b.Loop(); n++ { // a new variant first each round
+				for v := range variants {
+					i := (n + v) % len(variants)
 					t0 := time.Now()
 					gemmBlocked(&variants[i], &jobs, g, operand[float32]{f: x}, operand[float32]{f: y}, c)
 					best[i] = min(best[i], time.Since(t0))
