@@ -32,68 +32,6 @@ func sgemmKernelAVX512(k int, a, b, c *float32, ldc int, beta float32, mode int)
 //go:noescape
 func sgemmKernelAVX512Half(k int, a, b, c *float32, ldc int, beta float32, mode int)
 
-//go:noescape
-func sgemmCopyRows16AVX2(dst, src *float32, ld, k int)
-
-//go:noescape
-func sgemmPackA6AVX2(dst, src *float32, ld, k int, alpha float32)
-
-//go:noescape
-func sgemmPackBT16AVX2(dst, src *float32, ld, k int)
-
-//go:noescape
-func sgemmPackAT6AVX2(dst, src *float32, ld, k int, alpha float32)
-
-// sgemmPackAT6 copies k rows of 6 floats, ld apart from src[at:], into dst
-// as k groups of 6 times alpha.
-func sgemmPackAT6(dst, src []float32, at, ld, k int, alpha float32) {
-	if k == 0 {
-		return
-	}
-	_ = dst[6*k-1]
-	_ = src[at+(k-1)*ld+5]
-	sgemmPackAT6AVX2(&dst[0], &src[at], ld, k, alpha)
-}
-
-// sgemmCopyRows16 copies k rows of 16 floats, ld apart from src[at:], into
-// dst as k groups of 16.
-func sgemmCopyRows16(dst, src []float32, at, ld, k int) {
-	if k == 0 {
-		return
-	}
-	_ = dst[16*k-1]
-	_ = src[at+(k-1)*ld+15]
-	sgemmCopyRows16AVX2(&dst[0], &src[at], ld, k)
-}
-
-// sgemmPackA6 turns 6 rows of k floats, ld apart from src[at:], into k
-// groups of 6 times alpha: whole blocks of 8 in assembly, the rest in Go.
-func sgemmPackA6(dst, src []float32, at, ld, k int, alpha float32) {
-	k8 := k &^ 7
-	if k8 > 0 {
-		_ = dst[6*k8-1]
-		_ = src[at+5*ld+k8-1]
-		sgemmPackA6AVX2(&dst[0], &src[at], ld, k8, alpha)
-	}
-	if k8 < k {
-		packRows6(dst[6*k8:], src, at+k8, ld, k-k8, alpha)
-	}
-}
-
-// sgemmPackBT16 turns 16 runs of k floats, ld apart from src[at:], into k
-// groups of 16: whole blocks of 8 in assembly, the rest in Go.
-func sgemmPackBT16(dst, src []float32, at, ld, k int) {
-	k8 := k &^ 7
-	if k8 > 0 {
-		_ = dst[16*k8-1]
-		_ = src[at+15*ld+k8-1]
-		sgemmPackBT16AVX2(&dst[0], &src[at], ld, k8)
-	}
-	if k8 < k {
-		packCols16(dst[16*k8:], src, at+k8, ld, k-k8)
-	}
-}
-
 func unsafeData(s []float32) *float32 {
 	if len(s) == 0 {
 		return nil
@@ -107,11 +45,12 @@ var sgemmAVX2Kernel = gemmKernel[float32]{name: "avx2-6x16", mr: 6, nr: 16, mc: 
 	full: sgemmAVX2, packA: sgemmPackA6, packAT: sgemmPackAT6, packB: sgemmCopyRows16, packBT: sgemmPackBT16}
 
 // sgemmAVX512Kernel is the AVX-512 kernel: 12×32 tiles in 24 ZMM
-// accumulators, with Go packers of whole panels. Block
+// accumulators, assembly packers for whole panels. Block
 // sizes: a kc×32 B micro-panel of 24 KiB stays in a 32 or 48 KiB L1 beside
 // the A micro-panel it meets (9 KiB); the mc×kc A block is 180 KiB of L2.
 var sgemmAVX512Kernel = gemmKernel[float32]{name: "avx512-12x32", mr: 12, nr: 32, mc: 240, kc: 192, nc: 2048,
-	full: sgemmAVX512, half: sgemmAVX512Half, packA: packRows12[float32], packBT: packCols32[float32]}
+	full: sgemmAVX512, half: sgemmAVX512Half,
+	packA: sgemmPackA12, packAT: sgemmPackAT12, packB: sgemmCopyRows32, packBT: sgemmPackBT32}
 
 // sgemmAVX512Half is the checked Go entry to the six-row AVX-512 kernel.
 func sgemmAVX512Half(k int, a, b, c []float32, ldc int, beta float32, mode int) {

@@ -56,28 +56,14 @@ func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		for q := 0; q < mc; q += mr {
 			rows := min(mr, mc-q)
 			d := dst[q*kc : q*kc+mr*kc]
-			if rows == mr && kn.packA != nil && src.h == nil {
-				kn.packA(d, src.f, off+(i0+q)*ld+p0, ld, kc, alpha)
-				continue
-			}
-			for r := range rows {
-				at := off + (i0+q+r)*ld + p0
-				if src.h != nil {
-					s := strip[:kc]
-					halfToF32(s, src.h[at:at+kc], src.bf16)
-					for p, v := range s {
-						d[p*mr+r] = alpha * T(v)
-					}
-					continue
-				}
-				for p, v := range src.f[at : at+kc] {
-					d[p*mr+r] = alpha * v
-				}
-			}
-			for r := rows; r < mr; r++ {
-				for p := range kc {
-					d[p*mr+r] = 0
-				}
+			at := off + (i0+q)*ld + p0
+			switch {
+			case src.h != nil:
+				packRowsHalf(d, src, strip, at, ld, kc, rows, mr, alpha)
+			case rows == mr && kn.packA != nil:
+				kn.packA(d, src.f, at, ld, kc, alpha)
+			default:
+				packRowsOf(d, src.f, at, ld, kc, rows, mr, alpha)
 			}
 		}
 		return
@@ -171,12 +157,49 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 					d[p*nr+c] = v
 				}
 			}
-			for c := cols; c < nr; c++ {
-				for p := range kc {
-					d[p*nr+c] = 0
-				}
-			}
+			clearTail(d, nr, cols, kc)
 		}
+	}
+}
+
+// packRowsOf writes rows (at most mr) rows of kc values, ld apart from
+// src[at:], times alpha, into d as kc groups of mr, zero past row rows:
+// depth by depth, so that d is written in order. It packs the edge panels
+// of op(A) = A and the full ones of kernels without a packer.
+func packRowsOf[T Float](d, src []T, at, ld, kc, rows, mr int, alpha T) {
+	for p := range kc {
+		g := d[p*mr : p*mr+mr : p*mr+mr]
+		x := at + p
+		for r := range rows {
+			g[r] = alpha * src[x]
+			x += ld
+		}
+		for r := rows; r < mr; r++ {
+			g[r] = 0
+		}
+	}
+}
+
+// packRowsHalf is packRowsOf for 16-bit rows, widened row by row through
+// strip (at least kc values).
+func packRowsHalf[T Float](d []T, src operand[T], strip []float32, at, ld, kc, rows, mr int, alpha T) {
+	s := strip[:kc]
+	for r := range rows {
+		halfToF32(s, src.h[at+r*ld:at+r*ld+kc], src.bf16)
+		for p, v := range s {
+			d[p*mr+r] = alpha * T(v)
+		}
+	}
+	clearTail(d, mr, rows, kc)
+}
+
+// clearTail zeroes values from..w-1 of each of the k groups of w in d.
+func clearTail[T Float](d []T, w, from, k int) {
+	if from == w {
+		return
+	}
+	for p := range k {
+		clear(d[p*w+from : p*w+w])
 	}
 }
 
