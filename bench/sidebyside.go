@@ -2,10 +2,14 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
 )
+
+// avx512Cores are OpenBLAS's cores with AVX-512 kernels.
+var avx512Cores = []string{"SkylakeX", "Cooperlake", "SapphireRapids"}
 
 // pair is one model and technique on both sides.
 type pair struct {
@@ -62,6 +66,12 @@ func SideBySide(r *Result, t *TorchResult) string {
 	fmt.Fprintf(&b, "headroom and PyTorch on the CPU, same models, batches, optimizers and shapes\n\n")
 	fmt.Fprintf(&b, "- CPU: %s; headroom kernels %s, %d threads (GOMAXPROCS)\n", orDash(r.CPUModel), r.Kernels, r.Threads)
 	fmt.Fprintf(&b, "- PyTorch %s, oneDNN %s, BLAS %s, %d intra-op and %d inter-op threads\n", t.Torch, orDash(t.OneDNN), blas, t.Threads, t.InteropThreads)
+	if t.OpenBLASCore != "" {
+		fmt.Fprintf(&b, "- OpenBLAS core %s, %d threads\n", t.OpenBLASCore, t.OpenBLASThreads)
+		if strings.Contains(r.Kernels, "avx512") && !slices.Contains(avx512Cores, t.OpenBLASCore) {
+			fmt.Fprintf(&b, "- WARNING: OpenBLAS ran its %s kernels, not AVX-512 ones, on an AVX-512 CPU: PyTorch's F32 matmuls and convolutions are slower than they could be (OPENBLAS_CORETYPE=SkylakeX)\n", t.OpenBLASCore)
+		}
+	}
 	warm := 0
 	for _, tr := range t.Rows {
 		warm = max(warm, tr.Warmup)

@@ -42,10 +42,15 @@ type TorchEnv struct {
 	// BuildBLAS is torch's build-time BLAS_INFO; BLASPaths the BLAS-like
 	// libraries the process mapped after a matmul, resolved (ClassifyBLAS
 	// tells which BLAS they are).
-	BuildBLAS      string   `json:"build_blas"`
-	BLASPaths      []string `json:"blas_paths"`
-	Threads        int      `json:"threads"`
-	InteropThreads int      `json:"interop_threads"`
+	BuildBLAS string   `json:"build_blas"`
+	BLASPaths []string `json:"blas_paths"`
+	// OpenBLASCore is OpenBLAS's kernel core (OPENBLAS_CORETYPE or its
+	// detection: Haswell is AVX2, SkylakeX and Cooperlake AVX-512) and
+	// OpenBLASThreads its threads ("", 0: not OpenBLAS).
+	OpenBLASCore    string `json:"openblas_core"`
+	OpenBLASThreads int    `json:"openblas_threads"`
+	Threads         int    `json:"threads"`
+	InteropThreads  int    `json:"interop_threads"`
 }
 
 // TorchResult is the script's output.

@@ -180,7 +180,7 @@ func TestSideBySide(t *testing.T) {
 			t.Errorf("side by side lacks %q:\n%s", want, s)
 		}
 	}
-	if strings.Contains(s, "checkpoint") || strings.Contains(s, "reference BLAS") {
+	if strings.Contains(s, "checkpoint") || strings.Contains(s, "reference BLAS") || strings.Contains(s, "WARNING") {
 		t.Errorf("side by side:\n%s", s)
 	}
 	var js bytes.Buffer
@@ -198,5 +198,23 @@ func TestSideBySideReferenceBLAS(t *testing.T) {
 	if !strings.Contains(s, "WARNING: PyTorch ran on the reference BLAS (netlib) ("+netlib+")") ||
 		strings.Count(s, "(reference BLAS) |") != 2 || !strings.Contains(s, "0.100 (mean)") {
 		t.Errorf("side by side on the reference BLAS:\n%s", s)
+	}
+}
+
+// TestSideBySideOpenBLASCore: OpenBLAS's core is printed, and an AVX2
+// core on an AVX-512 machine warned about; an AVX-512 core is not.
+func TestSideBySideOpenBLASCore(t *testing.T) {
+	res := &Result{Kernels: "avx512+vnni+bf16", Threads: 2}
+	for _, c := range []struct {
+		core string
+		warn bool
+	}{{"Haswell", true}, {"Zen", true}, {"SkylakeX", false}, {"Cooperlake", false}} {
+		tr := torchFixture(openblasAlt, openblasLib)
+		tr.OpenBLASCore, tr.OpenBLASThreads = c.core, 2
+		s := SideBySide(res, tr)
+		warned := strings.Contains(s, "WARNING: OpenBLAS ran its "+c.core+" kernels, not AVX-512 ones")
+		if !strings.Contains(s, "- OpenBLAS core "+c.core+", 2 threads") || warned != c.warn {
+			t.Errorf("core %s: warned %v, want %v:\n%s", c.core, warned, c.warn, s)
+		}
 	}
 }

@@ -39,7 +39,8 @@ after them, untimed.
 
 Output: JSON on stdout: the environment (torch, onednn, build_blas,
 blas_paths: the resolved BLAS-like libraries mapped into this process after a
-matmul, threads, interop_threads) and "rows": [{model, technique, params,
+matmul, openblas_core and openblas_threads: OpenBLAS's kernel core and its
+threads, set to --threads, threads, interop_threads) and "rows": [{model, technique, params,
 batch, steps, warmup, step_seconds, seconds_per_step (the median),
 samples_per_sec, speed, final_loss (0 for a speed row), peak_bytes,
 peak_note}]. --probe prints the environment alone.
@@ -296,15 +297,34 @@ def blas_paths():
     return sorted(found)
 
 
-def environment():
+def openblas(paths, threads):
+    """OpenBLAS's kernel core (openblas_get_corename: OPENBLAS_CORETYPE or
+    its own detection) and thread count, after setting that to threads;
+    ("", 0) without OpenBLAS."""
+    import ctypes
+
+    for p in paths:
+        if "openblas" in os.path.basename(p).lower():
+            lib = ctypes.CDLL(p)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_set_num_threads(threads)
+            return lib.openblas_get_corename().decode(), lib.openblas_get_num_threads()
+    return "", 0
+
+
+def environment(threads):
     cfg = torch.__config__.show()
     onednn = re.search(r"(?:oneDNN|MKL-DNN) v([0-9][0-9.]*)", cfg)
     build_blas = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
+    paths = blas_paths()
+    core, blas_threads = openblas(paths, threads)
     return {
         "torch": torch.__version__,
         "onednn": onednn.group(1) if onednn else "",
         "build_blas": build_blas.group(1) if build_blas else "",
-        "blas_paths": blas_paths(),
+        "blas_paths": paths,
+        "openblas_core": core,
+        "openblas_threads": blas_threads,
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
     }
@@ -471,7 +491,7 @@ def main():
     torch.set_num_interop_threads(args.threads)  # before any inter-op work
     torch.set_num_threads(args.threads)
     if args.probe:
-        json.dump(environment(), sys.stdout, indent=1)
+        json.dump(environment(args.threads), sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
     if args.warmup < 2 or args.timed < 5:
@@ -495,9 +515,10 @@ def main():
         data["corpus"] = load_corpus(args.corpus)
         if len(data["corpus"]) < 1000:
             ap.error(f"corpus {args.corpus} has only {len(data['corpus'])} bytes")
+    environment(args.threads)  # OpenBLAS's threads set before any step
     rows = [bench(m, t, args, data) for m in models for t in techniques
             if m not in SPEED_MODELS or t != "checkpoint √n"]
-    out = environment()
+    out = environment(args.threads)
     out["rows"] = rows
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")

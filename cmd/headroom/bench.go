@@ -95,8 +95,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err := env.Check(runtime.GOMAXPROCS(0)); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s, BLAS %s, %d threads; headroom kernels %s, %d threads; %s\n", env.Torch, env.OneDNN,
-			env.BLAS(), env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
+		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s, BLAS %s (OpenBLAS core %q), %d threads; headroom kernels %s, %d threads; %s\n", env.Torch,
+			env.OneDNN, env.BLAS(), env.OpenBLASCore, env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
 	}
 	res, err := bench.Run(c)
 	if err != nil {
