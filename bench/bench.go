@@ -42,8 +42,20 @@ func (m Mode) String() string {
 // mode on both models.
 type Config struct {
 	Mode Mode
-	// Models are "resnet" and "transformer" (default: both).
+	// Models are "resnet" and "transformer" (default: both, unless Speed
+	// names models).
 	Models []string
+	// Speed are speed-only models (of SpeedModels): each in F32 and under
+	// BF16 autocast, timed on synthetic data, no loss run.
+	Speed []string
+	// Timed > 0 times each plain, amp bf16 and checkpoint √n row of Models
+	// and each Speed row as the median of Timed steps (≥ 5) after Warmup
+	// untimed ones (0: 2; ≥ 2), as RunTorch times PyTorch's. With Timed 0 a
+	// row's time is its loss run's mean step.
+	Warmup, Timed int
+	// Threads is the thread count PyTorch is given (0: GOMAXPROCS, which
+	// is headroom's: the caller sets GOMAXPROCS before any work).
+	Threads int
 	// Techniques to run (nil: Techniques()). Plain is run first in any
 	// case: it is every row's reference.
 	Techniques []Technique
@@ -115,6 +127,11 @@ type Row struct {
 	// different steps on different data).
 	TrainPeak train.PeakBytes `json:"train_peak_bytes"`
 	SamePeak  bool            `json:"train_peak_equal"`
+	// Params is the model's parameter count (the planner's); StepSeconds
+	// the timed steps of Config.Timed (their median is what the PyTorch
+	// comparison shows), each after Config.Warmup untimed ones.
+	Params      int64     `json:"params"`
+	StepSeconds []float64 `json:"step_seconds,omitempty"`
 	// VsPlain is each number divided by the plain row's: peak_total,
 	// peak_parameter … peak_other, seconds_per_step, samples_per_sec,
 	// measured_step_seconds, final_loss and eval (a key is absent where
@@ -133,9 +150,15 @@ type Result struct {
 	// Device is where the runs trained: cpu or cuda.
 	Device string `json:"device"`
 	// Kernels is the cpu device's instruction-set path (cpu.KernelPath).
-	Kernels string  `json:"kernels"`
-	Seconds float64 `json:"seconds"`
-	Rows    []Row   `json:"rows"`
+	Kernels string `json:"kernels"`
+	// CPUModel is /proc/cpuinfo's model name ("" elsewhere); Threads
+	// GOMAXPROCS, the cpu device's workers.
+	CPUModel string  `json:"cpu_model,omitempty"`
+	Threads  int     `json:"threads"`
+	Seconds  float64 `json:"seconds"`
+	Rows     []Row   `json:"rows"`
+	// Speed are the speed-only rows (Config.Speed).
+	Speed []SpeedRow `json:"speed,omitempty"`
 	// Torch is the PyTorch comparison, when it ran (RunTorch).
 	Torch *TorchResult `json:"torch,omitempty"`
 }
@@ -167,11 +190,18 @@ func Run(c Config) (*Result, error) {
 	if err := c.checkDevice(); err != nil {
 		return nil, err
 	}
-	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Device: c.device(), Kernels: cpu.KernelPath()}
+	if err := c.checkSpeed(); err != nil {
+		return nil, err
+	}
+	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Device: c.device(), Kernels: cpu.KernelPath(),
+		CPUModel: CPUModel(), Threads: runtime.GOMAXPROCS(0)}
 	for _, s := range setups {
 		var plain *Row
 		for _, t := range techs {
 			r, err := measure(s, t, plain)
+			if err == nil {
+				err = c.timeRow(s, t, plain, r)
+			}
 			if err != nil {
 				if plain == nil {
 					return nil, fmt.Errorf("bench: %s plain: %w", s.Name, err)
@@ -190,6 +220,9 @@ func Run(c Config) (*Result, error) {
 		}
 	}
 	res.compare()
+	if res.Speed, err = c.runSpeed(); err != nil {
+		return nil, err
+	}
 	res.Seconds = time.Since(began).Seconds()
 	return res, nil
 }
@@ -234,7 +267,7 @@ func measure(s Setup, t Technique, plain *Row) (*Row, error) {
 		return nil, err
 	}
 	flags := Flags(pc)
-	r := &Row{Flags: flags[1:], Batch: p.Batch, Ranks: len(p.Ranks), SecondsPerStep: p.Seconds, MeasuredStepSeconds: p.Seconds,
+	r := &Row{Flags: flags[1:], Batch: p.Batch, Params: p.Params, Ranks: len(p.Ranks), SecondsPerStep: p.Seconds, MeasuredStepSeconds: p.Seconds,
 		Timeline: p.Timeline}
 	if p.OOM != nil {
 		r.Note = p.OOM.Error()

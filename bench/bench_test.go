@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"image/png"
 	"math"
 	"os"
@@ -240,22 +239,6 @@ func TestSummarize(t *testing.T) {
 	checkPNG(t, out)
 	if err := TimelinePNG(&device.Timeline{Device: "x"}, out, false); err == nil {
 		t.Error("TimelinePNG of an empty timeline: no error")
-	}
-}
-
-func TestSideBySide(t *testing.T) {
-	res := &Result{Rows: []Row{{Model: "resnet", Technique: "plain", Peak: trainPeak(1 << 20), SecondsPerStep: 0.1, FinalLoss: 2}}}
-	tr := &TorchResult{Torch: "1.13", Threads: 2, Rows: []TorchRow{
-		{Model: "resnet", Technique: "plain", SecondsPerStep: 0.5, FinalLoss: 2.1, PeakBytes: 2 << 20, PeakNote: "profiler"},
-		{Model: "resnet", Technique: "checkpoint √n"}, // headroom did not run it: left out
-	}}
-	s := SideBySide(res, tr)
-	if !strings.Contains(s, "| resnet | plain | 1.00 MiB | 2.00 MiB | 0.100 | 0.500 | 2.0000 | 2.1000 |") || strings.Contains(s, "checkpoint") {
-		t.Errorf("side by side:\n%s", s)
-	}
-	var js bytes.Buffer
-	if err := json.NewEncoder(&js).Encode(tr); err != nil || !strings.Contains(js.String(), `"peak_bytes":2097152`) {
-		t.Errorf("torch JSON %s, %v", js.String(), err)
 	}
 }
 

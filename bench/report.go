@@ -49,19 +49,36 @@ func (r *Result) check() error {
 			return fmt.Errorf("row %d (%s/%s): %w", i, row.Model, row.Technique, err)
 		}
 	}
+	for i, s := range r.Speed {
+		nums := map[string]float64{"params": float64(s.Params), "batch": float64(s.Batch), "warmup": float64(s.Warmup),
+			"seconds_per_step": s.SecondsPerStep, "samples_per_sec": s.SamplesPerSec, "peak_bytes": float64(s.PeakBytes)}
+		if err := nonNegativeSteps(nums, s.StepSeconds); err != nil {
+			return fmt.Errorf("speed row %d (%s/%s): %w", i, s.Model, s.Technique, err)
+		}
+	}
 	if r.Torch == nil {
 		return nil
 	}
-	if r.Torch.Threads < 0 {
-		return fmt.Errorf("torch: threads is %d, want ≥ 0", r.Torch.Threads)
+	if r.Torch.Threads < 0 || r.Torch.InteropThreads < 0 {
+		return fmt.Errorf("torch: threads %d and %d inter-op, want ≥ 0", r.Torch.Threads, r.Torch.InteropThreads)
 	}
 	for i, t := range r.Torch.Rows {
-		if err := train.NonNegative(map[string]float64{"params": float64(t.Params), "batch": float64(t.Batch), "steps": float64(t.Steps),
-			"seconds_per_step": t.SecondsPerStep, "samples_per_sec": t.SamplesPerSec, "peak_bytes": float64(t.PeakBytes)}); err != nil {
+		if err := nonNegativeSteps(map[string]float64{"params": float64(t.Params), "batch": float64(t.Batch), "steps": float64(t.Steps),
+			"seconds_per_step": t.SecondsPerStep, "samples_per_sec": t.SamplesPerSec, "peak_bytes": float64(t.PeakBytes),
+			"warmup": float64(t.Warmup)}, t.StepSeconds); err != nil {
 			return fmt.Errorf("torch row %d (%s/%s): %w", i, t.Model, t.Technique, err)
 		}
 	}
 	return nil
+}
+
+// nonNegativeSteps is train.NonNegative of nums and of each step's
+// seconds.
+func nonNegativeSteps(nums map[string]float64, steps []float64) error {
+	for i, v := range steps {
+		nums[fmt.Sprintf("step_seconds[%d]", i)] = v
+	}
+	return train.NonNegative(nums)
 }
 
 func (row *Row) check() error {
@@ -71,7 +88,7 @@ func (row *Row) check() error {
 	for k, v := range row.VsPlain {
 		nums["vs_plain."+k] = v
 	}
-	if err := train.NonNegative(nums); err != nil {
+	if err := nonNegativeSteps(nums, row.StepSeconds); err != nil {
 		return err
 	}
 	if row.SkippedSteps > row.TrainSteps {
@@ -183,6 +200,8 @@ func (r *Result) Markdown() string {
 	}
 	if r.Torch != nil {
 		b.WriteString(SideBySide(r, r.Torch))
+	} else if len(r.Speed) > 0 {
+		b.WriteString(speedTable(r))
 	}
 	return b.String()
 }

@@ -25,7 +25,7 @@ func committedResult(tb testing.TB) *Result {
 		// PyTorch row of the first technique stands in, so that the
 		// readers' torch checks are exercised too.
 		row := r.Rows[0]
-		r.Torch = &TorchResult{Torch: "fixture", Threads: 2, Rows: []TorchRow{{Model: row.Model, Technique: row.Technique,
+		r.Torch = &TorchResult{TorchEnv: TorchEnv{Torch: "fixture", Threads: 2, InteropThreads: 2}, Rows: []TorchRow{{Model: row.Model, Technique: row.Technique,
 			Batch: row.Batch, Steps: row.TrainSteps, SecondsPerStep: 0.1, SamplesPerSec: 10, FinalLoss: 2}}}
 	}
 	return r

@@ -46,7 +46,7 @@ func (c Config) setups() ([]Setup, error) {
 	}
 	dev := c.device()
 	models := c.Models
-	if len(models) == 0 {
+	if len(models) == 0 && len(c.Speed) == 0 {
 		models = []string{"resnet", "transformer"}
 	}
 	var out []Setup

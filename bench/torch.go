@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/headroom-ml/headroom/data"
-	"github.com/headroom-ml/headroom/device"
 )
 
 // TorchRow is one row of scripts/bench_torch.py: the same model and
@@ -28,13 +27,52 @@ type TorchRow struct {
 	// how it was measured or why not.
 	PeakBytes int64  `json:"peak_bytes"`
 	PeakNote  string `json:"peak_note"`
+	// Warmup steps ran untimed before the StepSeconds; SecondsPerStep is
+	// their median. Speed rows (SpeedModels) have no loss.
+	Warmup      int       `json:"warmup"`
+	StepSeconds []float64 `json:"step_seconds"`
+	Speed       bool      `json:"speed"`
+}
+
+// TorchEnv is the PyTorch process's environment as the script reports
+// it (--probe prints it alone).
+type TorchEnv struct {
+	Torch  string `json:"torch"`
+	OneDNN string `json:"onednn"`
+	// BuildBLAS is torch's build-time BLAS_INFO; BLASPaths the BLAS-like
+	// libraries the process mapped after a matmul, resolved (ClassifyBLAS
+	// tells which BLAS they are).
+	BuildBLAS string   `json:"build_blas"`
+	BLASPaths []string `json:"blas_paths"`
+	// OpenBLASCore is OpenBLAS's kernel core (OPENBLAS_CORETYPE or its
+	// detection: Haswell is AVX2, SkylakeX and Cooperlake AVX-512) and
+	// OpenBLASThreads its threads ("", 0: not OpenBLAS).
+	OpenBLASCore    string `json:"openblas_core"`
+	OpenBLASThreads int    `json:"openblas_threads"`
+	Threads         int    `json:"threads"`
+	InteropThreads  int    `json:"interop_threads"`
 }
 
 // TorchResult is the script's output.
 type TorchResult struct {
-	Torch   string     `json:"torch"`
-	Threads int        `json:"threads"`
-	Rows    []TorchRow `json:"rows"`
+	TorchEnv
+	Rows []TorchRow `json:"rows"`
+}
+
+// BLAS is the BLAS the PyTorch process loaded.
+func (e TorchEnv) BLAS() BLAS { return ClassifyBLAS(e.BLASPaths) }
+
+// Check refuses an environment a comparison at threads threads would be
+// unfair in: the reference BLAS (*ReferenceBLASError), or other thread
+// counts than threads.
+func (e TorchEnv) Check(threads int) error {
+	if b := e.BLAS(); b.Reference {
+		return &ReferenceBLASError{BLAS: b}
+	}
+	if e.Threads != threads || e.InteropThreads != threads {
+		return fmt.Errorf("bench: --torch: PyTorch runs %d intra-op and %d inter-op threads, headroom %d: want the same", e.Threads, e.InteropThreads, threads)
+	}
+	return nil
 }
 
 // FindPython returns the first of python3 on the PATH and /usr/bin/python3
@@ -48,19 +86,34 @@ func FindPython() string {
 	return ""
 }
 
+// ProbeTorch runs the script's --probe at c's thread count: PyTorch's
+// versions, BLAS and threads, in seconds, before any work.
+func ProbeTorch(python, script string, c Config) (*TorchEnv, error) {
+	var e TorchEnv
+	if err := runScript(python, script, []string{"--probe", "--threads=" + strconv.Itoa(c.threads())}, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
 // RunTorch runs the PyTorch script with python for c's models in c's
 // mode, with the techniques both sides have: plain, amp bf16 and
-// checkpoint √n.
+// checkpoint √n (the speed models: plain and amp bf16), at c's threads,
+// warm-up and timed steps.
 func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	setups, err := c.setups()
 	if err != nil {
 		return nil, err
 	}
 	z := sizeOf(c.Mode)
-	args := []string{script, "--techniques=plain,amp bf16,checkpoint √n",
-		"--resnet-batch=" + strconv.Itoa(z.resnetBatch), "--gpt-batch=" + strconv.Itoa(z.gptBatch)}
-	var models []string
-	args = append(args, "--steps="+strconv.Itoa(max(setups[0].Steps, 2)))
+	warmup, timed := c.timing()
+	args := []string{"--techniques=plain,amp bf16,checkpoint √n",
+		"--resnet-batch=" + strconv.Itoa(z.resnetBatch), "--gpt-batch=" + strconv.Itoa(z.gptBatch),
+		"--threads=" + strconv.Itoa(c.threads()), "--warmup=" + strconv.Itoa(warmup), "--timed=" + strconv.Itoa(timed)}
+	models := append([]string{}, c.Speed...)
+	if len(setups) > 0 {
+		args = append(args, "--steps="+strconv.Itoa(max(setups[0].Steps, 2)))
+	}
 	for _, s := range setups {
 		models = append(models, s.Name)
 		for _, a := range s.Args {
@@ -75,53 +128,23 @@ func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	} else if dir, err := data.DefaultMNISTDir(); err == nil {
 		args = append(args, "--mnist="+dir)
 	}
-	cmd := exec.Command(python, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("bench: %s %s: %w\n%s", python, filepath.Base(script), err, strings.TrimSpace(errb.String()))
-	}
 	var r TorchResult
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return nil, fmt.Errorf("bench: reading %s's output: %w", filepath.Base(script), err)
+	if err := runScript(python, script, args, &r); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }
 
-// SideBySide renders headroom's rows and PyTorch's for the techniques both
-// ran, as a Markdown table.
-func SideBySide(r *Result, t *TorchResult) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "headroom and PyTorch %s (%d threads) on the CPU, same models, batches, optimizers and data\n\n", t.Torch, t.Threads)
-	b.WriteString("| model | technique | peak headroom | peak torch | s/step headroom | s/step torch | loss headroom | loss torch |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
-	var notes []string
-	for _, tr := range t.Rows {
-		var h *Row
-		for i := range r.Rows {
-			if r.Rows[i].Model == tr.Model && r.Rows[i].Technique == tr.Technique {
-				h = &r.Rows[i]
-			}
-		}
-		if h == nil {
-			continue
-		}
-		tp := "–"
-		if tr.PeakBytes > 0 {
-			tp = device.FormatBytes(tr.PeakBytes)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.3f | %.3f | %.4f | %.4f |\n", tr.Model, tr.Technique,
-			device.FormatBytes(h.Peak.Total), tp, h.SecondsPerStep, tr.SecondsPerStep, h.FinalLoss, tr.FinalLoss)
-		if tr.PeakBytes == 0 && tr.PeakNote != "" {
-			notes = append(notes, fmt.Sprintf("%s %s: torch's peak %s", tr.Model, tr.Technique, tr.PeakNote))
-		}
+// runScript runs python script args and decodes its JSON output into v.
+func runScript(python, script string, args []string, v any) error {
+	cmd := exec.Command(python, append([]string{script}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bench: %s %s: %w\n%s", python, filepath.Base(script), err, strings.TrimSpace(errb.String()))
 	}
-	if len(t.Rows) > 0 && t.Rows[0].PeakNote != "" && len(notes) == 0 {
-		notes = append(notes, "torch's peak: "+t.Rows[0].PeakNote+"; headroom's: the allocator's exact requested bytes (peak_bytes.total)")
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return fmt.Errorf("bench: reading %s's output: %w", filepath.Base(script), err)
 	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "\n- %s", n)
-	}
-	b.WriteString("\n")
-	return b.String()
+	return nil
 }

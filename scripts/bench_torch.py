@@ -26,9 +26,24 @@ same kind of number as headroom's peak_bytes.total. Where the profiler's raw
 events are not available (other torch versions), peak_bytes is 0 and
 peak_note says why.
 
-Output: JSON on stdout, {"torch": VERSION, "threads": N, "rows": [{model,
-technique, params, batch, steps, seconds_per_step, samples_per_sec,
-final_loss, peak_bytes, peak_note}]}.
+Speed models (headroom's bench.SpeedModels, on a fixed random batch, no loss
+run): resnet18 and resnet50 (torchvision's, with headroom's small stem: conv
+3×3 stride 1 → 64, BN, ReLU, no max pool; 3×32×32, 10 classes, batch 32, Adam
+lr 1e-3) and gpt6x256 (the GPT below with 6 layers × 256, 4 heads, context 256,
+batch 16, AdamW as above with clipping). Techniques plain and amp bf16.
+
+Timing: --threads intra-op and inter-op threads (default 2, headroom's
+GOMAXPROCS); --warmup untimed steps (≥ 2), then --timed steps (≥ 5) each
+timed alone, the median reported; the profiler runs only in one more step
+after them, untimed.
+
+Output: JSON on stdout: the environment (torch, onednn, build_blas,
+blas_paths: the resolved BLAS-like libraries mapped into this process after a
+matmul, openblas_core and openblas_threads: OpenBLAS's kernel core and its
+threads, set to --threads, threads, interop_threads) and "rows": [{model, technique, params,
+batch, steps, warmup, step_seconds, seconds_per_step (the median),
+samples_per_sec, speed, final_loss (0 for a speed row), peak_bytes,
+peak_note}]. --probe prints the environment alone.
 
 Only the standard library and torch are needed. The learning-rate schedules of
 the Go examples (cosine with warmup) are not reproduced: over the few steps of
@@ -41,6 +56,8 @@ import json
 import math
 import os
 import random
+import re
+import statistics
 import struct
 import sys
 import time
@@ -54,6 +71,13 @@ from torch.utils.checkpoint import checkpoint
 # ---------------------------------------------------------------- models
 
 
+def shortcut(cin, cout, stride):
+    """A block's projection shortcut (conv 1×1 and BN), None for identity."""
+    if stride == 1 and cin == cout:
+        return None
+    return nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+
 class BasicBlock(nn.Module):
     def __init__(self, cin, cout, stride):
         super().__init__()
@@ -61,15 +85,12 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.down = shortcut(cin, cout, stride)
 
     def forward(self, x):
         h = F.relu(self.bn1(self.conv1(x)))
         h = self.bn2(self.conv2(h))
-        s = x if self.down is None else self.down(x)
-        return F.relu(h + s)
+        return F.relu(h + (x if self.down is None else self.down(x)))
 
 
 class SmallResNet(nn.Module):
@@ -89,6 +110,52 @@ class SmallResNet(nn.Module):
         h = F.relu(self.bn1(self.conv1(x)))
         h = run(self.blocks, h, self.run_blocks)
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(h, 1), 1))
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.down = shortcut(cin, cout, stride)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.relu(self.bn2(self.conv2(h)))
+        h = self.bn3(self.conv3(h))
+        return F.relu(h + (x if self.down is None else self.down(x)))
+
+
+class CifarResNet(SmallResNet):
+    """torchvision's ResNet-18/50 (ResNet v1.5: a bottleneck strides in its
+    3×3) with headroom's small stem: conv 3×3 stride 1 → 64, BN, ReLU, no
+    max pool; 3×32×32 inputs."""
+
+    def __init__(self, bottleneck, layers, classes=10):
+        nn.Module.__init__(self)  # SmallResNet's forward, these layers
+        self.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        blocks, cin = [], 64
+        for i, n in enumerate(layers):
+            width = 64 << i
+            for j in range(n):
+                stride = 2 if i > 0 and j == 0 else 1
+                if bottleneck:
+                    blocks.append(Bottleneck(cin, width, stride))
+                    cin = width * 4
+                else:
+                    blocks.append(BasicBlock(cin, width, stride))
+                    cin = width
+        self.blocks = nn.ModuleList(blocks)
+        self.fc = nn.Linear(cin, classes)
+        self.run_blocks = None
 
 
 class Attention(nn.Module):
@@ -208,11 +275,67 @@ def load_corpus(path):
     return b"".join(parts)
 
 
+# ---------------------------------------------------------------- environment
+
+
+def blas_paths():
+    """The resolved paths of the BLAS-like shared objects this process has
+    mapped after a matmul: what PyTorch actually calls, whichever library
+    the Debian alternative libblas.so.3 points at. headroom bench decides
+    from them which BLAS it is (bench.ClassifyBLAS)."""
+    a = torch.randn(64, 64)
+    (a @ a).sum().item()
+    found = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 6:
+                continue
+            base = os.path.basename(parts[5]).lower()
+            if any(k in base for k in ("blas", "mkl", "blis", "atlas")):
+                found.add(os.path.realpath(parts[5]))
+    return sorted(found)
+
+
+def openblas(paths, threads):
+    """OpenBLAS's kernel core (openblas_get_corename: OPENBLAS_CORETYPE or
+    its own detection) and thread count, after setting that to threads;
+    ("", 0) without OpenBLAS."""
+    import ctypes
+
+    for p in paths:
+        if "openblas" in os.path.basename(p).lower():
+            lib = ctypes.CDLL(p)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_set_num_threads(threads)
+            return lib.openblas_get_corename().decode(), lib.openblas_get_num_threads()
+    return "", 0
+
+
+def environment(threads):
+    cfg = torch.__config__.show()
+    onednn = re.search(r"(?:oneDNN|MKL-DNN) v([0-9][0-9.]*)", cfg)
+    build_blas = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
+    paths = blas_paths()
+    core, blas_threads = openblas(paths, threads)
+    return {
+        "torch": torch.__version__,
+        "onednn": onednn.group(1) if onednn else "",
+        "build_blas": build_blas.group(1) if build_blas else "",
+        "blas_paths": paths,
+        "openblas_core": core,
+        "openblas_threads": blas_threads,
+        "threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+    }
+
+
 # ---------------------------------------------------------------- bench
 
 
 def peak_of_step(step, live_bytes):
-    """Runs step() under the profiler; returns (peak bytes, note)."""
+    """Runs step() under the profiler, outside any timing; returns (peak
+    bytes, note)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -240,9 +363,9 @@ def live_bytes(model, opt):
     return tensor_bytes(list(model.parameters()) + buffers + grads + state)
 
 
-def bench(model_name, technique, args, data):
-    torch.manual_seed(1)
-    rng = random.Random(1)
+def loss_setup(model_name, args, data, rng):
+    """The two loss models on real data: (model, optimizer, batch,
+    next_batch, loss_of, clip)."""
     if model_name == "resnet":
         model = SmallResNet()
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
@@ -253,23 +376,64 @@ def bench(model_name, technique, args, data):
             idx = torch.tensor([rng.randrange(len(y_all)) for _ in range(batch)])
             return x_all[idx], y_all[idx]
 
-        def loss_of(xb, yb):
-            return F.cross_entropy(model(xb), yb)
+        return model, opt, batch, next_batch, classify(model), False
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    text = data["corpus"]
+    batch, T = args.gpt_batch, 64
+
+    def next_batch():
+        starts = [rng.randrange(len(text) - T - 1) for _ in range(batch)]
+        buf = torch.tensor([list(text[s:s + T + 1]) for s in starts], dtype=torch.long)
+        return buf[:, :-1], buf[:, 1:]
+
+    return model, opt, batch, next_batch, next_token(model), True
+
+
+def speed_setup(model_name):
+    """The speed models (headroom's bench.SpeedModels) on a fixed random
+    batch: (model, optimizer, batch, next_batch, loss_of, clip)."""
+    g = torch.Generator().manual_seed(1)
+    if model_name in ("resnet18", "resnet50"):
+        model = CifarResNet(model_name == "resnet50", (2, 2, 2, 2) if model_name == "resnet18" else (3, 4, 6, 3))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        batch = 32
+        x, y = torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g)
+        return model, opt, batch, lambda: (x, y), classify(model), False
+    model = GPT(vocab=256, context=256, layers=6, width=256, heads=4)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1)
+    batch = 16
+    x, y = torch.randint(0, 256, (batch, 256), generator=g), torch.randint(0, 256, (batch, 256), generator=g)
+    return model, opt, batch, lambda: (x, y), next_token(model), True
+
+
+def classify(model):
+    return lambda xb, yb: F.cross_entropy(model(xb), yb)
+
+
+def next_token(model):
+    def loss_of(xb, yb):
+        logits = model(xb)
+        return F.cross_entropy(logits.reshape(-1, 256).float(), yb.reshape(-1))
+
+    return loss_of
+
+
+SPEED_MODELS = ("resnet18", "resnet50", "gpt6x256")
+
+
+def bench(model_name, technique, args, data):
+    """Trains one model with one technique: args.warmup untimed steps, then
+    args.timed steps each timed (the median is reported), then, for a loss
+    model, the rest of args.steps; last, one more step under the profiler,
+    untimed, for the peak."""
+    torch.manual_seed(1)
+    rng = random.Random(1)
+    speed = model_name in SPEED_MODELS
+    if speed:
+        model, opt, batch, next_batch, loss_of, clip = speed_setup(model_name)
     else:
-        model = GPT()
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1)
-        text = data["corpus"]
-        batch, T = args.gpt_batch, 64
-
-        def next_batch():
-            starts = [rng.randrange(len(text) - T - 1) for _ in range(batch)]
-            buf = torch.tensor([list(text[s:s + T + 1]) for s in starts], dtype=torch.long)
-            return buf[:, :-1], buf[:, 1:]
-
-        def loss_of(xb, yb):
-            logits = model(xb)
-            return F.cross_entropy(logits.reshape(-1, 256).float(), yb.reshape(-1))
-
+        model, opt, batch, next_batch, loss_of, clip = loss_setup(model_name, args, data, rng)
     model.run_blocks = "sqrt" if technique == "checkpoint √n" else None
     autocast = technique == "amp bf16"
     params = sum(p.numel() for p in model.parameters())
@@ -280,43 +444,63 @@ def bench(model_name, technique, args, data):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             loss = loss_of(xb, yb)
         loss.backward()
-        if model_name == "transformer":
+        if clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss.item()
 
-    loss = step()  # the first step makes the optimizer's state
-    began = time.perf_counter()
-    for _ in range(args.steps - 1):
+    for _ in range(args.warmup):
         loss = step()
-    timed = max(args.steps - 1, 1)
-    seconds = (time.perf_counter() - began) / timed if args.steps > 1 else float("nan")
+    secs = []
+    for _ in range(args.timed):
+        began = time.perf_counter()
+        loss = step()
+        secs.append(time.perf_counter() - began)
+    steps = args.warmup + args.timed
+    if not speed:
+        for _ in range(args.steps - steps):
+            loss = step()
+        steps = max(steps, args.steps)
+    seconds = statistics.median(secs)
     opt.zero_grad(set_to_none=True)
     peak, note = peak_of_step(step, live_bytes(model, opt))
     return {
-        "model": model_name, "technique": technique, "params": params, "batch": batch, "steps": args.steps,
-        "seconds_per_step": seconds, "samples_per_sec": batch / seconds if seconds == seconds else 0.0,
-        "final_loss": loss, "peak_bytes": peak, "peak_note": note,
+        "model": model_name, "technique": technique, "params": params, "batch": batch, "steps": steps,
+        "warmup": args.warmup, "step_seconds": secs,
+        "seconds_per_step": seconds, "samples_per_sec": batch / seconds,
+        "speed": speed, "final_loss": 0.0 if speed else loss, "peak_bytes": peak, "peak_note": note,
     }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default="resnet,transformer")
+    ap.add_argument("--models", default="resnet,transformer", help="resnet, transformer (loss models) and " + ", ".join(SPEED_MODELS))
     ap.add_argument("--techniques", default="plain,amp bf16,checkpoint √n")
-    ap.add_argument("--steps", type=int, default=8, help="training steps per run (the last is profiled after them)")
+    ap.add_argument("--steps", type=int, default=8, help="training steps of a loss model's run (at least warmup + timed are run)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps before the timed ones (≥ 2)")
+    ap.add_argument("--timed", type=int, default=5, help="timed steps, whose median is reported (≥ 5)")
     ap.add_argument("--resnet-batch", type=int, default=32)
     ap.add_argument("--gpt-batch", type=int, default=8)
     ap.add_argument("--mnist", default="", help="folder of the MNIST IDX files")
     ap.add_argument("--corpus", default="", help="text file or folder of *.go files")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--threads", type=int, default=2, help="intra-op and inter-op threads (headroom's GOMAXPROCS)")
+    ap.add_argument("--probe", action="store_true", help="print the environment (versions, BLAS, threads) and exit")
     args = ap.parse_args()
+    if args.threads < 1:
+        ap.error(f"--threads {args.threads}: want ≥ 1")
+    torch.set_num_interop_threads(args.threads)  # before any inter-op work
     torch.set_num_threads(args.threads)
+    if args.probe:
+        json.dump(environment(args.threads), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if args.warmup < 2 or args.timed < 5:
+        ap.error(f"--warmup {args.warmup} --timed {args.timed}: want ≥ 2 and ≥ 5")
     models = [m for m in args.models.split(",") if m]
     techniques = [t for t in args.techniques.split(",") if t]
     for m in models:
-        if m not in ("resnet", "transformer"):
-            ap.error(f"unknown model {m!r} (want resnet or transformer)")
+        if m not in ("resnet", "transformer") + SPEED_MODELS:
+            ap.error(f"unknown model {m!r} (want resnet, transformer, {', '.join(SPEED_MODELS)})")
     for t in techniques:
         if t not in ("plain", "amp bf16", "checkpoint √n"):
             ap.error(f"unknown technique {t!r} (want plain, amp bf16 or checkpoint √n)")
@@ -331,8 +515,12 @@ def main():
         data["corpus"] = load_corpus(args.corpus)
         if len(data["corpus"]) < 1000:
             ap.error(f"corpus {args.corpus} has only {len(data['corpus'])} bytes")
-    rows = [bench(m, t, args, data) for m in models for t in techniques]
-    json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "rows": rows}, sys.stdout, indent=1)
+    environment(args.threads)  # OpenBLAS's threads set before any step
+    rows = [bench(m, t, args, data) for m in models for t in techniques
+            if m not in SPEED_MODELS or t != "checkpoint √n"]
+    out = environment(args.threads)
+    out["rows"] = rows
+    json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
 

@@ -2,17 +2,20 @@ package main
 
 import (
 	"fmt"
-	"github.com/headroom-ml/headroom/train"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/headroom-ml/headroom/bench"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/train"
 )
 
-const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer] [--techniques LIST] [--steps N]
-       [--device cpu|cuda]
+const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer,resnet18,resnet50,gpt6x256]
+       [--techniques LIST] [--steps N] [--device cpu|cuda] [--threads N] [--warmup N] [--timed N]
 
 Runs every memory technique for real on the CPU (--device cuda: on the
 GPU), for the ResNet (SmallResNet on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
@@ -21,7 +24,13 @@ bytes by tag, the step's memory timeline and time) and the example program
 trains it on real data (final loss and evaluation), each against the plain
 run. Writes bench.json, bench.md and PNG charts into --out. --quick takes
 about a minute on 2 cores. --torch also runs scripts/bench_torch.py (when
-python3 imports torch) and prints both side by side.`
+python3 imports torch) and prints both side by side, at the same thread
+count (--threads, default GOMAXPROCS), each row's time the median of
+--timed steps after --warmup untimed ones on both sides. It first checks
+PyTorch's BLAS and refuses a PyTorch that loaded the reference (netlib)
+BLAS. resnet18, resnet50 (small stem, 3×32×32, batch 32, Adam) and gpt6x256
+(6 layers × 256, context 256, batch 16, AdamW) are speed-only models: F32
+and BF16 autocast on synthetic data, no loss run.`
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench")
@@ -31,7 +40,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "headroom-bench", "folder for bench.json, bench.md and the PNG charts")
 	torch := fs.Bool("torch", false, "also run the PyTorch script (scripts/bench_torch.py) when python3 imports torch")
 	script := fs.String("torch-script", "", "path of bench_torch.py (default: scripts/bench_torch.py of the repository holding the working directory)")
-	models := fs.String("models", "resnet,transformer", "models to bench, comma-separated")
+	models := fs.String("models", "resnet,transformer", "models to bench, comma-separated: resnet, transformer (loss runs) and the speed models "+strings.Join(bench.SpeedModels(), ", "))
+	threads := fs.Int("threads", 0, "threads of both headroom (GOMAXPROCS) and PyTorch (0: GOMAXPROCS)")
+	warmup := fs.Int("warmup", 2, "untimed steps before the timed ones, both sides (≥ 2)")
+	timed := fs.Int("timed", 5, "timed steps whose median is a row's time, both sides (≥ 5; with --torch or speed models)")
 	techs := fs.String("techniques", "", "techniques to bench, comma-separated (default: all): "+strings.Join(techniqueNames(), ", "))
 	steps := fs.Int("steps", 0, "training steps of each loss run (0: the mode's; -1: no loss run)")
 	mnist := fs.String("mnist", "", "folder of the MNIST files (default: the Go module cache's copy)")
@@ -47,7 +59,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *dev != "cpu" && *dev != "cuda" {
 		return train.Usagef("--device %s: want cpu or cuda", *dev)
 	}
-	c := bench.Config{Models: list(*models), Steps: *steps, MNIST: *mnist, Corpus: *corpus, Log: stderr, Device: *dev}
+	c := bench.Config{Steps: *steps, MNIST: *mnist, Corpus: *corpus, Log: stderr, Device: *dev, Threads: *threads}
+	if err := benchTiming(&c, *torch, *warmup, *timed, list(*models)); err != nil {
+		return err
+	}
 	switch {
 	case *quick && *tiny:
 		return train.Usagef("--quick and --tiny: choose one")
@@ -55,11 +70,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		c.Mode = bench.Quick
 	case *tiny:
 		c.Mode = bench.Tiny
-	}
-	for _, m := range c.Models {
-		if m != "resnet" && m != "transformer" {
-			return train.Usagef("--models: unknown model %q (want resnet or transformer)", m)
-		}
 	}
 	if *steps < -1 {
 		return train.Usagef("--steps %d: want ≥ 1, 0 (the mode's) or -1 (no loss run)", *steps)
@@ -76,6 +86,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
+	}
+	if python != "" {
+		env, err := bench.ProbeTorch(python, *script, c)
+		if err != nil {
+			return err
+		}
+		if err := env.Check(runtime.GOMAXPROCS(0)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s, BLAS %s (OpenBLAS core %q), %d threads; headroom kernels %s, %d threads; %s\n", env.Torch,
+			env.OneDNN, env.BLAS(), env.OpenBLASCore, env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
 	}
 	res, err := bench.Run(c)
 	if err != nil {
@@ -96,6 +117,40 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, res.Markdown())
 	fmt.Fprintf(stdout, "\n%s bench in %.0f s; wrote %s\n", res.Mode, res.Seconds, strings.Join(paths, ", "))
+	return nil
+}
+
+// benchTiming sorts --models into loss and speed models and sets the
+// threads (GOMAXPROCS, before any work) and the timing: with --torch or a
+// speed model, every compared row is the median of --timed steps after
+// --warmup.
+func benchTiming(c *bench.Config, torch bool, warmup, timed int, models []string) error {
+	for _, m := range models {
+		switch {
+		case m == "resnet" || m == "transformer":
+			c.Models = append(c.Models, m)
+		case slices.Contains(bench.SpeedModels(), m):
+			c.Speed = append(c.Speed, m)
+		default:
+			return train.Usagef("--models: unknown model %q (want resnet, transformer or one of %s)", m, strings.Join(bench.SpeedModels(), ", "))
+		}
+	}
+	if len(models) == 0 {
+		return train.Usagef("--models: none given")
+	}
+	if warmup < 2 || timed < 5 {
+		return train.Usagef("--warmup %d --timed %d: want ≥ 2 warm-up and ≥ 5 timed steps", warmup, timed)
+	}
+	if c.Threads < 0 {
+		return train.Usagef("--threads %d: want ≥ 1 (0: GOMAXPROCS)", c.Threads)
+	}
+	if c.Threads > 0 {
+		runtime.GOMAXPROCS(c.Threads)
+	}
+	c.Warmup = warmup
+	if torch || len(c.Speed) > 0 {
+		c.Timed = timed
+	}
 	return nil
 }
 

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/bench"
+)
+
+// TestBenchTiming: --models splits into loss and speed models, --torch or
+// a speed model times rows as a median, bad counts are usage errors.
+func TestBenchTiming(t *testing.T) {
+	var c bench.Config
+	if err := benchTiming(&c, false, 2, 5, []string{"resnet", "resnet18", "gpt6x256"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Models, []string{"resnet"}) || !slices.Equal(c.Speed, []string{"resnet18", "gpt6x256"}) || c.Warmup != 2 || c.Timed != 5 {
+		t.Errorf("config %+v", c)
+	}
+	c = bench.Config{}
+	if err := benchTiming(&c, false, 3, 7, []string{"transformer"}); err != nil || c.Timed != 0 || c.Warmup != 3 {
+		t.Errorf("no --torch, no speed model: timed %d, warmup %d, %v", c.Timed, c.Warmup, err)
+	}
+	c = bench.Config{}
+	if err := benchTiming(&c, true, 3, 7, []string{"transformer"}); err != nil || c.Timed != 7 {
+		t.Errorf("--torch: timed %d, %v", c.Timed, err)
+	}
+	for _, k := range []struct {
+		warmup, timed, threads int
+		models                 []string
+		want                   string
+	}{
+		{2, 5, 0, []string{"vgg"}, `"vgg"`}, {1, 5, 0, []string{"resnet"}, "≥ 2 warm-up"}, {2, 4, 0, []string{"resnet"}, "≥ 5 timed"},
+		{2, 5, -1, []string{"resnet"}, "--threads -1"}, {2, 5, 0, nil, "none given"},
+	} {
+		c := bench.Config{Threads: k.threads}
+		if err := benchTiming(&c, true, k.warmup, k.timed, k.models); err == nil || !strings.Contains(err.Error(), k.want) {
+			t.Errorf("%+v: %v, want %q", k, err, k.want)
+		}
+	}
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	c = bench.Config{Threads: 1}
+	if err := benchTiming(&c, true, 2, 5, []string{"resnet"}); err != nil || runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("--threads 1: GOMAXPROCS %d, %v", runtime.GOMAXPROCS(0), err)
+	}
+}
