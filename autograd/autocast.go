@@ -29,6 +29,10 @@ import (
 // reused by every op of the step; the casts are tagged parameter (they are
 // the low-precision copy of the weights the step runs on) and freed by
 // Release. Gradients reach the parameters in the parameters' own dtype.
+// The cast of a gathered parameter (a leaf with a fetch function, ZeRO
+// stage 3) holds storage only while the parameter is bound: Unbind frees
+// it, the next use casts again, and an op that saves it for backward saves
+// a reference through the parameter's saved-tensor hooks (castshard.go).
 func (s *Scope) Autocast(dt dtype.DType, f func()) {
 	old := s.SetAutocast(dt)
 	defer s.SetAutocast(old)
@@ -95,24 +99,27 @@ func (o *op) castAll(dt dtype.DType, ts []*Tensor) ([]*Tensor, func()) {
 
 // castParam returns the scope's cached cast of a free-standing tensor (a
 // parameter) to dt, making it on first use: tagged parameter, owned by the
-// scope, recorded so that its gradient reaches t in t's dtype.
+// scope, recorded so that its gradient reaches t in t's dtype. The cast of
+// a gathered leaf (one with a fetch function) lives only while the leaf is
+// bound: see castshard.go.
 func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
 	key := castKey{t, dt}
 	s.hold("autocast")
 	c, ok := s.casts[key]
 	s.unhold()
-	if ok && c.blk != nil {
+	switch {
+	case ok && c.blk != nil:
+		return c
+	case ok && c.unbound:
+		s.refill(c, t)
 		return c
 	}
-	l := s.label("autocast")
-	l.Tag, l.Scope = device.Parameter, t.name
-	c = alloc(s, t.dev, dt, t.shape, l)
-	if k := t.dev.Kernels(); k != nil {
-		k.Copy(c.operand(), t.operand())
-	}
+	c = alloc(s, t.dev, dt, t.shape, s.castLabel(t))
+	copyCast(c, t)
 	o := &op{name: "autocast", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad, ins: []*Tensor{t}}
 	from := t.dt
 	o.grad([]*Tensor{c}, []*Tensor{t}, nil, func(bc *bctx) []*Tensor { return []*Tensor{bc.g[0].Cast(from)} })
+	s.shardCast(c, t)
 	s.hold("autocast")
 	if s.casts == nil {
 		s.casts = map[castKey]*Tensor{}
@@ -120,6 +127,21 @@ func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
 	s.casts[key] = c
 	s.unhold()
 	return c
+}
+
+// castLabel labels the cast of parameter t: tagged parameter, scoped by
+// the parameter's name.
+func (s *Scope) castLabel(t *Tensor) device.Label {
+	l := s.label("autocast")
+	l.Tag, l.Scope = device.Parameter, t.name
+	return l
+}
+
+// copyCast writes t's values, rounded to c's dtype, into c.
+func copyCast(c, t *Tensor) {
+	if k := t.dev.Kernels(); k != nil {
+		k.Copy(c.operand(), t.operand())
+	}
 }
 
 type castKey struct {

@@ -86,7 +86,9 @@
 // and SetSavedHooks makes ops that save the leaf for backward pack it with
 // the leaf's own hooks (a reference instead of its storage). ZeRO stage 3
 // (package parallel) keeps each parameter sharded this way and gathers it
-// only while it is used.
+// only while it is used. Autocast's cast of such a leaf holds storage only
+// while the leaf is bound and is saved through the leaf's hooks
+// (castshard.go), so no 16-bit copy outlives the gathered buffer.
 //
 // # Devices
 //

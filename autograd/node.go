@@ -89,11 +89,10 @@ func (s *Scope) newNode(opName string, outs, ins, save []*Tensor, fn backwardFn)
 		if t == nil {
 			continue
 		}
-		t.blk.RetainSaved()
-		h := &Tensor{blk: t.blk, dev: t.dev, off: t.off, shape: t.shape, strides: t.strides, dt: t.dt, name: t.name, saved: true}
 		sv := saved{version: t.blk.Version(), blk: t.blk, shape: t.shape}
+		h := savedHandle(t)
 		hk := hooks
-		if t.saveHooks != nil && t.node == nil { // the leaf's own hooks come first
+		if t.saveHooks != nil { // a leaf's own hooks (or its autocast cast's: castshard.go) come first
 			hk = t.saveHooks
 		}
 		if hk != nil {

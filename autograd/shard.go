@@ -15,7 +15,8 @@ import (
 
 // Unbind drops a free-standing leaf's storage (its reference to its block)
 // and keeps everything else: its identity, name, shape, dtype, device,
-// gradient, hooks and requires-grad flag. Until Bind gives it storage
+// gradient, hooks and requires-grad flag. The storage of autocast's casts
+// of the leaf goes too (castshard.go); Bind frees them likewise. Until Bind gives it storage
 // again the leaf reads as Released; an op that uses it runs its fetch
 // function (SetFetch), which must bind it, or fails saying it is unbound.
 // Release ends the state: a released leaf is never fetched.
@@ -30,6 +31,7 @@ func (t *Tensor) Unbind() {
 	}
 	t.blk.Release()
 	t.blk, t.off, t.strides, t.unbound = nil, 0, denseStrides(t.shape), true
+	t.dropCasts()
 }
 
 // Bind makes a free-standing leaf use v's storage from now on, without
@@ -53,6 +55,7 @@ func (t *Tensor) Bind(v *Tensor) {
 		t.blk.Release()
 	}
 	t.blk, t.off, t.strides, t.unbound = v.blk, v.off, append([]int(nil), v.strides...), false
+	t.dropCasts()
 }
 
 // Unbound reports whether the leaf's storage was dropped by Unbind and not

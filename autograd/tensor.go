@@ -42,7 +42,8 @@ type Tensor struct {
 
 	unbound   bool          // Unbind dropped the leaf's storage; Bind or fetch gives it back
 	fetch     func(*Tensor) // SetFetch: binds an unbound leaf when it is used
-	saveHooks *SavedHooks   // SetSavedHooks: how ops save the leaf itself
+	saveHooks *SavedHooks   // SetSavedHooks: how ops save the leaf itself (or autocast's cast of it)
+	casts     []*Tensor     // autocast's casts of a fetched leaf that hold storage: Unbind frees them
 }
 
 // Shape returns a copy of the tensor's dimensions.

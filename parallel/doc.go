@@ -212,11 +212,21 @@
 // flight, is less than its own (N+1)·piece_k that follow
 // (TestStage3GathersOneBucketAtATime checks both peaks to the byte).
 //
+// Autocast of F32 parameters (--amp without --amp-params) casts each
+// parameter once per step at stages 0–2 and keeps the 16-bit casts of
+// the whole model (2Ψ bytes, tag parameter) for the step. At stage 3 a
+// cast lives with its bucket (FSDP's param_dtype): it is freed when the
+// bucket's parameters are unbound, made again from the gathered values
+// when a later op of the step uses the parameter, and an op that saves it
+// for backward saves the parameter's reference instead, backward casting
+// again from the bucket it gathers. A rank's parameter tag then peaks at
+// its shard plus 2 bytes per element of one bucket's parameters, and the
+// losses and parameters are stage 2's bit for bit
+// (TestStage3AutocastHoldsOneBucketOfCasts).
+//
 // Limits. An op that saves a view of a parameter rather than the
 // parameter (MatMul(x, w.T()) in a user's own layer) pins the gathered
-// buffer until its backward step. Autocast of F32 parameters keeps the
-// step's 16-bit casts of every parameter (2Ψ, tag parameter) as at every
-// stage: with stage 3 use 16-bit parameters with master weights. Writing
+// buffer until its backward step. Writing
 // a parameter's values (CopyFrom, Fill) changes the gathered copy only.
 // An op must not take parameters of two buckets (a layer's parameters
 // always share one). To read, evaluate or save the whole model, every

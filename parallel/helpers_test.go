@@ -41,6 +41,7 @@ type setup struct {
 	comm    func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 	lazy    bool                                              // build with nn.NewDeferredBuilder, passed to NewDDP
 	initial bool                                              // keep the parameters' values after construction (result.init)
+	amp     dtype.DType                                       // the forward's autocast dtype (F16: with a loss scaler)
 }
 
 // result is what each rank ended with.
@@ -212,7 +213,10 @@ func runErr(s setup) ([]result, error) {
 			return err
 		}
 		defer opt.Release()
-		st := &train.Stepper{Opt: opt, Sync: sync, Accum: k, Clip: s.clip, Scaler: amp.NewScaler(s.dt, amp.ScalerConfig{})}
+		st := &train.Stepper{Opt: opt, Sync: sync, Accum: k, Clip: s.clip, Scaler: amp.NewScaler(s.dt, amp.ScalerConfig{}), Autocast: s.amp}
+		if s.amp == dtype.F16 {
+			st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{InitScale: 256})
+		}
 		for step := range s.steps {
 			loss, _, err := st.Step(func(sc *autograd.Scope, i int) *autograd.Tensor {
 				part := r*k + i

@@ -23,6 +23,10 @@ import (
 //     freed. Backward's first use of a reference gathers the bucket again
 //     (freeing the one gathered before); the bucket is also freed as soon
 //     as its last reference has been used.
+//   - Under autocast the 16-bit cast of a parameter lives while the
+//     parameter is bound (autograd frees it on Unbind and casts again on
+//     the next use, saving it by reference through the same hooks), so
+//     only the gathered bucket's casts are held, never the whole model's.
 //   - Gradients are reduce-scattered bucket by bucket into the rank's
 //     gradient shard exactly as under stage 2, and the optimizer updates
 //     the rank's pieces: there is no all-gather after the step, since the

@@ -108,7 +108,8 @@ func TestStage3GathersOneBucketAtATime(t *testing.T) {
 
 // TestStage3OnMetaAllocatesLikeCPU trains the same model under stage 3 on
 // cpu and on meta devices (which hold no data: every collective only
-// synchronises) — with accumulation, clipping, checkpointing and offload —
+// synchronises) — with accumulation, clipping, checkpointing, offload, and
+// F16 autocast with checkpointing —
 // and requires every rank's accounting to be byte-identical: a plan made
 // on meta is what the run will allocate.
 func TestStage3OnMetaAllocatesLikeCPU(t *testing.T) {
@@ -118,6 +119,7 @@ func TestStage3OnMetaAllocatesLikeCPU(t *testing.T) {
 				func(*setup) {},
 				func(s *setup) { s.accum, s.clip, s.ckpt = 2, 0.5, true },
 				func(s *setup) { s.offload, s.bucket = true, 100 },
+				func(s *setup) { s.amp, s.ckpt, s.bucket = dtype.F16, true, 100 },
 			} {
 				s := setup{ranks: n, zero: 3, dt: dt, widths: []int{5, 7, 4, 3}, batch: 8, steps: 2}
 				extra(&s)

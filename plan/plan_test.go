@@ -32,6 +32,8 @@ func TestPredictionEqualsMeasurement(t *testing.T) {
 		"gpt_ranks2_zero3":       with(small, func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
 		"gpt_ranks4_zero3_fp16":  with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 4, 3, dtype.F16, true }),
 		"resnet_ranks2_zero3":    with(img, func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
+		"gpt_ranks4_zero3_amp16": with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP = 4, 3, dtype.F16 }),
+		"resnet_ranks2_zero3_bf": with(img, func(c *Config) { c.Ranks, c.Zero, c.AMP = 2, 3, dtype.BF16 }),
 		"resnet_f32":             img,
 		"resnet_amp_bf16":        with(img, func(c *Config) { c.AMP = dtype.BF16 }),
 		"resnet_amp_params_fp16": with(img, func(c *Config) { c.AMP, c.AMPParams = dtype.F16, true }),
