@@ -249,6 +249,10 @@ var convPathShapes = []ConvArgs{
 	{N: 9, C: 4, H: 4, W: 3, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
 	{N: 40, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
 	{N: 20, C: 4, H: 3, W: 4, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
+	// Pointwise over batches of small planes: samples side by side, and
+	// (with small tiles) several input-gradient channel blocks.
+	{N: 20, C: 30, H: 3, W: 3, K: 5, R: 1, S: 1},
+	{N: 9, C: 8, H: 2, W: 3, K: 6, R: 1, S: 1, Groups: 2},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }
@@ -271,15 +275,16 @@ func TestConv2dPaths(t *testing.T) {
 }
 
 // convSetting is one tiling of the convolution driver: convTile (and
-// convMinCols at most that), convPart and convDWSmall.
+// convMinCols at most that, convFilters at most 8× that), convPart and
+// convDWSmall.
 type convSetting struct{ tile, part, small int }
 
 // forConvShapes runs f under each setting on every convPathShapes entry
 // and on random shapes, with random x, w and dy, and restores the tiling.
 func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random int, f func(t *testing.T, p ConvArgs, x, w, dy []float64)) {
-	defer func(tile, cols, part, small int) {
-		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
-	}(convTile, convMinCols, convPart, convDWSmall)
+	defer func(tile, cols, part, small, filters int) {
+		convTile, convMinCols, convPart, convDWSmall, convFilters = tile, cols, part, small, filters
+	}(convTile, convMinCols, convPart, convDWSmall, convFilters)
 	var shapes []ConvArgs
 	for _, p := range convPathShapes {
 		shapes = append(shapes, convShape(p))
@@ -287,9 +292,10 @@ func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random 
 	for range random {
 		shapes = append(shapes, randConv(rng))
 	}
-	cols := convMinCols
+	cols, filters := convMinCols, convFilters
 	for _, s := range settings {
 		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, cols), s.part, s.small
+		convFilters = min(filters, 8*s.tile)
 		for i, p := range shapes {
 			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
 				x := randSlice(rng, p.N*p.C*p.H*p.W)
