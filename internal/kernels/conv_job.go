@@ -33,7 +33,7 @@ const (
 //     up to convMinCols columns but no fewer units than convUnits where
 //     the batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns). Pointwise
-//     units do so below convDirectCols outputs.
+//     units do so below convDirectCols outputs, in float32 and float64.
 //   - Such an input-gradient unit's block of channels has packed filters
 //     of about convFilters bytes (at least convMinRows rows), and the
 //     units of one block come one after another: the filters of all the
@@ -282,10 +282,11 @@ func (j *convJob[T]) plan() {
 // band of fewer than convMinCols outputs, then as many as make
 // convMinCols columns. A pointwise convolution takes one (its GEMMs read
 // x or dy in place) unless its planes have fewer than convDirectCols
-// outputs and it is not the weight gradient.
+// outputs and it is a float32 or float64 forward or input gradient (the
+// 16-bit GEMM has a 16-column kernel for narrow products).
 func (j *convJob[T]) samplesPerUnit(most int) int {
 	d := &j.d
-	direct := d.pointwise && (j.kind == convGradWeight || d.ohw >= convDirectCols)
+	direct := d.pointwise && (j.kind == convGradWeight || j.half || d.ohw >= convDirectCols)
 	if direct || j.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
