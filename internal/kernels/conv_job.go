@@ -68,11 +68,13 @@ const (
 	// convPanel is the rows of the micro-kernels' panels (mr: 12, or 6
 	// for the AVX2 kernels); filterBlock cuts whole panels.
 	convPanel = 12
-	// convDirectCols: a pointwise forward or input-gradient unit whose
-	// planes have fewer outputs than this (two of the 32-column kernel's
-	// panels) gathers several samples into its tile like any other.
-	convDirectCols = 64
 )
+
+// convDirectCols: a pointwise forward or input-gradient unit whose planes
+// have fewer outputs than this (two of the 32-column kernel's panels)
+// gathers several samples into its tile like any other. (A variable so
+// that the tests can compare both paths.)
+var convDirectCols = 64
 
 // filterBlock returns the channels of an input-gradient block whose
 // packed filters (channels·rs rows by kg, of size bytes each) take about

@@ -390,6 +390,41 @@ func TestConv2dDeterministic(t *testing.T) {
 	}
 }
 
+// TestConv2dPointwiseGather checks that a pointwise convolution over
+// small planes gives the same bits whether its units gather several
+// samples side by side or multiply x and dy in place, one sample per GEMM
+// (convDirectCols 1): every output is the same dot product in the same
+// order either way.
+func TestConv2dPointwiseGather(t *testing.T) {
+	defer func(cols int) { convDirectCols = cols }(convDirectCols)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, p := range []ConvArgs{
+		{N: 32, C: 64, H: 4, W: 4, K: 40, R: 1, S: 1},
+		{N: 20, C: 30, H: 3, W: 3, K: 5, R: 1, S: 1},
+		{N: 9, C: 8, H: 2, W: 3, K: 6, R: 1, S: 1, Groups: 2},
+	} {
+		p = convShape(p)
+		x := to32(randSlice(rng, p.N*p.C*p.H*p.W))
+		w := to32(randSlice(rng, p.K*p.C/p.Groups))
+		dy := to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+		var outs [2][2][]float32
+		for k, cols := range []int{64, 1} {
+			convDirectCols = cols
+			o := &outs[k]
+			o[0], o[1] = make([]float32, len(dy)), make([]float32, len(x))
+			Conv2d(p, o[0], x, w, nil)
+			Conv2dGradInput(p, o[1], dy, w, nil)
+		}
+		for pass := range 2 {
+			for e, v := range outs[0][pass] {
+				if math.Float32bits(v) != math.Float32bits(outs[1][pass][e]) {
+					t.Fatalf("%+v pass %d: [%d] = %v gathered, %v in place", p, pass, e, v, outs[1][pass][e])
+				}
+			}
+		}
+	}
+}
+
 // TestGatherRows2 compares gatherRows2 (the assembly where the CPU has
 // AVX2) with the plain loop, on float32 and 16-bit rows of every length
 // up to past two blocks, with the source rows just long enough (avail =
