@@ -71,8 +71,10 @@ func (p ConvArgs) dims() convDims {
 // unit is a band of output rows of one sample and group: im2col of the
 // band into a tile, then one GEMM y_band (K/G × band) = w_g (K/G ×
 // C/G·R·S) · tile (over small planes, of several samples side by side,
-// into a tile then copied to y). Pointwise convolutions read x directly. ws holds
-// Workspace elements (unused and may be nil when pointwise).
+// into a tile then copied to y). Pointwise convolutions read x directly,
+// except over planes of fewer than 64 outputs (float32 and float64, not
+// the 16-bit kernels), whose samples they gather side by side like the
+// others. ws holds Workspace elements (unused and may be nil when pointwise).
 func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 	runConvJob(convForward, p, y, x, w, ws)
 }
@@ -83,7 +85,12 @@ func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 // side by side): per band of output rows, tile = w_g[:, block]ᵀ ·
 // dy_band, then col2im adds each tile entry back to the input position it
 // was read from (overlapping windows accumulate). Pointwise convolutions write
-// dx = w_gᵀ · dy_g directly.
+// dx = w_gᵀ · dy_g directly, except over planes of fewer than 64 outputs
+// (as in Conv2d), whose samples they gather side by side, copying each
+// tile column back.
+// Over several samples a block of channels has packed float32 or float64
+// filters of about 512 KiB (filterBlock), and a block's units follow each
+// other, so that a worker reuses them from L2.
 func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
 	runConvJob(convGradInput, p, dx, dy, w, ws)
 }

@@ -22,11 +22,7 @@ func cifarResNet18Convs(n int) []*convBench {
 
 // shortcut returns the unpadded 1×1 stride-2 convolution of batch n from
 // h×h×c to k channels (ResNet's downsampling shortcut).
-func shortcut(n, h, c, k int) ConvArgs {
-	p := ConvArgs{N: n, C: c, H: h, W: h, K: k, R: 1, S: 1, StrideH: 2, StrideW: 2, DilH: 1, DilW: 1, Groups: 1}
-	p.OH, p.OW = (h-1)/2+1, (h-1)/2+1
-	return p
-}
+func shortcut(n, h, c, k int) ConvArgs { return pointwise(n, h, c, k, 2) }
 
 // toBF16 rounds v to bfloat16 bits.
 func toBF16(v []float32) Half16 {
@@ -75,9 +71,42 @@ func sameFlopGemm(r *rand.Rand, c *convBench, bf16 bool) func() {
 // their ratio xGEMM; the target is xGEMM ≥ 0.7 for every pass of the 3×3
 // layers. Names are
 // key=value for benchstat.
-func BenchmarkConvVsGemm(b *testing.B) {
+func BenchmarkConvVsGemm(b *testing.B) { convVsGemm(b, cifarResNet18Convs(32)) }
+
+// BenchmarkConvVsGemmResNet50 is BenchmarkConvVsGemm over ResNet-50's 1×1
+// convolutions (small stem, 32×32, batch 32: cifarResNet50Pointwise).
+func BenchmarkConvVsGemmResNet50(b *testing.B) { convVsGemm(b, cifarResNet50Pointwise(32)) }
+
+// cifarResNet50Pointwise are the 1×1 convolutions of ResNet-50's
+// bottlenecks with the small stem on 3×32×32 images at batch n: per stage
+// (32, 16, 8, 4 pixels square, width w = 64…512), the reduction from 4w,
+// the expansion to 4w and the stride-2 shortcut entering the stage (the
+// first stage's is stride 1, from 64 channels).
+func cifarResNet50Pointwise(n int) []*convBench {
+	var cs []*convBench
+	for h, w := 32, 64; w <= 512; h, w = h/2, 2*w {
+		cs = append(cs,
+			&convBench{name: fmt.Sprintf("1x1_%dx%dx%d-%d", h, h, 4*w, w), p: pointwise(n, h, 4*w, w, 1)},
+			&convBench{name: fmt.Sprintf("1x1_%dx%dx%d-%d", h, h, w, 4*w), p: pointwise(n, h, w, 4*w, 1)})
+		if w > 64 {
+			cs = append(cs, &convBench{name: fmt.Sprintf("1x1s2_%dx%dx%d-%d", 2*h, 2*h, 2*w, 4*w), p: pointwise(n, 2*h, 2*w, 4*w, 2)})
+		}
+	}
+	return cs
+}
+
+// pointwise returns the unpadded 1×1 convolution of batch n from h×h×c to
+// k channels with the given stride.
+func pointwise(n, h, c, k, stride int) ConvArgs {
+	p := ConvArgs{N: n, C: c, H: h, W: h, K: k, R: 1, S: 1, StrideH: stride, StrideW: stride, DilH: 1, DilW: 1, Groups: 1}
+	p.OH, p.OW = (h-1)/stride+1, (h-1)/stride+1
+	return p
+}
+
+// convVsGemm runs BenchmarkConvVsGemm's comparison over convs.
+func convVsGemm(b *testing.B, convs []*convBench) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, c := range cifarResNet18Convs(32) {
+	for _, c := range convs {
 		for _, bf16 := range []bool{false, true} {
 			dt := map[bool]string{false: "f32", true: "bf16"}[bf16]
 			var passes [3]func()

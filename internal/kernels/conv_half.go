@@ -146,7 +146,7 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		c, a.OffC, a.LdC = fo, 0, nb
 	}
 	b := j.ha.Bits
-	if d.pointwise {
+	if d.pointwise && ns == 1 {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]

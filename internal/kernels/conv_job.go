@@ -32,7 +32,15 @@ const (
 //     in its tile (the input gradient gathers their dy rows into it),
 //     up to convMinCols columns but no fewer units than convUnits where
 //     the batch allows: one GEMM per sample would be too narrow for the
-//     micro-kernel (a 4×4 plane fills half of its 32 columns).
+//     micro-kernel (a 4×4 plane fills half of its 32 columns). Pointwise
+//     units do so below convDirectCols outputs, in float32 and float64.
+//   - Such an input-gradient unit's block of channels has packed filters
+//     of about convFilters bytes (at least convMinRows rows), and the
+//     units of one block come one after another: the filters of all the
+//     channels would not stay in L2 across a unit's narrow GEMMs. Not for
+//     16-bit operands: each block packs the unit's dy into pairs again,
+//     which costs more there than streaming the filters (measured with
+//     BenchmarkConvVsGemmResNet50).
 //   - Likewise the weight gradient's GEMMs over such planes each take up
 //     to convMinCols columns of several samples (of one chunk) as their
 //     depth, instead of one plane's few: every GEMM reads and writes its
@@ -50,12 +58,38 @@ var (
 	convMinCols = 256
 	convPart    = gemmPart
 	convDWSmall = 1 << 16
+	convFilters = 1 << 19
+	convMinRows = 120
 )
 
 const (
 	convUnits = 8
 	convMinDW = 128
+	// convPanel is the rows of the micro-kernels' panels (mr: 12, or 6
+	// for the AVX2 kernels); filterBlock cuts whole panels.
+	convPanel = 12
 )
+
+// convDirectCols: a pointwise forward or input-gradient unit whose planes
+// have fewer outputs than this (two of the 32-column kernel's panels)
+// gathers several samples into its tile like any other. (A variable so
+// that the tests can compare both paths.)
+var convDirectCols = 64
+
+// filterBlock returns the channels of an input-gradient block whose
+// packed filters (channels·rs rows by kg, of size bytes each) take about
+// convFilters bytes, but at least convMinRows rows, in whole panels: over
+// small planes a unit's GEMMs are narrow, and the workers' next units
+// (over the next samples) reuse the block from L2 instead of streaming
+// all the filters again, while each GEMM still has rows enough to pay
+// for packing its dy.
+func filterBlock(rs, kg, size int) int {
+	rows := max(min(convMinRows, convFilters), convFilters/max(kg*size, 1))
+	if rows >= convPanel {
+		rows -= rows % convPanel
+	}
+	return max(1, rows/rs)
+}
 
 // convJob is one kernel call in flight; jobs are reused, and phase (the
 // method value handed to ParallelFor) is built once per job, so a call in
@@ -209,6 +243,9 @@ func (j *convJob[T]) plan() {
 			j.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
 		}
 		j.spu = j.samplesPerUnit(ng / convUnits)
+		if j.spu > 1 && !j.half {
+			j.block = min(j.block, filterBlock(rs, d.kg, j.filterSize()))
+		}
 		j.blocks = ceilDiv(d.cg, max(j.block, 1))
 		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.blocks
 		j.tile = j.block * rs * j.spu * j.band * p.OW
@@ -230,7 +267,7 @@ func (j *convJob[T]) plan() {
 			j.tile += d.kg * j.spu * j.band * p.OW // dy's rows, side by side
 		}
 	}
-	if d.pointwise {
+	if d.pointwise && j.spu == 1 {
 		j.tile = 0
 	}
 	if j.half {
@@ -245,13 +282,23 @@ func (j *convJob[T]) plan() {
 // samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
 // takes side by side, at most most: one unless the convolution has one
 // band of fewer than convMinCols outputs, then as many as make
-// convMinCols columns.
+// convMinCols columns. A pointwise convolution takes one (its GEMMs read
+// x or dy in place) unless its planes have fewer than convDirectCols
+// outputs and it is a float32 or float64 forward or input gradient (the
+// 16-bit GEMM has a 16-column kernel for narrow products).
 func (j *convJob[T]) samplesPerUnit(most int) int {
 	d := &j.d
-	if d.pointwise || j.bands != 1 || d.ohw >= convMinCols {
+	direct := d.pointwise && (j.kind == convGradWeight || j.half || d.ohw >= convDirectCols)
+	if direct || j.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
 	return max(1, min(ceilDiv(convMinCols, d.ohw), most))
+}
+
+// filterSize is the bytes of one filter element.
+func (j *convJob[T]) filterSize() int {
+	var z T
+	return int(unsafe.Sizeof(z))
 }
 
 func (j *convJob[T]) claim() int {
@@ -319,7 +366,7 @@ func (j *convJob[T]) forwardUnit(u int) (a GemmArgs, g, xo, ns, oh0, oh1 int) {
 func (j *convJob[T]) forward(u int, tile []T) {
 	p, d := &j.p, &j.d
 	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
-	if d.pointwise {
+	if d.pointwise && ns == 1 {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
@@ -361,7 +408,8 @@ func (j *convJob[T]) storeY(fo []T, yo, ns, cols int) {
 // dy's (of its first sample), and its samples' count ns.
 func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo, ns int) {
 	p, d := &j.p, &j.d
-	n, g, blk := u/(p.Groups*j.blocks)*j.spu, u/j.blocks%p.Groups, u%j.blocks
+	sg := ceilDiv(p.N, j.spu) // sample groups, innermost: a worker's next unit reuses its filters
+	n, g, blk := u%sg*j.spu, u/sg/j.blocks, u/sg%j.blocks
 	ns = min(j.spu, p.N-n)
 	c0 := blk * j.block
 	chans = min(d.cg, c0+j.block) - c0
@@ -374,16 +422,16 @@ func (j *convJob[T]) gradInputUnit(u int) (a GemmArgs, id, chans, xo, yo, ns int
 func (j *convJob[T]) gradInput(u int, tile []T) {
 	p, d := &j.p, &j.d
 	a, id, chans, xo, yo, ns := j.gradInputUnit(u)
-	if d.pointwise {
-		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
-		j.gemmW(a, id, operand[T]{f: j.a}, j.out)
-		return
-	}
 	if ns > 1 {
 		nb := ns * d.ohw
 		dyt := tile[j.block*p.R*p.S*nb:][:d.kg*nb]
 		gatherSamples(dyt, j.a[yo:], d, ns, d.ohw, 0)
 		j.gradInputSamples(a, id, operand[T]{f: dyt}, tile[:a.M*nb], nil, xo, chans, ns)
+		return
+	}
+	if d.pointwise {
+		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, xo, d.hw
+		j.gemmW(a, id, operand[T]{f: j.a}, j.out)
 		return
 	}
 	dx := j.out[xo : xo+chans*d.hw]
@@ -415,8 +463,14 @@ func (j *convJob[T]) gradInputSamples(a GemmArgs, id int, dy operand[T], col, fo
 			dx, at = fo, 0
 		}
 		dx = dx[at : at+chans*d.hw]
-		clear(dx)
-		col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+		if d.pointwise { // each entry is one dx element: copied, not added
+			for c := range chans {
+				copy(dx[c*d.hw:(c+1)*d.hw], col[c*nb+s*d.ohw:])
+			}
+		} else {
+			clear(dx)
+			col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+		}
 		if j.out == nil {
 			narrowTo(j.ho, xo+s*d.xs, as[float32](dx))
 		}

@@ -249,6 +249,10 @@ var convPathShapes = []ConvArgs{
 	{N: 9, C: 4, H: 4, W: 3, K: 6, R: 3, S: 3, PadH: 1, PadW: 1, Groups: 2},
 	{N: 40, C: 2, H: 5, W: 5, K: 3, R: 3, S: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
 	{N: 20, C: 4, H: 3, W: 4, K: 3, R: 3, S: 3, PadH: 1, PadW: 1},
+	// Pointwise over batches of small planes: samples side by side, and
+	// (with small tiles) several input-gradient channel blocks.
+	{N: 20, C: 30, H: 3, W: 3, K: 5, R: 1, S: 1},
+	{N: 9, C: 8, H: 2, W: 3, K: 6, R: 1, S: 1, Groups: 2},
 	// Empty output in one direction.
 	{N: 2, C: 2, H: 2, W: 6, K: 2, R: 3, S: 3, PadW: 1},
 }
@@ -271,15 +275,16 @@ func TestConv2dPaths(t *testing.T) {
 }
 
 // convSetting is one tiling of the convolution driver: convTile (and
-// convMinCols at most that), convPart and convDWSmall.
+// convMinCols at most that, convFilters at most 8× that), convPart and
+// convDWSmall.
 type convSetting struct{ tile, part, small int }
 
 // forConvShapes runs f under each setting on every convPathShapes entry
 // and on random shapes, with random x, w and dy, and restores the tiling.
 func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random int, f func(t *testing.T, p ConvArgs, x, w, dy []float64)) {
-	defer func(tile, cols, part, small int) {
-		convTile, convMinCols, convPart, convDWSmall = tile, cols, part, small
-	}(convTile, convMinCols, convPart, convDWSmall)
+	defer func(tile, cols, part, small, filters int) {
+		convTile, convMinCols, convPart, convDWSmall, convFilters = tile, cols, part, small, filters
+	}(convTile, convMinCols, convPart, convDWSmall, convFilters)
 	var shapes []ConvArgs
 	for _, p := range convPathShapes {
 		shapes = append(shapes, convShape(p))
@@ -287,9 +292,10 @@ func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random 
 	for range random {
 		shapes = append(shapes, randConv(rng))
 	}
-	cols := convMinCols
+	cols, filters := convMinCols, convFilters
 	for _, s := range settings {
 		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, cols), s.part, s.small
+		convFilters = min(filters, 8*s.tile)
 		for i, p := range shapes {
 			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
 				x := randSlice(rng, p.N*p.C*p.H*p.W)
@@ -378,6 +384,41 @@ func TestConv2dDeterministic(t *testing.T) {
 			for e, v := range outs[0][pass] {
 				if math.Float32bits(v) != math.Float32bits(outs[1][pass][e]) {
 					t.Fatalf("shape %d %+v pass %d: [%d] = %v on one worker, %v on all", i, p, pass, e, v, outs[1][pass][e])
+				}
+			}
+		}
+	}
+}
+
+// TestConv2dPointwiseGather checks that a pointwise convolution over
+// small planes gives the same bits whether its units gather several
+// samples side by side or multiply x and dy in place, one sample per GEMM
+// (convDirectCols 1): every output is the same dot product in the same
+// order either way.
+func TestConv2dPointwiseGather(t *testing.T) {
+	defer func(cols int) { convDirectCols = cols }(convDirectCols)
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, p := range []ConvArgs{
+		{N: 32, C: 64, H: 4, W: 4, K: 40, R: 1, S: 1},
+		{N: 20, C: 30, H: 3, W: 3, K: 5, R: 1, S: 1},
+		{N: 9, C: 8, H: 2, W: 3, K: 6, R: 1, S: 1, Groups: 2},
+	} {
+		p = convShape(p)
+		x := to32(randSlice(rng, p.N*p.C*p.H*p.W))
+		w := to32(randSlice(rng, p.K*p.C/p.Groups))
+		dy := to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+		var outs [2][2][]float32
+		for k, cols := range []int{64, 1} {
+			convDirectCols = cols
+			o := &outs[k]
+			o[0], o[1] = make([]float32, len(dy)), make([]float32, len(x))
+			Conv2d(p, o[0], x, w, nil)
+			Conv2dGradInput(p, o[1], dy, w, nil)
+		}
+		for pass := range 2 {
+			for e, v := range outs[0][pass] {
+				if math.Float32bits(v) != math.Float32bits(outs[1][pass][e]) {
+					t.Fatalf("%+v pass %d: [%d] = %v gathered, %v in place", p, pass, e, v, outs[1][pass][e])
 				}
 			}
 		}
