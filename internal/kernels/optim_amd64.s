@@ -1,0 +1,130 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The scalars, by offset in adamScalars (float64 each): 0 decay,
+// 8 coupled, 16 β1, 24 1−β1, 32 β2, 40 1−β2, 48 √(1−β2^t), 56 eps,
+// 64 stepSize. Pointers: DI p, SI g, DX m, R9 v; CX counts elements.
+
+// ADAMLANE updates the elements at byte offset OFF of p, g, m and v: it
+// widens them into registers P, G, M, V (float64), with T as scratch,
+// computes in adamUpdateRun's order, and stores p, m and v narrowed through PW,
+// MW and VW (the lower halves of P, M and V). The AVX2 loop has too few
+// registers for two independent lanes; renaming overlaps them anyway.
+#define ADAMLANE(OFF, P, G, M, V, T, PW, MW, VW) \
+	VCVTPS2PD OFF(DI), P    \
+	VCVTPS2PD OFF(SI), G    \
+	VCVTPS2PD OFF(DX), M    \
+	VCVTPS2PD OFF(R9), V    \
+	VMULPD    K0D, P, P     \
+	VMULPD    P, K1C, T     \
+	VADDPD    T, G, G       \
+	VMULPD    M, K2B1, M    \
+	VMULPD    G, K3C1, T    \
+	VADDPD    T, M, M       \
+	VMULPD    V, K4B2, V    \
+	VMULPD    G, K5C2, T    \
+	VMULPD    G, T, T       \
+	VADDPD    T, V, V       \
+	VSQRTPD   V, T          \
+	VDIVPD    K6BC, T, T    \
+	VADDPD    K7EPS, T, T   \
+	VMULPD    M, K8STEP, G  \
+	VDIVPD    T, G, G       \
+	VSUBPD    G, P, P       \
+	NARROW(P, PW)           \
+	NARROW(M, MW)           \
+	NARROW(V, VW)           \
+	STORE(PW, OFF(DI))      \
+	STORE(MW, OFF(DX))      \
+	STORE(VW, OFF(R9))
+
+#define LOADARGS \
+	MOVQ p+0(FP), DI  \
+	MOVQ gr+8(FP), SI  \
+	MOVQ m+16(FP), DX \
+	MOVQ v+24(FP), R9 \
+	MOVQ n+32(FP), CX \
+	MOVQ c+40(FP), R8
+
+// func adamF32AVX512(p, gr, m, v *float32, n int, c *adamScalars)
+#define K0D Z16
+#define K1C Z17
+#define K2B1 Z18
+#define K3C1 Z19
+#define K4B2 Z20
+#define K5C2 Z21
+#define K6BC Z22
+#define K7EPS Z23
+#define K8STEP Z24
+#define NARROW(R, W) VCVTPD2PS R, W
+#define STORE(W, M) VMOVUPS W, M
+TEXT ·adamF32AVX512(SB), NOSPLIT, $0-48
+	LOADARGS
+	VBROADCASTSD 0(R8), K0D
+	VBROADCASTSD 8(R8), K1C
+	VBROADCASTSD 16(R8), K2B1
+	VBROADCASTSD 24(R8), K3C1
+	VBROADCASTSD 32(R8), K4B2
+	VBROADCASTSD 40(R8), K5C2
+	VBROADCASTSD 48(R8), K6BC
+	VBROADCASTSD 56(R8), K7EPS
+	VBROADCASTSD 64(R8), K8STEP
+
+adam512_loop:
+	ADAMLANE(0, Z0, Z1, Z2, Z3, Z4, Y0, Y2, Y3)
+	ADAMLANE(32, Z8, Z9, Z10, Z11, Z12, Y8, Y10, Y11)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JNZ  adam512_loop
+	VZEROUPPER
+	RET
+
+#undef K0D
+#undef K1C
+#undef K2B1
+#undef K3C1
+#undef K4B2
+#undef K5C2
+#undef K6BC
+#undef K7EPS
+#undef K8STEP
+#undef NARROW
+
+// func adamF32AVX2(p, gr, m, v *float32, n int, c *adamScalars)
+#define K0D Y7
+#define K1C Y13
+#define K2B1 Y14
+#define K3C1 Y15
+#define K4B2 Y5
+#define K5C2 Y6
+#define K6BC Y12
+#define K7EPS Y4
+#define K8STEP Y11
+#define NARROW(R, W) VCVTPD2PSY R, W
+TEXT ·adamF32AVX2(SB), NOSPLIT, $0-48
+	LOADARGS
+	VBROADCASTSD 0(R8), K0D
+	VBROADCASTSD 8(R8), K1C
+	VBROADCASTSD 16(R8), K2B1
+	VBROADCASTSD 24(R8), K3C1
+	VBROADCASTSD 32(R8), K4B2
+	VBROADCASTSD 40(R8), K5C2
+	VBROADCASTSD 48(R8), K6BC
+	VBROADCASTSD 56(R8), K7EPS
+	VBROADCASTSD 64(R8), K8STEP
+
+adam256_loop:
+	ADAMLANE(0, Y0, Y1, Y2, Y3, Y8, X0, X2, X3)
+	ADAMLANE(16, Y0, Y1, Y2, Y3, Y8, X0, X2, X3)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, R9
+	SUBQ $8, CX
+	JNZ  adam256_loop
+	VZEROUPPER
+	RET
