@@ -277,11 +277,9 @@ type resnetStem struct{ r *ResNet }
 // Forward runs conv1, bn1, ReLU and, with the imagenet stem, the max-pool.
 func (st resnetStem) Forward(x *autograd.Tensor) *autograd.Tensor {
 	r := st.r
-	h := r.Conv1.Forward(x) // saved by bn1
-	n := r.BN1.Forward(h)
-	h.Release()
-	h = n.ReLU() // saved by ReLU and what follows
-	n.Release()
+	c := r.Conv1.Forward(x)   // saved by bn1
+	h := r.BN1.ForwardReLU(c) // saved by ReLU and what follows
+	c.Release()
 	if r.Config.Stem == "imagenet" {
 		p := autograd.MaxPool2d(h, autograd.PoolOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
 		h.Release()
