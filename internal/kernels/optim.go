@@ -6,9 +6,9 @@ import "math"
 // element is computed in float64 and rounded once to T, so the F32 and F64
 // results differ only by that rounding; elements are independent, so the
 // result does not depend on how the loop is split across cores. AdamUpdate
-// on float32 runs the same float64 arithmetic in assembly (AVX-512: 8
-// elements per ZMM; AVX2: 4 per YMM), operation for operation, so every
-// path gives the same bits (a NaN's payload aside).
+// and SGDUpdate on float32 run the same float64 arithmetic in assembly
+// (AVX-512: 8 elements per ZMM; AVX2: 4 per YMM), operation for
+// operation, so every path gives the same bits (a NaN's payload aside).
 
 // optimGrain is the number of elements one worker takes at least.
 const optimGrain = 1 << 14
@@ -110,34 +110,77 @@ type SGDUpdateArgs struct {
 func SGDUpdate[T Float](p, g, buf []T, a SGDUpdateArgs) {
 	n := len(p)
 	g = g[:n]
-	mu := a.Momentum
-	if mu == 0 {
-		ParallelFor(n, optimGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				pi := float64(p[i])
-				d := float64(g[i]) + a.WeightDecay*pi
-				p[i] = T(pi - a.LR*d)
-			}
-		})
-		return
-	}
-	buf = buf[:n]
-	ParallelFor(n, optimGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pi := float64(p[i])
-			gi := float64(g[i]) + a.WeightDecay*pi
-			b := gi
-			if !a.First {
-				b = mu*float64(buf[i]) + (1-a.Dampening)*gi
-			}
-			buf[i] = T(b)
-			d := b
-			if a.Nesterov {
-				d = gi + mu*b
-			}
-			p[i] = T(pi - a.LR*d)
+	c := &sgdScalars{lr: a.LR, wd: a.WeightDecay, mu: a.Momentum, c: 1 - a.Dampening, first: 1}
+	if a.Momentum != 0 {
+		buf = buf[:n]
+		c.hasBuf = 1
+		if !a.First {
+			c.first = 0
 		}
+		if a.Nesterov {
+			c.nesterov = 1
+		}
+	}
+	ParallelFor(n, optimGrain, func(lo, hi int) {
+		var b []T
+		if c.hasBuf != 0 {
+			b = buf[lo:hi]
+		}
+		sgdUpdatePart(p[lo:hi], g[lo:hi], b, c)
 	})
+}
+
+// sgdScalars are SGDUpdate's per-call scalars, laid out for the assembly:
+// c is 1 − dampening; the flags are 0 or 1. Without momentum first is 1,
+// nesterov and hasBuf 0, which is plain SGD.
+type sgdScalars struct {
+	lr, wd, mu, c           float64
+	first, nesterov, hasBuf int64
+}
+
+// sgdUpdatePart updates one worker's run as adamUpdatePart does.
+func sgdUpdatePart[T Float](p, g, buf []T, c *sgdScalars) {
+	k := 0
+	if p32, ok := f32s(p); ok {
+		g32, _ := f32s(g)
+		var b *float32
+		if b32, _ := f32s(buf); len(b32) > 0 {
+			b = &b32[0]
+		}
+		switch {
+		case CPU.AVX512 && len(p) >= 8:
+			k = len(p) &^ 7
+			sgdF32AVX512(&p32[0], &g32[0], b, k, c)
+		case CPU.AVX2FMA && len(p) >= 4:
+			k = len(p) &^ 3
+			sgdF32AVX2(&p32[0], &g32[0], b, k, c)
+		}
+	}
+	if buf != nil {
+		buf = buf[k:]
+	}
+	sgdUpdateRun(p[k:], g[k:], buf, c)
+}
+
+// sgdUpdateRun is the update of SGDUpdate's doc, element by element in
+// float64, each operation rounded, in the order the assembly follows.
+func sgdUpdateRun[T Float](p, g, buf []T, c *sgdScalars) {
+	g = g[:len(p)]
+	for i := range p {
+		pi := float64(p[i])
+		gi := float64(g[i]) + float64(c.wd*pi)
+		b := gi
+		if c.first == 0 {
+			b = float64(c.mu*float64(buf[i])) + float64(c.c*gi)
+		}
+		if c.hasBuf != 0 {
+			buf[i] = T(b)
+		}
+		if c.nesterov != 0 {
+			b = gi + float64(c.mu*b)
+		}
+		p[i] = T(pi - float64(c.lr*b))
+	}
 }
 
 // sumSquaresChunk is the fixed block of elements whose squares are summed

@@ -12,3 +12,13 @@ func adamF32AVX512(p, gr, m, v *float32, n int, c *adamScalars)
 
 //go:noescape
 func adamF32AVX2(p, gr, m, v *float32, n int, c *adamScalars)
+
+// The F32 SGD loop of optim.go (sgdUpdateRun), likewise: 8 elements per
+// ZMM or 4 per YMM; n is a positive multiple of 8 (AVX-512) or 4 (AVX2);
+// buf is read unless c.first and written when c.hasBuf.
+
+//go:noescape
+func sgdF32AVX512(p, gr, buf *float32, n int, c *sgdScalars)
+
+//go:noescape
+func sgdF32AVX2(p, gr, buf *float32, n int, c *sgdScalars)

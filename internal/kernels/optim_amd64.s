@@ -47,6 +47,22 @@
 	MOVQ n+32(FP), CX \
 	MOVQ c+40(FP), R8
 
+// SGDARGS loads sgdF32's arguments: the scalars at offsets 0 lr, 8 λ,
+// 16 μ, 24 1−τ (float64) and the flags at 32 first, 40 nesterov, 48 hasBuf.
+#define SGDARGS \
+	MOVQ         p+0(FP), DI  \
+	MOVQ         gr+8(FP), SI \
+	MOVQ         buf+16(FP), DX \
+	MOVQ         n+24(FP), CX \
+	MOVQ         c+32(FP), R8 \
+	VBROADCASTSD 0(R8), KLR   \
+	VBROADCASTSD 8(R8), KWD   \
+	VBROADCASTSD 16(R8), KMU  \
+	VBROADCASTSD 24(R8), KC   \
+	MOVQ         32(R8), R10  \
+	MOVQ         40(R8), R11  \
+	MOVQ         48(R8), R12
+
 // LOADSCALARS broadcasts the scalars at R8 into the registers K0D…K8STEP
 // name (each loop defines them).
 #define LOADSCALARS \
@@ -125,3 +141,69 @@ adam256_loop:
 	JNZ  adam256_loop
 	VZEROUPPER
 	RET
+
+// SGDLOOP is sgdUpdateRun over CX elements, STEP (BYTES bytes of float32)
+// per iteration, with P, G, B and T float64 registers (PW, TW their lower
+// halves); the scalars are in KLR, KWD, KMU, KC and the flags first,
+// nesterov and hasBuf in R10, R11, R12. DX (buf) is read unless first and
+// written with hasBuf.
+#define SGDLOOP(P, G, B, T, PW, TW, STEP, BYTES) \
+sgd_loop:                   \
+	VCVTPS2PD (DI), P       \
+	VCVTPS2PD (SI), G       \
+	VMULPD    P, KWD, T     \
+	VADDPD    T, G, G       \
+	VMOVAPD   G, B          \
+	TESTQ     R10, R10      \
+	JNZ       sgd_buf       \
+	VCVTPS2PD (DX), B       \
+	VMULPD    B, KMU, B     \
+	VMULPD    G, KC, T      \
+	VADDPD    T, B, B       \
+sgd_buf:                    \
+	TESTQ     R12, R12      \
+	JZ        sgd_d         \
+	NARROW(B, TW)           \
+	STORE(TW, (DX))         \
+sgd_d:                      \
+	TESTQ     R11, R11      \
+	JZ        sgd_p         \
+	VMULPD    B, KMU, B     \
+	VADDPD    B, G, B       \
+sgd_p:                      \
+	VMULPD    B, KLR, B     \
+	VSUBPD    B, P, P       \
+	NARROW(P, PW)           \
+	STORE(PW, (DI))         \
+	ADDQ      $BYTES, DI    \
+	ADDQ      $BYTES, SI    \
+	ADDQ      $BYTES, DX    \
+	SUBQ      $STEP, CX     \
+	JNZ       sgd_loop      \
+	VZEROUPPER              \
+	RET
+
+// func sgdF32AVX2(p, gr, buf *float32, n int, c *sgdScalars)
+#define KLR Y12
+#define KWD Y13
+#define KMU Y14
+#define KC Y15
+TEXT ·sgdF32AVX2(SB), NOSPLIT, $0-40
+	SGDARGS
+	SGDLOOP(Y0, Y1, Y2, Y3, X0, X3, 4, 16)
+
+#undef KLR
+#undef KWD
+#undef KMU
+#undef KC
+#undef NARROW
+#define NARROW(R, W) VCVTPD2PS R, W
+
+// func sgdF32AVX512(p, gr, buf *float32, n int, c *sgdScalars)
+#define KLR Z16
+#define KWD Z17
+#define KMU Z18
+#define KC Z19
+TEXT ·sgdF32AVX512(SB), NOSPLIT, $0-40
+	SGDARGS
+	SGDLOOP(Z0, Z1, Z2, Z3, Y0, Y3, 8, 32)

@@ -155,3 +155,78 @@ func clone4(in [][]float32) [][]float32 {
 	}
 	return out
 }
+
+// sgdLoopBefore is SGDUpdate's loop as it was before the assembly, kept
+// verbatim as the reference.
+func sgdLoopBefore(p, g, buf []float32, a SGDUpdateArgs) {
+	mu := a.Momentum
+	if mu == 0 {
+		for i := range p {
+			pi := float64(p[i])
+			d := float64(g[i]) + a.WeightDecay*pi
+			p[i] = float32(pi - a.LR*d)
+		}
+		return
+	}
+	for i := range p {
+		pi := float64(p[i])
+		gi := float64(g[i]) + a.WeightDecay*pi
+		b := gi
+		if !a.First {
+			b = mu*float64(buf[i]) + (1-a.Dampening)*gi
+		}
+		buf[i] = float32(b)
+		d := b
+		if a.Nesterov {
+			d = gi + mu*b
+		}
+		p[i] = float32(pi - a.LR*d)
+	}
+}
+
+// TestSGDUpdateF32BitExact is TestAdamUpdateF32BitExact for SGDUpdate:
+// plain, with weight decay, momentum (first and later steps), dampening
+// and Nesterov, tiny to huge learning rates.
+func TestSGDUpdateF32BitExact(t *testing.T) {
+	saved, paths := CPU, optimPaths()
+	defer func() { CPU = saved }()
+	rng := rand.New(rand.NewPCG(23, 24))
+	var cases []SGDUpdateArgs
+	for _, lr := range []float64{1e-30, 1e-2, 1e20} {
+		for _, mu := range []float64{0, 0.9} {
+			for _, first := range []bool{false, true} {
+				for _, nest := range []bool{false, true} {
+					cases = append(cases, SGDUpdateArgs{LR: lr, Momentum: mu, Dampening: 0.3 * float64(len(cases)%2),
+						WeightDecay: 0.01 * float64(len(cases)%3), Nesterov: nest && mu != 0, First: first})
+				}
+			}
+		}
+	}
+	for _, n := range []int{1, 3, 4, 7, 8, 9, 17, 1000, 3*optimGrain + 13} {
+		for ci, a := range cases {
+			edges := n <= 1000 && ci%2 == 0
+			in := make([][]float32, 3)
+			for k := range in {
+				if edges {
+					in[k] = optEdge(rng, n, false)
+				} else {
+					in[k] = optTo32(optRand(rng, n, -1, 1))
+				}
+			}
+			want := clone4(in)
+			sgdLoopBefore(want[0], want[1], want[2], a)
+			for _, path := range paths {
+				CPU = path.f
+				got := clone4(in)
+				SGDUpdate(got[0], got[1], got[2], a)
+				for k, what := range []string{"p", "g", "buf"} {
+					if i, ok := optSameBits(got[k], want[k]); !ok {
+						t.Fatalf("%s n=%d args %+v: %s[%d] = %v (%#x), want %v (%#x); in p,g,buf = %v %v %v",
+							path.name, n, a, what, i, got[k][i], math.Float32bits(got[k][i]), want[k][i],
+							math.Float32bits(want[k][i]), in[0][i], in[1][i], in[2][i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -7,3 +7,5 @@ package kernels
 
 func adamF32AVX512(p, gr, m, v *float32, n int, c *adamScalars) { panic("kernels: no assembly") }
 func adamF32AVX2(p, gr, m, v *float32, n int, c *adamScalars)   { panic("kernels: no assembly") }
+func sgdF32AVX512(p, gr, buf *float32, n int, c *sgdScalars)    { panic("kernels: no assembly") }
+func sgdF32AVX2(p, gr, buf *float32, n int, c *sgdScalars)      { panic("kernels: no assembly") }
