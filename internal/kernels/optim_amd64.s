@@ -9,8 +9,7 @@
 // ADAMLANE updates the elements at byte offset OFF of p, g, m and v: it
 // widens them into registers P, G, M, V (float64), with T as scratch,
 // computes in adamUpdateRun's order, and stores p, m and v narrowed through PW,
-// MW and VW (the lower halves of P, M and V). The AVX2 loop has too few
-// registers for two independent lanes; renaming overlaps them anyway.
+// MW and VW (the lower halves of P, M and V).
 #define ADAMLANE(OFF, P, G, M, V, T, PW, MW, VW) \
 	VCVTPS2PD OFF(DI), P    \
 	VCVTPS2PD OFF(SI), G    \
@@ -76,6 +75,24 @@
 	VBROADCASTSD 56(R8), K7EPS \
 	VBROADCASTSD 64(R8), K8STEP
 
+// ADAMLOOP is a whole Adam function: arguments, scalars, then two lanes
+// (the second HALF bytes on) per iteration of STEP elements, BYTES bytes
+// of float32, with the registers of ADAMLANE (renaming overlaps the lanes).
+#define ADAMLOOP(P, G, M, V, T, PW, MW, VW, HALF, BYTES, STEP) \
+	LOADARGS                                   \
+	LOADSCALARS                                \
+adam_loop:                                     \
+	ADAMLANE(0, P, G, M, V, T, PW, MW, VW)     \
+	ADAMLANE(HALF, P, G, M, V, T, PW, MW, VW)  \
+	ADDQ $BYTES, DI                            \
+	ADDQ $BYTES, SI                            \
+	ADDQ $BYTES, DX                            \
+	ADDQ $BYTES, R9                            \
+	SUBQ $STEP, CX                             \
+	JNZ  adam_loop                             \
+	VZEROUPPER                                 \
+	RET
+
 // func adamF32AVX512(p, gr, m, v *float32, n int, c *adamScalars)
 #define K0D Z16
 #define K1C Z17
@@ -89,20 +106,7 @@
 #define NARROW(R, W) VCVTPD2PS R, W
 #define STORE(W, M) VMOVUPS W, M
 TEXT ·adamF32AVX512(SB), NOSPLIT, $0-48
-	LOADARGS
-	LOADSCALARS
-
-adam512_loop:
-	ADAMLANE(0, Z0, Z1, Z2, Z3, Z4, Y0, Y2, Y3)
-	ADAMLANE(32, Z8, Z9, Z10, Z11, Z12, Y8, Y10, Y11)
-	ADDQ $64, DI
-	ADDQ $64, SI
-	ADDQ $64, DX
-	ADDQ $64, R9
-	SUBQ $16, CX
-	JNZ  adam512_loop
-	VZEROUPPER
-	RET
+	ADAMLOOP(Z0, Z1, Z2, Z3, Z4, Y0, Y2, Y3, 32, 64, 16)
 
 #undef K0D
 #undef K1C
@@ -127,20 +131,7 @@ adam512_loop:
 #define K8STEP Y11
 #define NARROW(R, W) VCVTPD2PSY R, W
 TEXT ·adamF32AVX2(SB), NOSPLIT, $0-48
-	LOADARGS
-	LOADSCALARS
-
-adam256_loop:
-	ADAMLANE(0, Y0, Y1, Y2, Y3, Y8, X0, X2, X3)
-	ADAMLANE(16, Y0, Y1, Y2, Y3, Y8, X0, X2, X3)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, R9
-	SUBQ $8, CX
-	JNZ  adam256_loop
-	VZEROUPPER
-	RET
+	ADAMLOOP(Y0, Y1, Y2, Y3, Y8, X0, X2, X3, 16, 32, 8)
 
 // SGDLOOP is sgdUpdateRun over CX elements, STEP (BYTES bytes of float32)
 // per iteration, with P, G, B and T float64 registers (PW, TW their lower
