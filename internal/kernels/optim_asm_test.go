@@ -6,8 +6,12 @@ import (
 	"testing"
 )
 
-// adamLoopBefore is AdamUpdate's loop as it was before the assembly, kept
-// verbatim as the reference the new paths must reproduce bit for bit.
+// adamLoopBefore is AdamUpdate's loop as it was before the assembly, the
+// reference the new paths must reproduce bit for bit: verbatim but for
+// float64 conversions that make explicit the rounding of every product
+// which the default GOAMD64=v1 build gave it (Go fuses no multiply-add
+// there); with GOAMD64=v3 Go may fuse the verbatim loop's a·b + c·d, and
+// the reference would no longer be the v1 bits.
 func adamLoopBefore(p, g, m, v []float32, a AdamUpdateArgs) {
 	t := float64(a.Step)
 	stepSize := a.LR / (1 - math.Pow(a.Beta1, t))
@@ -22,11 +26,11 @@ func adamLoopBefore(p, g, m, v []float32, a AdamUpdateArgs) {
 	}
 	for i := range p {
 		pi := float64(p[i]) * decay
-		gi := float64(g[i]) + coupled*pi
-		mi := b1*float64(m[i]) + (1-b1)*gi
-		vi := b2*float64(v[i]) + (1-b2)*gi*gi
+		gi := float64(g[i]) + float64(coupled*pi)
+		mi := float64(b1*float64(m[i])) + float64((1-b1)*gi)
+		vi := float64(b2*float64(v[i])) + float64((1-b2)*gi*gi)
 		m[i], v[i] = float32(mi), float32(vi)
-		p[i] = float32(pi - stepSize*mi/(math.Sqrt(vi)/bc2+a.Eps))
+		p[i] = float32(pi - float64(stepSize*mi)/(math.Sqrt(vi)/bc2+a.Eps))
 	}
 }
 
@@ -156,31 +160,31 @@ func clone4(in [][]float32) [][]float32 {
 	return out
 }
 
-// sgdLoopBefore is SGDUpdate's loop as it was before the assembly, kept
-// verbatim as the reference.
+// sgdLoopBefore is SGDUpdate's loop as it was before the assembly, the
+// reference, with its products' rounding explicit as in adamLoopBefore.
 func sgdLoopBefore(p, g, buf []float32, a SGDUpdateArgs) {
 	mu := a.Momentum
 	if mu == 0 {
 		for i := range p {
 			pi := float64(p[i])
-			d := float64(g[i]) + a.WeightDecay*pi
-			p[i] = float32(pi - a.LR*d)
+			d := float64(g[i]) + float64(a.WeightDecay*pi)
+			p[i] = float32(pi - float64(a.LR*d))
 		}
 		return
 	}
 	for i := range p {
 		pi := float64(p[i])
-		gi := float64(g[i]) + a.WeightDecay*pi
+		gi := float64(g[i]) + float64(a.WeightDecay*pi)
 		b := gi
 		if !a.First {
-			b = mu*float64(buf[i]) + (1-a.Dampening)*gi
+			b = float64(mu*float64(buf[i])) + float64((1-a.Dampening)*gi)
 		}
 		buf[i] = float32(b)
 		d := b
 		if a.Nesterov {
-			d = gi + mu*b
+			d = gi + float64(mu*b)
 		}
-		p[i] = float32(pi - a.LR*d)
+		p[i] = float32(pi - float64(a.LR*d))
 	}
 }
 
