@@ -277,17 +277,21 @@ type resnetStem struct{ r *ResNet }
 // Forward runs conv1, bn1, ReLU and, with the imagenet stem, the max-pool.
 func (st resnetStem) Forward(x *autograd.Tensor) *autograd.Tensor {
 	r := st.r
-	h := r.Conv1.Forward(x) // saved by bn1
-	n := r.BN1.Forward(h)
-	h.Release()
-	h = n.ReLU() // saved by ReLU and what follows
-	n.Release()
-	if r.Config.Stem == "imagenet" {
-		p := autograd.MaxPool2d(h, autograd.PoolOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
-		h.Release()
-		h = p
+	c := r.Conv1.Forward(x)   // saved by bn1
+	h := r.BN1.ForwardReLU(c) // saved by ReLU and what follows
+	c.Release()
+	return st.pool(h)
+}
+
+// pool applies the imagenet stem's max-pool to h and releases h; with the
+// small stem it returns h.
+func (st resnetStem) pool(h *autograd.Tensor) *autograd.Tensor {
+	if st.r.Config.Stem != "imagenet" {
+		return h
 	}
-	return h
+	p := autograd.MaxPool2d(h, autograd.PoolOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}})
+	h.Release()
+	return p
 }
 
 // Params returns nothing: the stem's parameters are listed by the ResNet.

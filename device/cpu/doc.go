@@ -54,7 +54,9 @@
 //     Workers()·64 KiB per calling goroutine, whatever the operands' sizes;
 //     Softmax, SoftmaxGrad and LayerNorm do the same by groups of whole
 //     rows (up to 4096 elements; LayerNorm's w and b, one row each, are
-//     widened once per call), when a row fits a tile;
+//     widened once per call), when a row fits a tile; AdamStep and SGDStep
+//     with the F16 or BF16 gradient of an F32 parameter widen the gradient
+//     the same way, one 4096-element tile at a time into that scratch;
 //   - the other kernels (those three when a row is over 4096 elements,
 //     LayerNorm's gradient, other batch norms, losses, attention, convolution
 //     with other dtypes, pooling, indexing, Where, Reduce, Dropout, Copy between dtypes)

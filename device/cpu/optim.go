@@ -10,8 +10,9 @@ import (
 
 // The optimizer kernels work in place on F32 or F64 operands; they are
 // never given 16-bit parameters (mixed precision keeps F32 master weights),
-// but the gradient of an F32 master weight may be F16 or BF16: it is read
-// through a converted copy.
+// but the gradient of an F32 master weight may be F16 or BF16: it is
+// widened tile by tile (tileElems elements) into each worker's tile
+// scratch (tile.go), never as a whole.
 
 // optimDType panics unless every present operand is contiguous, has p's
 // dtype (F32 or F64) and p's length.
@@ -54,7 +55,14 @@ func (kern) AdamStep(p, g, m, v device.Operand, a device.AdamArgs) {
 		kernels.AdamUpdate(span64(p), span64(g), span64(m), span64(v), ka)
 		return
 	}
-	kernels.AdamUpdate(span32(p), grad32(g), span32(m), span32(v), ka)
+	p32, m32, v32 := span32(p), span32(m), span32(v)
+	if g.DType == dtype.F32 {
+		kernels.AdamUpdate(p32, span32(g), m32, v32, ka)
+		return
+	}
+	halfGradTiles(g, func(lo, hi int, gt []float32) {
+		kernels.AdamUpdate(p32[lo:hi], gt, m32[lo:hi], v32[lo:hi], ka)
+	})
 }
 
 func (kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
@@ -67,7 +75,18 @@ func (kern) SGDStep(p, g, buf device.Operand, a device.SGDArgs) {
 		kernels.SGDUpdate(span64(p), span64(g), span64(buf), ka)
 		return
 	}
-	kernels.SGDUpdate(span32(p), grad32(g), span32(buf), ka)
+	p32, b32 := span32(p), span32(buf)
+	if g.DType == dtype.F32 {
+		kernels.SGDUpdate(p32, span32(g), b32, ka)
+		return
+	}
+	halfGradTiles(g, func(lo, hi int, gt []float32) {
+		var bt []float32
+		if b32 != nil {
+			bt = b32[lo:hi]
+		}
+		kernels.SGDUpdate(p32[lo:hi], gt, bt, ka)
+	})
 }
 
 func (kern) SumSquares(dst, src device.Operand) {
@@ -89,10 +108,21 @@ func (kern) SumSquares(dst, src device.Operand) {
 	span64(dst)[0] = s
 }
 
-// grad32 returns a gradient as float32 values, converting 16-bit ones.
-func grad32(g device.Operand) []float32 {
-	if g.DType == dtype.F32 {
-		return span32(g)
-	}
-	return s32(g)
+// halfGradTiles calls update for each tile [lo, hi) of tileElems elements
+// of the contiguous 16-bit gradient g, on all workers, with the tile
+// widened to float32 in the worker's tile scratch. The optimizer updates
+// are elementwise, so tiling changes no result.
+func halfGradTiles(g device.Operand, update func(lo, hi int, g []float32)) {
+	n := g.Len()
+	src := g.Block.Bytes()[g.Off*2 : (g.Off+n)*2]
+	kernels.ParallelFor((n+tileElems-1)/tileElems, 1, func(t0, t1 int) {
+		s := tileScratches.Get()
+		defer tileScratches.Put(s)
+		for t := t0; t < t1; t++ {
+			lo, hi := t*tileElems, min((t+1)*tileElems, n)
+			gt := s[0][:hi-lo]
+			toF32(gt, g.DType, src[lo*2:hi*2])
+			update(lo, hi, gt)
+		}
+	})
 }

@@ -5,7 +5,10 @@ import "math"
 // Optimizer updates, elementwise over contiguous slices of one length. Each
 // element is computed in float64 and rounded once to T, so the F32 and F64
 // results differ only by that rounding; elements are independent, so the
-// result does not depend on how the loop is split across cores.
+// result does not depend on how the loop is split across cores. AdamUpdate
+// and SGDUpdate on float32 run the same float64 arithmetic in assembly
+// (AVX-512: 8 elements per ZMM; AVX2: 4 per YMM), operation for
+// operation, so every path gives the same bits (a NaN's payload aside).
 
 // optimGrain is the number of elements one worker takes at least.
 const optimGrain = 1 << 14
@@ -30,26 +33,62 @@ func AdamUpdate[T Float](p, g, m, v []T, a AdamUpdateArgs) {
 	n := len(p)
 	g, m, v = g[:n], m[:n], v[:n]
 	t := float64(a.Step)
-	stepSize := a.LR / (1 - math.Pow(a.Beta1, t))
-	bc2 := math.Sqrt(1 - math.Pow(a.Beta2, t))
-	b1, b2 := a.Beta1, a.Beta2
-	decay := 1.0
-	coupled := 0.0
+	c := &adamScalars{b1: a.Beta1, c1: 1 - a.Beta1, b2: a.Beta2, c2: 1 - a.Beta2,
+		bc2: math.Sqrt(1 - math.Pow(a.Beta2, t)), eps: a.Eps,
+		stepSize: a.LR / (1 - math.Pow(a.Beta1, t)), decay: 1}
 	if a.Decoupled {
-		decay = 1 - a.LR*a.WeightDecay
+		c.decay = 1 - a.LR*a.WeightDecay
 	} else {
-		coupled = a.WeightDecay
+		c.coupled = a.WeightDecay
 	}
 	ParallelFor(n, optimGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pi := float64(p[i]) * decay
-			gi := float64(g[i]) + coupled*pi
-			mi := b1*float64(m[i]) + (1-b1)*gi
-			vi := b2*float64(v[i]) + (1-b2)*gi*gi
-			m[i], v[i] = T(mi), T(vi)
-			p[i] = T(pi - stepSize*mi/(math.Sqrt(vi)/bc2+a.Eps))
-		}
+		adamUpdatePart(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], c)
 	})
+}
+
+// adamScalars are AdamUpdate's per-call scalars, laid out for the
+// assembly: decay is 1 − lr·λ for AdamW (else 1), coupled is λ for Adam
+// (else 0), c1 and c2 are 1−β1 and 1−β2, bc2 is √(1−β2^t) and stepSize
+// lr/(1−β1^t).
+type adamScalars struct {
+	decay, coupled, b1, c1, b2, c2, bc2, eps, stepSize float64
+}
+
+// adamUpdatePart updates one worker's run: float32 runs go to the assembly
+// while whole vectors remain, the rest (and every run without it) to
+// adamUpdateRun, which computes the same bits.
+func adamUpdatePart[T Float](p, g, m, v []T, c *adamScalars) {
+	k := 0
+	if p32, ok := f32s(p); ok {
+		g32, _ := f32s(g)
+		m32, _ := f32s(m)
+		v32, _ := f32s(v)
+		switch {
+		case CPU.AVX512 && len(p) >= 16:
+			k = len(p) &^ 15
+			adamF32AVX512(&p32[0], &g32[0], &m32[0], &v32[0], k, c)
+		case CPU.AVX2FMA && len(p) >= 8:
+			k = len(p) &^ 7
+			adamF32AVX2(&p32[0], &g32[0], &m32[0], &v32[0], k, c)
+		}
+	}
+	adamUpdateRun(p[k:], g[k:], m[k:], v[k:], c)
+}
+
+// adamUpdateRun is the update of AdamUpdate's doc, element by element in
+// float64, each operation rounded (the conversions forbid fused
+// multiply-adds), in the order the assembly follows.
+func adamUpdateRun[T Float](p, g, m, v []T, c *adamScalars) {
+	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+	for i := range p {
+		pi := float64(p[i]) * c.decay
+		gi := float64(g[i]) + float64(c.coupled*pi)
+		mi := float64(c.b1*float64(m[i])) + float64(c.c1*gi)
+		vi := float64(c.b2*float64(v[i])) + float64(float64(c.c2*gi)*gi)
+		den := float64(math.Sqrt(vi)/c.bc2) + c.eps
+		m[i], v[i] = T(mi), T(vi)
+		p[i] = T(pi - float64(c.stepSize*mi)/den)
+	}
 }
 
 // SGDUpdateArgs are the hyperparameters of one SGDUpdate (PyTorch's SGD).
@@ -71,34 +110,77 @@ type SGDUpdateArgs struct {
 func SGDUpdate[T Float](p, g, buf []T, a SGDUpdateArgs) {
 	n := len(p)
 	g = g[:n]
-	mu := a.Momentum
-	if mu == 0 {
-		ParallelFor(n, optimGrain, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				pi := float64(p[i])
-				d := float64(g[i]) + a.WeightDecay*pi
-				p[i] = T(pi - a.LR*d)
-			}
-		})
-		return
-	}
-	buf = buf[:n]
-	ParallelFor(n, optimGrain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			pi := float64(p[i])
-			gi := float64(g[i]) + a.WeightDecay*pi
-			b := gi
-			if !a.First {
-				b = mu*float64(buf[i]) + (1-a.Dampening)*gi
-			}
-			buf[i] = T(b)
-			d := b
-			if a.Nesterov {
-				d = gi + mu*b
-			}
-			p[i] = T(pi - a.LR*d)
+	c := &sgdScalars{lr: a.LR, wd: a.WeightDecay, mu: a.Momentum, c: 1 - a.Dampening, first: 1}
+	if a.Momentum != 0 {
+		buf = buf[:n]
+		c.hasBuf = 1
+		if !a.First {
+			c.first = 0
 		}
+		if a.Nesterov {
+			c.nesterov = 1
+		}
+	}
+	ParallelFor(n, optimGrain, func(lo, hi int) {
+		var b []T
+		if c.hasBuf != 0 {
+			b = buf[lo:hi]
+		}
+		sgdUpdatePart(p[lo:hi], g[lo:hi], b, c)
 	})
+}
+
+// sgdScalars are SGDUpdate's per-call scalars, laid out for the assembly:
+// c is 1 − dampening; the flags are 0 or 1. Without momentum first is 1,
+// nesterov and hasBuf 0, which is plain SGD.
+type sgdScalars struct {
+	lr, wd, mu, c           float64
+	first, nesterov, hasBuf int64
+}
+
+// sgdUpdatePart updates one worker's run as adamUpdatePart does.
+func sgdUpdatePart[T Float](p, g, buf []T, c *sgdScalars) {
+	k := 0
+	if p32, ok := f32s(p); ok {
+		g32, _ := f32s(g)
+		var b *float32
+		if b32, _ := f32s(buf); len(b32) > 0 {
+			b = &b32[0]
+		}
+		switch {
+		case CPU.AVX512 && len(p) >= 8:
+			k = len(p) &^ 7
+			sgdF32AVX512(&p32[0], &g32[0], b, k, c)
+		case CPU.AVX2FMA && len(p) >= 4:
+			k = len(p) &^ 3
+			sgdF32AVX2(&p32[0], &g32[0], b, k, c)
+		}
+	}
+	if buf != nil {
+		buf = buf[k:]
+	}
+	sgdUpdateRun(p[k:], g[k:], buf, c)
+}
+
+// sgdUpdateRun is the update of SGDUpdate's doc, element by element in
+// float64, each operation rounded, in the order the assembly follows.
+func sgdUpdateRun[T Float](p, g, buf []T, c *sgdScalars) {
+	g = g[:len(p)]
+	for i := range p {
+		pi := float64(p[i])
+		gi := float64(g[i]) + float64(c.wd*pi)
+		b := gi
+		if c.first == 0 {
+			b = float64(c.mu*float64(buf[i])) + float64(c.c*gi)
+		}
+		if c.hasBuf != 0 {
+			buf[i] = T(b)
+		}
+		if c.nesterov != 0 {
+			b = gi + float64(c.mu*b)
+		}
+		p[i] = T(pi - float64(c.lr*b))
+	}
 }
 
 // sumSquaresChunk is the fixed block of elements whose squares are summed
