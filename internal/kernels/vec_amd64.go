@@ -39,9 +39,6 @@ func vecSumF32(s *float32, n int, acc *[16]float64)
 func vecSumF64(s *float64, n int, acc *[16]float64)
 
 //go:noescape
-func vecAdamF32(p, gr, m, v *float32, n int, c *adamConsts)
-
-//go:noescape
 func vecAddF32NT(d, a, b *float32, n int)
 
 //go:noescape

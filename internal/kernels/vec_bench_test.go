@@ -11,7 +11,7 @@ import (
 // runs, with the assembly ("asm") and with the pure-Go loops ("go"), both
 // split across the worker pool, next to a plain Go copy of the same run
 // length on one goroutine ("copy"). Bytes are those the kernel reads plus
-// those it writes (copy: 2·4n; add: 3·4n; fill: 4n; sum: 4n; AdamStep:
+// those it writes (copy: 2·4n; add: 3·4n; fill: 4n; sum: 4n; AdamUpdate:
 // 7·4n), so the GB/s of a kernel over the GB/s of copy is its fraction of
 // copy bandwidth. n = 16M elements (64 MiB per array) is far beyond the
 // 32 MiB L3; n = 256K (1 MiB) stays in cache.
@@ -75,7 +75,9 @@ func vecBenchKernels(x, y, z, m, v []float32) []vecBenchKernel {
 		{"relugrad", 12, func() { UnaryGrad(URelu, 0, z, x, nil, y) }},
 		{"fill", 4, func() { Fill(z, l, float32(1.5)) }},
 		{"sum", 4, func() { sumRun(x) }},
-		{"adam", 28, func() { AdamStep(z, x, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.01, 0.1, 0.001, true) }},
+		{"adam", 28, func() {
+			AdamUpdate(z, x, m, v, AdamUpdateArgs{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 1, Decoupled: true})
+		}},
 	}
 }
 
