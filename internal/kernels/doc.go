@@ -43,7 +43,9 @@
 // bytes ≈ 1.7 MiB for the float32 AVX-512 kernel, 4·(240·384 + 384·2048 +
 // 12·32 + 384) ≈ 3.4 MiB for the bfloat16 pair kernel, whose pair panels
 // use half of the float32 slots they sit in — and each GEMM in flight holds
-// a shared B block of at most gemmBBudget values (8 MiB). The cpu device's
+// a shared B block of at most gemmBBudget values (8 MiB of float32) and,
+// when several column chunks or blocks of C read its op(A), that op(A)
+// packed once, at most gemmABudget values (4 MiB of float32). The cpu device's
 // tile scratch (device/cpu) is a FreeList of fixed-size tiles per worker.
 // A convolution call also holds, on the Go heap for the call and reused
 // between calls: its packed filters, K·C/G·R·S elements with each group's

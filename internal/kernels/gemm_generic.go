@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -19,9 +20,18 @@ import (
 //     each block of up to nc columns, the workers first pack the whole
 //     K×nc block of op(B) together (pack tasks), then take compute tasks,
 //     each a chunk of C's rows (and, when M is short, of its columns),
-//     packing their own rows of op(A) against the shared B. Nothing is
-//     packed twice except A rows when columns are split. Both kinds of
-//     task come from one ParallelFor; compute tasks wait for the packing.
+//     packing their own rows of op(A) against the shared B. When C's
+//     columns are split into chunks, or into more than one block, op(A)
+//     is instead packed once per matrix by pack tasks of the first
+//     block (its rows, a row chunk per task) into a shared buffer in
+//     packWholeA's layout, and every column chunk reads it there; this
+//     when it holds at most gemmABudget values, else each compute task
+//     packs its rows again. Both kinds of task come from one
+//     ParallelFor; compute tasks wait for the packing, yielding a few
+//     times and then asleep until the slice's last pack task wakes them
+//     (yielding only, a waiting task held its core for as long as the
+//     packer's thread was off its core: on a shared machine 2–3.4 times
+//     the processor time of a forward conv GEMM, for the same wall time).
 //   - batch: with many independent matrices, each task is one whole
 //     matrix, packed privately into its worker's scratch.
 //
@@ -36,7 +46,8 @@ import (
 // Memory, kept between calls for reuse (CPU implementation scratch, like
 // a stack; not tensor memory and not seen by the device allocator): each
 // job in flight holds the shared B block, at most gemmBBudget values
-// (8 MiB for float32); each worker's scratch holds an mc×kc A block, a
+// (8 MiB for float32), and the shared A, at most gemmABudget (4 MiB);
+// each worker's scratch holds an mc×kc A block, a
 // kc×nc B block for batch mode (2 MiB for float32 with AVX2) and a tile.
 
 // gemmKernel is a micro-kernel and the blocking that feeds it.
@@ -159,8 +170,10 @@ type gemmJob[T Float] struct {
 	g           GemmArgs
 	a, b        operand[T]
 	c           []T
-	bias        []T // GemmBias's bias, or nil
-	apack       []T // op(A) packed whole by packWholeA, or nil
+	bias        []T    // GemmBias's bias, or nil
+	apack       []T    // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
+	aOwn        bool   // apack is the job's shared A (abuf), packed by its pack tasks
+	abuf        []byte // backs the shared A
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
 
@@ -168,6 +181,9 @@ type gemmJob[T Float] struct {
 	ntasks int            // tasks in the current phase
 	packed []atomic.Int32 // shared mode: pack tasks finished, per kc slice
 	nPack  int            // shared mode: pack tasks, numbered first
+	aRows  int            // shared mode: A pack tasks per slice in this block (0: none)
+	mu     sync.Mutex     // with ready: compute tasks that wait for a slice sleep here
+	ready  sync.Cond
 
 	// Shared mode: matrix bi, columns [jc, jc+nc) of C, op(B) packed into
 	// bpack as ⌈K/kc⌉ slices of kc·ncPad values.
@@ -201,11 +217,13 @@ func (j *gemmJob[T]) runPhase(ntasks, parts int, f func(lo, hi int)) {
 }
 
 // sharedTasks runs the claim loop of one shared-mode block: tasks below
-// nPack pack a group of B panels, slice by slice, the rest compute. A
+// nPack pack a group of B panels or a row chunk of the shared A, slice by
+// slice, the rest compute. A
 // compute task waits for each kc slice of B to be packed before it uses
-// it; that cannot deadlock, because every pack task was claimed before any
-// compute task and a claimed pack task is always being run by a goroutine
-// that is not waiting.
+// it (waitSlice); that cannot deadlock, because every pack task was
+// claimed before any compute task and a claimed pack task is always being
+// run by a goroutine that is not waiting, which wakes the sleepers when it
+// finishes a slice's last one.
 func (j *gemmJob[T]) sharedTasks(_, _ int) {
 	var s *gemmScratch
 	for t := j.claim(); t >= 0; t = j.claim() {
@@ -214,7 +232,11 @@ func (j *gemmJob[T]) sharedTasks(_, _ int) {
 		}
 		if t < j.nPack {
 			j.packTask(s, t)
-			j.packed[t/j.bGroups].Add(1)
+			if j.packed[t/j.perSlice()].Add(1) == int32(j.perSlice()) {
+				j.mu.Lock()
+				j.ready.Broadcast()
+				j.mu.Unlock()
+			}
 			continue
 		}
 		j.computeTask(s, t-j.nPack)
@@ -224,12 +246,22 @@ func (j *gemmJob[T]) sharedTasks(_, _ int) {
 	}
 }
 
-// packTask packs bGroup panels of one kc slice of the shared B block.
+// perSlice is the pack tasks of one kc slice: bGroups of B, then aRows
+// of A.
+func (j *gemmJob[T]) perSlice() int { return j.bGroups + j.aRows }
+
+// packTask packs bGroup panels of one kc slice of the shared B block, or
+// one row chunk of that slice of the shared A.
 func (j *gemmJob[T]) packTask(s *gemmScratch, t int) {
 	g, kn := &j.g, j.kern
-	si, q0 := t/j.bGroups, t%j.bGroups*j.bGroup
+	si, q := t/j.perSlice(), t%j.perSlice()
 	pc := si * kn.kc
 	kc := min(kn.kc, g.K-pc)
+	if q >= j.bGroups {
+		j.packRows(s, q-j.bGroups, pc, kc)
+		return
+	}
+	q0 := q * j.bGroup
 	j0 := q0 * kn.nr
 	ncols := min(j.bGroup*kn.nr, j.nc-j0)
 	var strip []float32
@@ -240,14 +272,60 @@ func (j *gemmJob[T]) packTask(s *gemmScratch, t int) {
 	packB(kn, dst, j.b, g.OffB+j.bi*g.StrideB, g.LdB, g.TransB, pc, kc, j.jc+j0, ncols, strip)
 }
 
+// waitSlice returns when kc slice si of the block is packed: it yields
+// gemmWaitSpins times, then sleeps until the last pack task of the slice
+// wakes it (gemmWaitSpins < 0: yields until then).
+func (j *gemmJob[T]) waitSlice(si int) {
+	done, want := &j.packed[si], int32(j.perSlice())
+	for n := 0; done.Load() < want; n++ {
+		if gemmWaitSpins >= 0 && n >= gemmWaitSpins {
+			j.mu.Lock()
+			for done.Load() < want {
+				j.ready.Wait()
+			}
+			j.mu.Unlock()
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// gemmWaitSpins is how many times a compute task yields before it sleeps
+// waiting for a slice of B (a variable for the benchmarks).
+var gemmWaitSpins = 50
+
+// packRows packs rows chunk rc of the kc slice at depth pc of op(A) into
+// the shared A (packWholeA's layout).
+func (j *gemmJob[T]) packRows(s *gemmScratch, rc, pc, kc int) {
+	g, kn := &j.g, j.kern
+	m0, m1 := j.rowRange(rc)
+	if m0 >= m1 {
+		return
+	}
+	var strip []float32
+	if j.a.h != nil {
+		strip = scratchView[float32](&s.strip, max(kc, m1-m0))
+	}
+	dst := j.apack[pc*roundUp(g.M, kn.mr)+m0*kc:]
+	packA(kn, dst, j.a, g.OffA+j.bi*g.StrideA, g.LdA, g.TransA, m0, m1-m0, pc, kc, j.alpha, strip)
+}
+
+// rowRange returns the rows [m0, m1) of row chunk rc: whole mr panels,
+// the chunks as even as they can be.
+func (j *gemmJob[T]) rowRange(rc int) (m0, m1 int) {
+	mr := j.kern.mr
+	rp := ceilDiv(j.g.M, mr)
+	return rc * rp / j.rowChunks * mr, min((rc+1)*rp/j.rowChunks*mr, j.g.M)
+}
+
 // computeTask computes a chunk of rows × a chunk of columns of the current
 // block of C against the shared packed B.
 func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 	g, kn := &j.g, j.kern
 	mr, nr := kn.mr, kn.nr
 	rc, cc := t/j.colChunks, t%j.colChunks
-	rp, cp := ceilDiv(g.M, mr), j.ncPad/nr
-	m0, m1 := rc*rp/j.rowChunks*mr, min((rc+1)*rp/j.rowChunks*mr, g.M)
+	cp := j.ncPad / nr
+	m0, m1 := j.rowRange(rc)
 	q0, q1 := cc*cp/j.colChunks, (cc+1)*cp/j.colChunks
 	n0, n1 := q0*nr, min(q1*nr, j.nc)
 	if m0 >= m1 || n0 >= n1 {
@@ -268,9 +346,7 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 		if pc == 0 {
 			mode = j.firstMode
 		}
-		for done := &j.packed[pc/kn.kc]; done.Load() < int32(j.bGroups); {
-			runtime.Gosched()
-		}
+		j.waitSlice(pc / kn.kc)
 		pb := j.bpack[pc*j.ncPad+n0*kc:]
 		for ic := m0; ic < m1; ic += kn.mc {
 			mc := min(kn.mc, m1-ic)
@@ -408,7 +484,8 @@ func mergeTile[T Float](c []T, at, ldc, rows int, src []T, ld, cols int, beta T,
 // gemmPart of work (waking a parked worker took 100–150 µs on the 2-core
 // VM this was tuned on, so one core wins up to about 190³), and B is
 // packed by several tasks from gemmPackPar
-// values. Shared B blocks hold at most gemmBBudget values (K·nc), compute
+// values. Shared B blocks hold at most gemmBBudget values (K·nc), a
+// shared A at most gemmABudget (roundUp(M, mr)·K), compute
 // aims at gemmTasksPer tasks per worker, and a row chunk keeps at least
 // gemmMinRows rows so that each B panel brought into L1 serves several
 // micro-kernel calls.
@@ -441,6 +518,7 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 	j := jobs.get()
 	if j.sharedPhase == nil {
 		j.sharedPhase, j.batchPhase = j.sharedTasks, j.batchTasks
+		j.ready.L = &j.mu
 	}
 	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack = kn, g, a, b, c, bias, apack
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
@@ -456,7 +534,7 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 			j.shared(bi, parts)
 		}
 	}
-	j.a, j.b, j.c, j.bias, j.apack = operand[T]{}, operand[T]{}, nil, nil, nil // hold no caller memory
+	j.a, j.b, j.c, j.bias, j.apack, j.aOwn = operand[T]{}, operand[T]{}, nil, nil, nil, false // hold no caller memory
 	jobs.put(j)
 }
 
@@ -494,6 +572,10 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 			}
 		}
 		j.rowChunks, j.colChunks = r, cols
+		j.aRows = 0
+		if jc == 0 && j.shareA(cols, ncMax) {
+			j.aRows = r
+		}
 		j.bpack = scratchView[T](&j.bbuf, slices*kn.kc*j.ncPad)
 		// Pack tasks: groups of panels small enough to share out.
 		j.bGroup = cp
@@ -501,7 +583,7 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 			j.bGroup = ceilDiv(cp, gemmTasksPer*parts)
 		}
 		j.bGroups = ceilDiv(cp, j.bGroup)
-		j.nPack = slices * j.bGroups
+		j.nPack = slices * j.perSlice()
 		if len(j.packed) < slices {
 			j.packed = make([]atomic.Int32, slices)
 		}
@@ -511,6 +593,28 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 		j.runPhase(j.nPack+r*cols, parts, j.sharedPhase)
 	}
 }
+
+// shareA says whether the first block of the current matrix packs op(A)
+// into the job's shared A (then apack is that buffer): when the call has
+// no prepacked A, more than one column chunk (cols) or block of C
+// (ncMax columns) would read it, and it fits gemmABudget.
+func (j *gemmJob[T]) shareA(cols, ncMax int) bool {
+	if j.apack != nil && !j.aOwn {
+		return false // the caller's packWholeA
+	}
+	g := &j.g
+	size := roundUp(g.M, j.kern.mr) * g.K
+	if (cols == 1 && g.N <= ncMax) || size > gemmABudget {
+		j.apack, j.aOwn = nil, false
+		return false
+	}
+	j.apack, j.aOwn = scratchView[T](&j.abuf, size), true
+	return true
+}
+
+// gemmABudget bounds the shared A (a variable so that the benchmarks can
+// turn it off: 0).
+var gemmABudget = 1 << 20
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
