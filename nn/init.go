@@ -45,7 +45,17 @@ type Init struct {
 // the parameter's dtype (at most as large), whatever the parameter's size.
 const InitChunk = 1 << 15
 
-// Values writes elements [lo, lo+len(dst)) of the record's values to dst.
+// initGrain is the fewest elements Values hands a kernel worker, and
+// initBatch the Philox blocks (pairs) a worker draws at a time, in a
+// 4 KiB array on its stack.
+const (
+	initGrain = 4096
+	initBatch = 256
+)
+
+// Values writes elements [lo, lo+len(dst)) of the record's values to dst,
+// the range split across the kernel workers (each element is a pure
+// function of its index, so the split does not change the values).
 func (in Init) Values(dst []float64, lo int) {
 	if in.Kind == InitFill {
 		for i := range dst {
@@ -53,19 +63,45 @@ func (in Init) Values(dst []float64, lo int) {
 		}
 		return
 	}
-	for k := 0; k < len(dst); {
-		j := uint64(lo+k) / 2
-		pair := in.pair(j)
-		for ; k < len(dst) && uint64(lo+k)/2 == j; k++ {
-			dst[k] = pair[(lo+k)%2]
+	kernels.ParallelFor(len(dst), initGrain, func(a, b int) { in.values(dst[a:b], lo+a) })
+}
+
+// values is Values on one worker: a split pair at either end alone, the
+// whole pairs between initBatch Philox blocks at a time.
+func (in Init) values(dst []float64, lo int) {
+	k := 0
+	if lo%2 == 1 && len(dst) > 0 {
+		dst[0] = in.pair(uint64(lo) / 2)[1]
+		k = 1
+	}
+	var blocks [initBatch][4]uint32
+	for len(dst)-k >= 2 {
+		m := min(initBatch, (len(dst)-k)/2)
+		kernels.PhiloxRange(blocks[:m], uint64(lo+k)/2, in.upper(), in.key())
+		for q, w := range blocks[:m] {
+			p := in.mapBlock(w)
+			dst[k+2*q], dst[k+2*q+1] = p[0], p[1]
 		}
+		k += 2 * m
+	}
+	if k < len(dst) {
+		dst[k] = in.pair(uint64(lo+k) / 2)[0]
 	}
 }
 
 // pair returns elements 2j and 2j+1.
 func (in Init) pair(j uint64) [2]float64 {
-	w := kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), uint32(in.Stream), uint32(in.Stream >> 32)},
-		[2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)})
+	u := in.upper()
+	return in.mapBlock(kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), u[0], u[1]}, in.key()))
+}
+
+// upper returns Philox counter words 2 and 3 (the stream), key the key
+// (the seed).
+func (in Init) upper() [2]uint32 { return [2]uint32{uint32(in.Stream), uint32(in.Stream >> 32)} }
+func (in Init) key() [2]uint32   { return [2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)} }
+
+// mapBlock maps one Philox block to its pair of elements.
+func (in Init) mapBlock(w [4]uint32) [2]float64 {
 	u1, u2 := uniform53(w[0], w[1]), uniform53(w[2], w[3])
 	if in.Kind == InitUniform {
 		return [2]float64{in.A + (in.B-in.A)*u1, in.A + (in.B-in.A)*u2}
