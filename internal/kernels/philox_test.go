@@ -191,3 +191,53 @@ func BenchmarkPhiloxRange(b *testing.B) {
 		})
 	}
 }
+
+// blockOf returns a Philox block whose 53-bit uniforms are m1·2⁻⁵³ and
+// m2·2⁻⁵³ (low 11 bits of each pair random).
+func blockOf(rng *rand.Rand, m1, m2 uint64) [4]uint32 {
+	v1, v2 := m1<<11|rng.Uint64()&0x7ff, m2<<11|rng.Uint64()&0x7ff
+	return [4]uint32{uint32(v1 >> 32), uint32(v1), uint32(v2 >> 32), uint32(v2)}
+}
+
+// TestPhiloxNormal checks PhiloxNormal (AVX-512 where the CPU has it)
+// against its Go twin (math.Log, math.Sincos) bit for bit, on random
+// blocks and on edges: u₁ = 0 and its largest value, 1−u₁ at and around
+// √2/2 (the frexp adjustment of math.Log), u₂ at and around every octant
+// k/8 of the circle, counts that are not multiples of 8.
+func TestPhiloxNormal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const top = 1<<53 - 1
+	half := math.Sqrt2 / 2
+	hs := uint64((1 - half) * 0x1p53) // 1−u₁ = √2/2 exactly
+	var blocks [][4]uint32
+	for _, m1 := range []uint64{0, 1, top, top - 1, hs - 2, hs - 1, hs, hs + 1, hs + 2, 1 << 52} {
+		for k := range uint64(9) {
+			for d := -3; d <= 3; d++ {
+				m2 := min(max(int64(k<<50)+int64(d), 0), top)
+				blocks = append(blocks, blockOf(rng, m1, uint64(m2)))
+			}
+		}
+	}
+	for range 1 << 16 {
+		blocks = append(blocks, [4]uint32{rng.Uint32(), rng.Uint32(), rng.Uint32(), rng.Uint32()})
+	}
+	for _, n := range []int{len(blocks), len(blocks) - 3, 7, 9} {
+		for _, ms := range [][2]float64{{0, 1}, {0.5, 0.02}, {-3, 7}} {
+			got := make([]float64, 2*n+1)
+			got[2*n] = 42 // guard
+			want := make([]float64, 2*n)
+			PhiloxNormal(got[:2*n], blocks[:n], ms[0], ms[1])
+			philoxNormalGo(want, blocks[:n], ms[0], ms[1])
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					w := blocks[i/2]
+					t.Fatalf("path %q, mean %g std %g: element %d (u1 %v, u2 %v) is %v, Go %v", CPU.Path(), ms[0], ms[1], i,
+						Uniform53(w[0], w[1]), Uniform53(w[2], w[3]), got[i], want[i])
+				}
+			}
+			if got[2*n] != 42 {
+				t.Fatalf("n %d: wrote past the end", n)
+			}
+		}
+	}
+}

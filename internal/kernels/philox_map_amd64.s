@@ -1,0 +1,187 @@
+//go:build amd64 && !noasm && !amd64.v3
+
+#include "textflag.h"
+
+// philoxNormal8AVX512 is PhiloxNormal for eight blocks per iteration, one
+// block per float64 lane. It repeats, lane by lane, the IEEE operations of
+// math.Log's amd64 assembly (frexp by bit masks, the √2/2 test as
+// f1 ≤ √2/2, the same multiply and add order) and of math.Sincos for
+// arguments in [0, 2π) (octant j, three-part reduction, the two
+// polynomials, swap and signs by masks instead of branches), with no
+// fused multiply-adds, so each result has the bits the Go code gives.
+// Rows of the constant table (R9), see normalConsts.
+#define ONE 0(R9)
+#define TWO 64(R9)
+#define HALF 128(R9)
+#define HSQRT2 192(R9)
+#define L7 256(R9)
+#define L5 320(R9)
+#define L3 384(R9)
+#define L1 448(R9)
+#define L6 512(R9)
+#define L4 576(R9)
+#define L2 640(R9)
+#define LN2LO 704(R9)
+#define LN2HI 768(R9)
+#define MINUS2 832(R9)
+#define TWOPI 896(R9)
+#define FOUROVERPI 960(R9)
+#define PI4A 1024(R9)
+#define PI4B 1088(R9)
+#define PI4C 1152(R9)
+#define SIN0 1216(R9)
+#define SIN1 1280(R9)
+#define SIN2 1344(R9)
+#define SIN3 1408(R9)
+#define SIN4 1472(R9)
+#define SIN5 1536(R9)
+#define COS0 1600(R9)
+#define COS1 1664(R9)
+#define COS2 1728(R9)
+#define COS3 1792(R9)
+#define COS4 1856(R9)
+#define COS5 1920(R9)
+#define P53 1984(R9)
+#define MANT 2048(R9)
+#define BIAS 2112(R9)
+#define INT1 2176(R9)
+#define INT4 2240(R9)
+#define INT2 2304(R9)
+#define SIGN 2368(R9)
+#define EVEN 2432(R9)
+#define ODD 2496(R9)
+#define ILO 2560(R9)
+#define IHI 2624(R9)
+
+// One Horner step p = p·x + c.
+#define HORNER(x, c, p) \
+	VMULPD x, p, p \
+	VADDPD c, p, p
+
+// func philoxNormal8AVX512(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
+TEXT ·philoxNormal8AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ blocks+8(FP), SI
+	MOVQ groups+16(FP), CX
+	VBROADCASTSD mean+24(FP), Z30
+	VBROADCASTSD std+32(FP), Z29
+	MOVQ c+40(FP), R9
+	VMOVUPD ONE, Z31
+	VMOVDQU64 EVEN, Z25
+	VMOVDQU64 ODD, Z26
+	VMOVDQU64 ILO, Z27
+	VMOVDQU64 IHI, Z28
+
+loop:
+	// u₁ (Z2) and u₂ (Z0): words (0,1) and (2,3) as hi·2³²+lo, >>11, ·2⁻⁵³.
+	VMOVDQU64 0(SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VPROLQ $32, Z0, Z0
+	VPROLQ $32, Z1, Z1
+	VMOVDQA64 Z0, Z2
+	VPERMT2Q Z1, Z25, Z2
+	VPERMT2Q Z1, Z26, Z0
+	VPSRLQ $11, Z2, Z2
+	VPSRLQ $11, Z0, Z0
+	VCVTQQ2PD Z2, Z2
+	VCVTQQ2PD Z0, Z0
+	VMULPD P53, Z2, Z2
+	VMULPD P53, Z0, Z0
+
+	// log(x), x = 1 − u₁ (Z3), into Z5.
+	VSUBPD Z2, Z31, Z3
+	VPANDQ MANT, Z3, Z4
+	VPORQ HALF, Z4, Z4     // f1
+	VPSRLQ $52, Z3, Z5
+	VPSUBQ BIAS, Z5, Z5
+	VCVTQQ2PD Z5, Z5       // k
+	VCMPPD $2, HSQRT2, Z4, K1
+	VSUBPD Z31, Z5, K1, Z5 // k −= 1 where f1 ≤ √2/2
+	VADDPD Z4, Z4, K1, Z4  // f1 ·= 2 there
+	VSUBPD Z31, Z4, Z4     // f
+	VADDPD TWO, Z4, Z6
+	VDIVPD Z6, Z4, Z6      // s = f/(2+f)
+	VMULPD Z6, Z6, Z7      // s2
+	VMULPD Z7, Z7, Z8      // s4
+	VMULPD L7, Z8, Z9
+	VADDPD L5, Z9, Z9
+	HORNER(Z8, L3, Z9)
+	HORNER(Z8, L1, Z9)
+	VMULPD Z9, Z7, Z9      // t1
+	VMULPD L6, Z8, Z10
+	VADDPD L4, Z10, Z10
+	HORNER(Z8, L2, Z10)
+	VMULPD Z8, Z10, Z10    // t2
+	VADDPD Z10, Z9, Z9     // R
+	VMULPD HALF, Z4, Z10
+	VMULPD Z4, Z10, Z10    // hfsq
+	VADDPD Z10, Z9, Z9     // hfsq + R
+	VMULPD Z9, Z6, Z6      // s·(hfsq+R)
+	VMULPD LN2LO, Z5, Z11
+	VADDPD Z11, Z6, Z6
+	VSUBPD Z6, Z10, Z10
+	VSUBPD Z4, Z10, Z10
+	VMULPD LN2HI, Z5, Z5
+	VSUBPD Z10, Z5, Z5     // log(x)
+	VMULPD MINUS2, Z5, Z5
+	VSQRTPD Z5, Z5         // r
+
+	// sincos(2π·u₂): octant j (Z1), reduced z (Z0).
+	VMULPD TWOPI, Z0, Z0
+	VMULPD FOUROVERPI, Z0, Z1
+	VCVTTPD2QQ Z1, Z1
+	VPANDQ INT1, Z1, Z2
+	VPADDQ Z2, Z1, Z1      // j rounded up to even
+	VCVTQQ2PD Z1, Z2       // y
+	VPTESTMQ INT4, Z1, K2  // j&4: both signs flip
+	VPTESTMQ INT2, Z1, K3  // j&2: swap, cos sign flips
+	VMULPD PI4A, Z2, Z3
+	VSUBPD Z3, Z0, Z0
+	VMULPD PI4B, Z2, Z3
+	VSUBPD Z3, Z0, Z0
+	VMULPD PI4C, Z2, Z3
+	VSUBPD Z3, Z0, Z0      // z
+	VMULPD Z0, Z0, Z4      // zz
+	VMULPD COS0, Z4, Z6
+	VADDPD COS1, Z6, Z6
+	HORNER(Z4, COS2, Z6)
+	HORNER(Z4, COS3, Z6)
+	HORNER(Z4, COS4, Z6)
+	HORNER(Z4, COS5, Z6)
+	VMULPD Z4, Z4, Z7
+	VMULPD Z6, Z7, Z6      // zz·zz·P
+	VMULPD HALF, Z4, Z8
+	VSUBPD Z8, Z31, Z8
+	VADDPD Z6, Z8, Z8      // cos
+	VMULPD SIN0, Z4, Z9
+	VADDPD SIN1, Z9, Z9
+	HORNER(Z4, SIN2, Z9)
+	HORNER(Z4, SIN3, Z9)
+	HORNER(Z4, SIN4, Z9)
+	HORNER(Z4, SIN5, Z9)
+	VMULPD Z4, Z0, Z10
+	VMULPD Z9, Z10, Z9
+	VADDPD Z9, Z0, Z9      // sin
+	VBLENDMPD Z9, Z8, K3, Z10 // cos after the swap
+	VBLENDMPD Z8, Z9, K3, Z11 // sin after the swap
+	KXORB K2, K3, K4
+	VXORPD SIGN, Z10, K4, Z10
+	VXORPD SIGN, Z11, K2, Z11
+
+	// mean + std·r·cos, mean + std·r·sin, interleaved.
+	VMULPD Z5, Z29, Z5
+	VMULPD Z10, Z5, Z10
+	VMULPD Z11, Z5, Z11
+	VADDPD Z10, Z30, Z10
+	VADDPD Z11, Z30, Z11
+	VMOVDQA64 Z10, Z12
+	VPERMT2Q Z11, Z27, Z12
+	VPERMT2Q Z11, Z28, Z10
+	VMOVDQU64 Z12, 0(DI)
+	VMOVDQU64 Z10, 64(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
