@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/internal/kernels"
@@ -78,10 +77,7 @@ func (in Init) values(dst []float64, lo int) {
 	for len(dst)-k >= 2 {
 		m := min(initBatch, (len(dst)-k)/2)
 		kernels.PhiloxRange(blocks[:m], uint64(lo+k)/2, in.upper(), in.key())
-		for q, w := range blocks[:m] {
-			p := in.mapBlock(w)
-			dst[k+2*q], dst[k+2*q+1] = p[0], p[1]
-		}
+		in.mapBlocks(dst[k:k+2*m], blocks[:m])
 		k += 2 * m
 	}
 	if k < len(dst) {
@@ -92,7 +88,10 @@ func (in Init) values(dst []float64, lo int) {
 // pair returns elements 2j and 2j+1.
 func (in Init) pair(j uint64) [2]float64 {
 	u := in.upper()
-	return in.mapBlock(kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), u[0], u[1]}, in.key()))
+	w := [1][4]uint32{kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), u[0], u[1]}, in.key())}
+	var p [2]float64
+	in.mapBlocks(p[:], w[:])
+	return p
 }
 
 // upper returns Philox counter words 2 and 3 (the stream), key the key
@@ -100,21 +99,13 @@ func (in Init) pair(j uint64) [2]float64 {
 func (in Init) upper() [2]uint32 { return [2]uint32{uint32(in.Stream), uint32(in.Stream >> 32)} }
 func (in Init) key() [2]uint32   { return [2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)} }
 
-// mapBlock maps one Philox block to its pair of elements.
-func (in Init) mapBlock(w [4]uint32) [2]float64 {
-	u1, u2 := uniform53(w[0], w[1]), uniform53(w[2], w[3])
+// mapBlocks maps Philox blocks to their pairs of elements.
+func (in Init) mapBlocks(dst []float64, blocks [][4]uint32) {
 	if in.Kind == InitUniform {
-		return [2]float64{in.A + (in.B-in.A)*u1, in.A + (in.B-in.A)*u2}
+		kernels.PhiloxUniform(dst, blocks, in.A, in.B)
+	} else {
+		kernels.PhiloxNormal(dst, blocks, in.A, in.B)
 	}
-	r := math.Sqrt(-2 * math.Log(1-u1))
-	s, c := math.Sincos(2 * math.Pi * u2)
-	return [2]float64{in.A + in.B*r*c, in.A + in.B*r*s}
-}
-
-// uniform53 maps two random words to a float64 in [0, 1) from their top
-// 53 bits: ((hi·2³² + lo) >> 11) · 2⁻⁵³, which a float64 holds exactly.
-func uniform53(hi, lo uint32) float64 {
-	return float64((uint64(hi)<<32|uint64(lo))>>11) * 0x1p-53
 }
 
 // Write writes elements [lo, lo+dst.Len()) of the record's values into
