@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
@@ -45,8 +46,8 @@ type Init struct {
 const InitChunk = 1 << 15
 
 // initGrain is the fewest elements Values hands a kernel worker, and
-// initBatch the Philox blocks (pairs) a worker draws at a time, in a
-// 4 KiB array on its stack.
+// initBatch the Philox blocks (pairs) a worker draws at a time: a 4 KiB
+// block array and an 8 KiB float64 array on its stack.
 const (
 	initGrain = 4096
 	initBatch = 256
@@ -55,43 +56,41 @@ const (
 // Values writes elements [lo, lo+len(dst)) of the record's values to dst,
 // the range split across the kernel workers (each element is a pure
 // function of its index, so the split does not change the values).
-func (in Init) Values(dst []float64, lo int) {
+func (in Init) Values(dst []float64, lo int) { values(in, dst, lo) }
+
+// values is Values writing into float64 or float32 (rounded on writing).
+func values[T float32 | float64](in Init, dst []T, lo int) {
 	if in.Kind == InitFill {
 		for i := range dst {
-			dst[i] = in.A
+			dst[i] = T(in.A)
 		}
 		return
 	}
-	kernels.ParallelFor(len(dst), initGrain, func(a, b int) { in.values(dst[a:b], lo+a) })
+	kernels.ParallelFor(len(dst), initGrain, func(a, b int) { valuesRange(in, dst[a:b], lo+a) })
 }
 
-// values is Values on one worker: a split pair at either end alone, the
-// whole pairs between initBatch Philox blocks at a time.
-func (in Init) values(dst []float64, lo int) {
-	k := 0
-	if lo%2 == 1 && len(dst) > 0 {
-		dst[0] = in.pair(uint64(lo) / 2)[1]
-		k = 1
-	}
+// valuesRange is values on one worker: the pairs covering the range,
+// initBatch at a time, the halves of split pairs at its ends dropped.
+func valuesRange[T float32 | float64](in Init, dst []T, lo int) {
 	var blocks [initBatch][4]uint32
-	for len(dst)-k >= 2 {
-		m := min(initBatch, (len(dst)-k)/2)
-		kernels.PhiloxRange(blocks[:m], uint64(lo+k)/2, in.upper(), in.key())
-		in.mapBlocks(dst[k:k+2*m], blocks[:m])
-		k += 2 * m
+	var pairs [2 * initBatch]float64
+	end := lo + len(dst)
+	for e := lo; e < end; {
+		j := uint64(e) / 2
+		m := min(initBatch, int(uint64(end-1)/2-j)+1)
+		kernels.PhiloxRange(blocks[:m], j, in.upper(), in.key())
+		if in.Kind == InitUniform {
+			kernels.PhiloxUniform(pairs[:2*m], blocks[:m], in.A, in.B)
+		} else {
+			kernels.PhiloxNormal(pairs[:2*m], blocks[:m], in.A, in.B)
+		}
+		off := e % 2
+		cnt := min(2*m-off, end-e)
+		for i, v := range pairs[off : off+cnt] {
+			dst[e-lo+i] = T(v)
+		}
+		e += cnt
 	}
-	if k < len(dst) {
-		dst[k] = in.pair(uint64(lo+k) / 2)[0]
-	}
-}
-
-// pair returns elements 2j and 2j+1.
-func (in Init) pair(j uint64) [2]float64 {
-	u := in.upper()
-	w := [1][4]uint32{kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), u[0], u[1]}, in.key())}
-	var p [2]float64
-	in.mapBlocks(p[:], w[:])
-	return p
 }
 
 // upper returns Philox counter words 2 and 3 (the stream), key the key
@@ -99,18 +98,10 @@ func (in Init) pair(j uint64) [2]float64 {
 func (in Init) upper() [2]uint32 { return [2]uint32{uint32(in.Stream), uint32(in.Stream >> 32)} }
 func (in Init) key() [2]uint32   { return [2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)} }
 
-// mapBlocks maps Philox blocks to their pairs of elements.
-func (in Init) mapBlocks(dst []float64, blocks [][4]uint32) {
-	if in.Kind == InitUniform {
-		kernels.PhiloxUniform(dst, blocks, in.A, in.B)
-	} else {
-		kernels.PhiloxNormal(dst, blocks, in.A, in.B)
-	}
-}
-
 // Write writes elements [lo, lo+dst.Len()) of the record's values into
-// dst (contiguous; any float dtype), InitChunk elements at a time. On a
-// device without data (meta) it writes nothing.
+// dst (contiguous; any float dtype), InitChunk elements at a time, each
+// chunk computed by the kernel workers. On a device without data (meta)
+// it writes nothing.
 func (in Init) Write(dst *autograd.Tensor, lo int) {
 	if dst.Device().Kernels() == nil {
 		return
@@ -122,23 +113,32 @@ func (in Init) Write(dst *autograd.Tensor, lo int) {
 		dst.Fill(in.A)
 		return
 	}
+	if dst.DType() == dtype.F32 {
+		writeChunks(in, dst, lo, (*autograd.Tensor).SetFloat32s)
+	} else {
+		writeChunks(in, dst, lo, (*autograd.Tensor).SetFloat64s)
+	}
+}
+
+// writeChunks writes in's values to dst through one host buffer of
+// min(InitChunk, dst.Len()) elements of T, with set.
+func writeChunks[T float32 | float64](in Init, dst *autograd.Tensor, lo int, set func(*autograd.Tensor, []T)) {
 	n := dst.Len()
+	v := make([]T, min(n, InitChunk))
 	if n <= InitChunk {
-		v := make([]float64, n)
-		in.Values(v, lo)
-		dst.SetFloat64s(v)
+		values(in, v, lo)
+		set(dst, v)
 		return
 	}
 	flat := dst.Detach()
 	defer flat.Release()
 	line := flat.Reshape(n)
 	defer line.Release()
-	v := make([]float64, InitChunk)
 	for a := 0; a < n; a += InitChunk {
 		b := min(a+InitChunk, n)
 		part := line.Slice(0, a, b)
-		in.Values(v[:b-a], lo+a)
-		part.SetFloat64s(v[:b-a])
+		values(in, v[:b-a], lo+a)
+		set(part, v[:b-a])
 		part.Release()
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 	"github.com/headroom-ml/headroom/nn"
 )
@@ -94,5 +98,31 @@ func TestInitPinned(t *testing.T) {
 		if s := sum(want); s != pinnedSHA256[r] {
 			t.Errorf("range %d (%+v from %d): reference checksum %s, pinned %s", r, p.in, p.lo, s, pinnedSHA256[r])
 		}
+	}
+}
+
+// TestInitWrite checks Write (chunked, F32 through float32 buffers) against
+// the whole range's Values written in one SetFloat64s, for every float
+// dtype the cpu device holds, from an odd start over several chunks.
+func TestInitWrite(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	defer dev.Close()
+	const n, lo = 3*nn.InitChunk + 5, 7
+	in := nn.Init{Kind: nn.InitNormal, A: 0.1, B: 2, Seed: 5, Stream: 9}
+	v := make([]float64, n)
+	in.Values(v, lo)
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F64, dtype.BF16, dtype.F16} {
+		got := autograd.Param(dev, dt, "got", n)
+		want := autograd.Param(dev, dt, "want", n)
+		in.Write(got, lo)
+		want.SetFloat64s(v)
+		g, w := got.Float64s(), want.Float64s()
+		for i := range w {
+			if math.Float64bits(g[i]) != math.Float64bits(w[i]) {
+				t.Fatalf("%s: element %d written %v, want %v", dt, lo+i, g[i], w[i])
+			}
+		}
+		got.Release()
+		want.Release()
 	}
 }
