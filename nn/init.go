@@ -40,9 +40,12 @@ type Init struct {
 }
 
 // InitChunk is the number of elements the builder computes at a time when
-// it writes initial values: the host scratch of writing an Init is one
-// float64 buffer of InitChunk elements (256 KiB) plus its conversion to
-// the parameter's dtype (at most as large), whatever the parameter's size.
+// it writes initial values, the kernel workers splitting each chunk. The
+// host scratch of writing an Init, whatever the parameter's size, is one
+// chunk buffer in the parameter's dtype for F32 (128 KiB) and F64
+// (256 KiB); for F16 and BF16 a float64 chunk (256 KiB) that SetFloat64s
+// copies and converts (another 256 KiB and 64 KiB). Each worker adds 12 KiB
+// on its goroutine stack (initBatch Philox blocks and their float64 pairs).
 const InitChunk = 1 << 15
 
 // initGrain is the fewest elements Values hands a kernel worker, and
