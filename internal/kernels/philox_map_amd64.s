@@ -58,6 +58,15 @@
 	VMULPD x, p, p \
 	VADDPD c, p, p
 
+// p = ((((c0·x + c1)·x + c2)·x + c3)·x + c4)·x + c5, math.Sincos's order.
+#define POLY6(x, c0, c1, c2, c3, c4, c5, p) \
+	VMULPD c0, x, p \
+	VADDPD c1, p, p \
+	HORNER(x, c2, p) \
+	HORNER(x, c3, p) \
+	HORNER(x, c4, p) \
+	HORNER(x, c5, p)
+
 // func philoxNormal8AVX512(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
 TEXT ·philoxNormal8AVX512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
@@ -142,23 +151,13 @@ loop:
 	VMULPD PI4C, Z2, Z3
 	VSUBPD Z3, Z0, Z0      // z
 	VMULPD Z0, Z0, Z4      // zz
-	VMULPD COS0, Z4, Z6
-	VADDPD COS1, Z6, Z6
-	HORNER(Z4, COS2, Z6)
-	HORNER(Z4, COS3, Z6)
-	HORNER(Z4, COS4, Z6)
-	HORNER(Z4, COS5, Z6)
+	POLY6(Z4, COS0, COS1, COS2, COS3, COS4, COS5, Z6)
 	VMULPD Z4, Z4, Z7
 	VMULPD Z6, Z7, Z6      // zz·zz·P
 	VMULPD HALF, Z4, Z8
 	VSUBPD Z8, Z31, Z8
 	VADDPD Z6, Z8, Z8      // cos
-	VMULPD SIN0, Z4, Z9
-	VADDPD SIN1, Z9, Z9
-	HORNER(Z4, SIN2, Z9)
-	HORNER(Z4, SIN3, Z9)
-	HORNER(Z4, SIN4, Z9)
-	HORNER(Z4, SIN5, Z9)
+	POLY6(Z4, SIN0, SIN1, SIN2, SIN3, SIN4, SIN5, Z9)
 	VMULPD Z4, Z0, Z10
 	VMULPD Z9, Z10, Z9
 	VADDPD Z9, Z0, Z9      // sin
