@@ -3,15 +3,20 @@
 package kernels
 
 // philoxRangeAsm computes the leading blocks of PhiloxRange in assembly
-// when the CPU has AVX-512 and returns how many it wrote (a multiple of
-// 16; 0 without AVX-512).
+// and returns how many it wrote: a multiple of 16 on AVX-512, of 8 on
+// AVX2, 0 without either.
 func philoxRangeAsm(dst [][4]uint32, first uint64, upper [2]uint32, key [2]uint32) int {
-	if !CPU.AVX512 || len(dst) < 16 {
-		return 0
+	switch {
+	case CPU.AVX512 && len(dst) >= 16:
+		n := len(dst) &^ 15
+		philoxBlocks16AVX512(&dst[0], n/16, first, upper[0], upper[1], key[0], key[1])
+		return n
+	case CPU.AVX2FMA && len(dst) >= 8:
+		n := len(dst) &^ 7
+		philoxBlocks8AVX2(&dst[0], n/8, first, upper[0], upper[1], key[0], key[1])
+		return n
 	}
-	n := len(dst) &^ 15
-	philoxBlocks16AVX512(&dst[0], n/16, first, upper[0], upper[1], key[0], key[1])
-	return n
+	return 0
 }
 
 // philoxBlocks16AVX512 writes groups×16 blocks of consecutive counters
@@ -20,3 +25,8 @@ func philoxRangeAsm(dst [][4]uint32, first uint64, upper [2]uint32, key [2]uint3
 //
 //go:noescape
 func philoxBlocks16AVX512(dst *[4]uint32, groups int, first uint64, u0, u1, k0, k1 uint32)
+
+// philoxBlocks8AVX2 is philoxBlocks16AVX512 for AVX2, groups×8 blocks.
+//
+//go:noescape
+func philoxBlocks8AVX2(dst *[4]uint32, groups int, first uint64, u0, u1, k0, k1 uint32)

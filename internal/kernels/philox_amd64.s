@@ -141,3 +141,99 @@ loop:
 	JNZ loop
 	VZEROUPPER
 	RET
+
+// philoxBlocks8AVX2 is philoxBlocks16AVX512 for AVX2: 8 counters per
+// iteration, two groups of four qword lanes (Y0–Y3, Y4–Y7), products and
+// temporaries in Y8–Y11, the multipliers in Y12/Y13 and the running round
+// key in Y14/Y15; the rest comes from memory.
+
+DATA philoxConst<>+0(SB)/4, $0xD2511F53
+DATA philoxConst<>+4(SB)/4, $0xCD9E8D57
+DATA philoxConst<>+8(SB)/4, $0x9E3779B9
+DATA philoxConst<>+12(SB)/4, $0xBB67AE85
+GLOBL philoxConst<>(SB), RODATA|NOPTR, $16
+
+// One round, as ROUND without VPTERNLOGD.
+#define ROUND2(c0, c1, c2, c3, p0, p1) \
+	VPMULUDQ Y12, c0, p0 \
+	VPMULUDQ Y13, c2, p1 \
+	VPSRLQ $32, p1, c0 \
+	VPXOR c1, c0, c0 \
+	VPXOR Y14, c0, c0 \
+	VMOVDQA p1, c1 \
+	VPSRLQ $32, p0, c2 \
+	VPXOR c3, c2, c2 \
+	VPXOR Y15, c2, c2 \
+	VMOVDQA p0, c3
+
+#define ROUNDS2 \
+	ROUND2(Y0, Y1, Y2, Y3, Y8, Y9) \
+	ROUND2(Y4, Y5, Y6, Y7, Y10, Y11) \
+	VPBROADCASTD philoxConst<>+8(SB), Y8 \
+	VPADDD Y8, Y14, Y14 \
+	VPBROADCASTD philoxConst<>+12(SB), Y8 \
+	VPADDD Y8, Y15, Y15
+
+// Store a group's four blocks (64 bytes) at off(DI), with t0, t1.
+#define STORE2(c0, c1, c2, c3, t0, t1, off) \
+	VPSLLQ $32, c1, t0 \
+	VPBLENDD $0xAA, t0, c0, t0 \
+	VPSLLQ $32, c3, t1 \
+	VPBLENDD $0xAA, t1, c2, t1 \
+	VPUNPCKLQDQ t1, t0, c0 \
+	VPUNPCKHQDQ t1, t0, c1 \
+	VPERM2I128 $0x20, c1, c0, c2 \
+	VPERM2I128 $0x31, c1, c0, c3 \
+	VMOVDQU c2, off(DI) \
+	VMOVDQU c3, off+32(DI)
+
+// Counter words 0 and 1 of a group: first (AX) + lanes, its high half.
+#define COUNTERS2(c0, c1, lanes) \
+	VMOVQ AX, X8 \
+	VPBROADCASTQ X8, c0 \
+	VPADDQ lanes, c0, c0 \
+	VPSRLQ $32, c0, c1
+
+// func philoxBlocks8AVX2(dst *[4]uint32, groups int, first uint64, u0, u1, k0, k1 uint32)
+TEXT ·philoxBlocks8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ groups+8(FP), CX
+	MOVQ first+16(FP), AX
+	VPBROADCASTD philoxConst<>+0(SB), Y12
+	VPBROADCASTD philoxConst<>+4(SB), Y13
+	MOVL u0+24(FP), R10
+	MOVL u1+28(FP), R11
+	MOVL k0+32(FP), R12
+	MOVL k1+36(FP), R13
+
+loop2:
+	COUNTERS2(Y0, Y1, philoxIota<>+0(SB))
+	COUNTERS2(Y4, Y5, philoxIota<>+32(SB))
+	VMOVD R10, X2
+	VPBROADCASTD X2, Y2
+	VMOVD R11, X3
+	VPBROADCASTD X3, Y3
+	VMOVDQA Y2, Y6
+	VMOVDQA Y3, Y7
+	VMOVD R12, X14
+	VPBROADCASTD X14, Y14
+	VMOVD R13, X15
+	VPBROADCASTD X15, Y15
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	ROUNDS2
+	STORE2(Y0, Y1, Y2, Y3, Y8, Y9, 0)
+	STORE2(Y4, Y5, Y6, Y7, Y10, Y11, 64)
+	ADDQ $8, AX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loop2
+	VZEROUPPER
+	RET

@@ -134,8 +134,8 @@ func TestDropoutStrided(t *testing.T) {
 	}
 }
 
-// TestPhiloxRange checks PhiloxRange on every path (AVX-512 where the CPU
-// has it, then Go) against Philox4x32 block by block: lengths around the
+// TestPhiloxRange checks PhiloxRange on every path (AVX-512 and AVX2 where
+// the CPU has them, then Go) against Philox4x32 block by block: lengths around the
 // 16-block groups, counters whose low word carries into the high word
 // mid-range, and a range wrapping 2⁶⁴.
 func TestPhiloxRange(t *testing.T) {
@@ -143,9 +143,9 @@ func TestPhiloxRange(t *testing.T) {
 	defer func() { CPU = saved }()
 	rng := rand.New(rand.NewPCG(5, 6))
 	firsts := []uint64{0, 1<<32 - 21, ^uint64(0) - 30, rng.Uint64()}
-	for _, path := range []Features{saved, {}} {
+	for _, path := range []Features{saved, {AVX2FMA: saved.AVX2FMA}, {}} {
 		CPU = path
-		for _, n := range []int{0, 1, 15, 16, 17, 47, 48, 100} {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 47, 48, 100} {
 			for _, first := range firsts {
 				upper := [2]uint32{rng.Uint32(), rng.Uint32()}
 				key := [2]uint32{rng.Uint32(), rng.Uint32()}
@@ -168,12 +168,18 @@ func TestPhiloxRange(t *testing.T) {
 }
 
 // BenchmarkPhiloxRange times 4096 blocks (64 KiB of words) by PhiloxRange
-// ("asm" where the CPU has AVX-512), its Go twin ("go") and one
-// Philox4x32 call a block ("scalar").
+// on the CPU's widest path ("asm") and on AVX2 ("avx2"), its Go twin
+// ("go") and one Philox4x32 call a block ("scalar").
 func BenchmarkPhiloxRange(b *testing.B) {
 	dst := make([][4]uint32, 4096)
 	key := [2]uint32{1, 2}
-	for _, path := range []string{"scalar", "go", "asm"} {
+	saved := CPU
+	defer func() { CPU = saved }()
+	for _, path := range []string{"scalar", "go", "avx2", "asm"} {
+		CPU = saved
+		if path == "avx2" {
+			CPU = Features{AVX2FMA: saved.AVX2FMA}
+		}
 		b.Run(path, func(b *testing.B) {
 			b.SetBytes(int64(16 * len(dst)))
 			for range b.N {
