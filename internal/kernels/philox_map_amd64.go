@@ -4,24 +4,34 @@ package kernels
 
 import "math"
 
-// philoxNormalAsm maps the leading blocks of PhiloxNormal in assembly when
-// the CPU has AVX-512 and returns how many it mapped (a multiple of 8; 0
-// without AVX-512). It runs only where math.Log is the amd64 assembly and
+// philoxNormalAsm maps the leading blocks of PhiloxNormal in assembly and
+// returns how many it mapped: a multiple of 8 on AVX-512, of 4 on AVX2, 0
+// without either. It runs only where math.Log is the amd64 assembly and
 // the compiler does not fuse math.Sincos's multiply-adds (below
 // GOAMD64=v3), the operations philox_map_amd64.s repeats.
 func philoxNormalAsm(dst []float64, blocks [][4]uint32, mean, std float64) int {
-	if !CPU.AVX512 || len(blocks) < 8 {
-		return 0
+	switch {
+	case CPU.AVX512 && len(blocks) >= 8:
+		n := len(blocks) &^ 7
+		philoxNormal8AVX512(&dst[0], &blocks[0], n/8, mean, std, &normalConsts)
+		return n
+	case CPU.AVX2FMA && len(blocks) >= 4:
+		n := len(blocks) &^ 3
+		philoxNormal4AVX2(&dst[0], &blocks[0], n/4, mean, std, &normalConsts)
+		return n
 	}
-	n := len(blocks) &^ 7
-	philoxNormal8AVX512(&dst[0], &blocks[0], n/8, mean, std, &normalConsts)
-	return n
+	return 0
 }
 
 // philoxNormal8AVX512 maps groups×8 blocks to dst (philox_map_amd64.s).
 //
 //go:noescape
 func philoxNormal8AVX512(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
+
+// philoxNormal4AVX2 is philoxNormal8AVX512 for AVX2, groups×4 blocks.
+//
+//go:noescape
+func philoxNormal4AVX2(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
 
 // normalConsts holds the assembly's constants, each in all eight lanes of
 // a 64-byte row (offset 64·row), or a lane table. The polynomial
@@ -49,6 +59,8 @@ var normalConsts = func() (c [normalConstCount][8]uint64) {
 		}
 	}
 	for l := range 8 {
+		c[normalTwo52][l] = math.Float64bits(0x1p52)
+		c[normalTwo52+1][l] = math.Float64bits(1022)
 		c[normalEven][l] = uint64(2 * l)               // words 0,1 of blocks 0–7
 		c[normalEven+1][l] = uint64(2*l + 1)           // words 2,3
 		c[normalEven+2][l] = uint64(l/2 + 8*(l%2))     // interleave, low half
@@ -57,8 +69,11 @@ var normalConsts = func() (c [normalConstCount][8]uint64) {
 	return c
 }()
 
-// normalEven is the row of the first lane table, normalConstCount the rows.
+// normalEven is the row of the first lane table, normalTwo52 that of 2⁵²
+// and 1022 (float64, for the AVX2 path's exact integer conversions),
+// normalConstCount the rows.
 const (
 	normalEven       = 38
-	normalConstCount = normalEven + 4
+	normalTwo52      = normalEven + 4
+	normalConstCount = normalTwo52 + 2
 )

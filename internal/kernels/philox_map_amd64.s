@@ -184,3 +184,147 @@ loop:
 	JNZ loop
 	VZEROUPPER
 	RET
+
+// The AVX2 path: four blocks per iteration, one per ymm lane, the same
+// operations as above. AVX2 lacks the qword conversions, masks and VPROLQ:
+// integers below 2⁵³ become float64 exactly through 2⁵² (TWO52), masks
+// are lanes of ones (VCMPPD, VPCMPEQQ) applied by VBLENDVPD and VANDPD, and
+// the word swap is VPSHUFD.
+#define TWO52 2688(R9)
+#define F1022 2752(R9)
+
+// m (an integer below 2⁵³ in each qword) = float64(m), with t and h:
+// its low 52 bits through 2⁵², plus 2⁵² where bit 52 is set; exact.
+#define U53TOF(m, t, h) \
+	VPAND MANT, m, t \
+	VPOR TWO52, t, t \
+	VSUBPD TWO52, t, t \
+	VPSRLQ $52, m, h \
+	VPCMPEQQ INT1, h, h \
+	VPAND TWO52, h, h \
+	VADDPD h, t, m
+
+// func philoxNormal4AVX2(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
+TEXT ·philoxNormal4AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ blocks+8(FP), SI
+	MOVQ groups+16(FP), CX
+	VBROADCASTSD mean+24(FP), Y14
+	VBROADCASTSD std+32(FP), Y13
+	MOVQ c+40(FP), R9
+	VMOVUPD ONE, Y15
+
+loop4:
+	// u₁ (Y2) and u₂ (Y0).
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y1
+	VPSHUFD $0xB1, Y0, Y0
+	VPSHUFD $0xB1, Y1, Y1
+	VPUNPCKLQDQ Y1, Y0, Y2
+	VPUNPCKHQDQ Y1, Y0, Y0
+	VPERMQ $0xD8, Y2, Y2
+	VPERMQ $0xD8, Y0, Y0
+	VPSRLQ $11, Y2, Y2
+	VPSRLQ $11, Y0, Y0
+	U53TOF(Y2, Y3, Y4)
+	U53TOF(Y0, Y3, Y4)
+	VMULPD P53, Y2, Y2
+	VMULPD P53, Y0, Y0
+
+	// log(1 − u₁) into Y5, then r.
+	VSUBPD Y2, Y15, Y3
+	VPAND MANT, Y3, Y4
+	VPOR HALF, Y4, Y4      // f1
+	VPSRLQ $52, Y3, Y5
+	VPOR TWO52, Y5, Y5
+	VSUBPD TWO52, Y5, Y5
+	VSUBPD F1022, Y5, Y5   // k
+	VCMPPD $2, HSQRT2, Y4, Y6
+	VANDPD Y15, Y6, Y7
+	VSUBPD Y7, Y5, Y5      // k −= 1 where f1 ≤ √2/2
+	VADDPD Y4, Y4, Y7
+	VBLENDVPD Y6, Y7, Y4, Y4 // f1 ·= 2 there
+	VSUBPD Y15, Y4, Y4     // f
+	VADDPD TWO, Y4, Y6
+	VDIVPD Y6, Y4, Y6      // s
+	VMULPD Y6, Y6, Y7      // s2
+	VMULPD Y7, Y7, Y8      // s4
+	VMULPD L7, Y8, Y9
+	VADDPD L5, Y9, Y9
+	HORNER(Y8, L3, Y9)
+	HORNER(Y8, L1, Y9)
+	VMULPD Y9, Y7, Y9      // t1
+	VMULPD L6, Y8, Y10
+	VADDPD L4, Y10, Y10
+	HORNER(Y8, L2, Y10)
+	VMULPD Y8, Y10, Y10    // t2
+	VADDPD Y10, Y9, Y9
+	VMULPD HALF, Y4, Y10
+	VMULPD Y4, Y10, Y10    // hfsq
+	VADDPD Y10, Y9, Y9
+	VMULPD Y9, Y6, Y6
+	VMULPD LN2LO, Y5, Y11
+	VADDPD Y11, Y6, Y6
+	VSUBPD Y6, Y10, Y10
+	VSUBPD Y4, Y10, Y10
+	VMULPD LN2HI, Y5, Y5
+	VSUBPD Y10, Y5, Y5     // log
+	VMULPD MINUS2, Y5, Y5
+	VSQRTPD Y5, Y5         // r
+
+	// sincos(2π·u₂): octant masks Y3 (j&4) and Y1 (j&2), z in Y0.
+	VMULPD TWOPI, Y0, Y0
+	VMULPD FOUROVERPI, Y0, Y1
+	VCVTTPD2DQY Y1, X1
+	VPMOVSXDQ X1, Y1
+	VPAND INT1, Y1, Y2
+	VPADDQ Y2, Y1, Y1
+	VPOR TWO52, Y1, Y2
+	VSUBPD TWO52, Y2, Y2   // y
+	VPAND INT4, Y1, Y3
+	VPCMPEQQ INT4, Y3, Y3
+	VPAND INT2, Y1, Y1
+	VPCMPEQQ INT2, Y1, Y1
+	VMULPD PI4A, Y2, Y4
+	VSUBPD Y4, Y0, Y0
+	VMULPD PI4B, Y2, Y4
+	VSUBPD Y4, Y0, Y0
+	VMULPD PI4C, Y2, Y4
+	VSUBPD Y4, Y0, Y0      // z
+	VMULPD Y0, Y0, Y4      // zz
+	POLY6(Y4, COS0, COS1, COS2, COS3, COS4, COS5, Y6)
+	VMULPD Y4, Y4, Y7
+	VMULPD Y6, Y7, Y6
+	VMULPD HALF, Y4, Y8
+	VSUBPD Y8, Y15, Y8
+	VADDPD Y6, Y8, Y8      // cos
+	POLY6(Y4, SIN0, SIN1, SIN2, SIN3, SIN4, SIN5, Y9)
+	VMULPD Y4, Y0, Y10
+	VMULPD Y9, Y10, Y9
+	VADDPD Y9, Y0, Y9      // sin
+	VBLENDVPD Y1, Y9, Y8, Y10 // cos after the swap
+	VBLENDVPD Y1, Y8, Y9, Y11 // sin after the swap
+	VPXOR Y1, Y3, Y1
+	VANDPD SIGN, Y1, Y1
+	VXORPD Y1, Y10, Y10
+	VANDPD SIGN, Y3, Y3
+	VXORPD Y3, Y11, Y11
+
+	// mean + std·r·cos, mean + std·r·sin, interleaved.
+	VMULPD Y5, Y13, Y5
+	VMULPD Y10, Y5, Y10
+	VMULPD Y11, Y5, Y11
+	VADDPD Y10, Y14, Y10
+	VADDPD Y11, Y14, Y11
+	VPUNPCKLQDQ Y11, Y10, Y0
+	VPUNPCKHQDQ Y11, Y10, Y1
+	VPERM2I128 $0x20, Y1, Y0, Y2
+	VPERM2I128 $0x31, Y1, Y0, Y3
+	VMOVDQU Y2, 0(DI)
+	VMOVDQU Y3, 32(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loop4
+	VZEROUPPER
+	RET

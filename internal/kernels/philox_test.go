@@ -205,8 +205,8 @@ func blockOf(rng *rand.Rand, m1, m2 uint64) [4]uint32 {
 	return [4]uint32{uint32(v1 >> 32), uint32(v1), uint32(v2 >> 32), uint32(v2)}
 }
 
-// TestPhiloxNormal checks PhiloxNormal (AVX-512 where the CPU has it)
-// against its Go twin (math.Log, math.Sincos) bit for bit, on random
+// TestPhiloxNormal checks PhiloxNormal (AVX-512 and AVX2 where the CPU
+// has them) against its Go twin (math.Log, math.Sincos) bit for bit, on random
 // blocks and on edges: u₁ = 0 and its largest value, 1−u₁ at and around
 // √2/2 (the frexp adjustment of math.Log), u₂ at and around every octant
 // k/8 of the circle, counts that are not multiples of 8.
@@ -227,7 +227,18 @@ func TestPhiloxNormal(t *testing.T) {
 	for range 1 << 16 {
 		blocks = append(blocks, [4]uint32{rng.Uint32(), rng.Uint32(), rng.Uint32(), rng.Uint32()})
 	}
-	for _, n := range []int{len(blocks), len(blocks) - 3, 7, 9} {
+	saved := CPU
+	defer func() { CPU = saved }()
+	for _, path := range []Features{saved, {AVX2FMA: saved.AVX2FMA}} {
+		CPU = path
+		checkNormal(t, blocks)
+	}
+}
+
+// checkNormal compares PhiloxNormal on the current path with its Go twin.
+func checkNormal(t *testing.T, blocks [][4]uint32) {
+	t.Helper()
+	for _, n := range []int{len(blocks), len(blocks) - 3, 3, 7, 9} {
 		for _, ms := range [][2]float64{{0, 1}, {0.5, 0.02}, {-3, 7}} {
 			got := make([]float64, 2*n+1)
 			got[2*n] = 42 // guard
@@ -237,7 +248,7 @@ func TestPhiloxNormal(t *testing.T) {
 			for i := range want {
 				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
 					w := blocks[i/2]
-					t.Fatalf("path %q, mean %g std %g: element %d (u1 %v, u2 %v) is %v, Go %v", CPU.Path(), ms[0], ms[1], i,
+					t.Fatalf("path %q, %d blocks, mean %g std %g: element %d (u1 %v, u2 %v) is %v, Go %v", CPU.Path(), n, ms[0], ms[1], i,
 						Uniform53(w[0], w[1]), Uniform53(w[2], w[3]), got[i], want[i])
 				}
 			}
