@@ -67,6 +67,56 @@
 	HORNER(x, c4, p) \
 	HORNER(x, c5, p)
 
+// log(x) into k from f = f1 − 1 and k, math.Log's tail, with s, s2, s4,
+// t1, t2, t for s = f/(2+f), its powers and the two polynomials.
+#define LOGTAIL(f, k, s, s2, s4, t1, t2, t) \
+	VADDPD TWO, f, s \
+	VDIVPD s, f, s \
+	VMULPD s, s, s2 \
+	VMULPD s2, s2, s4 \
+	VMULPD L7, s4, t1 \
+	VADDPD L5, t1, t1 \
+	HORNER(s4, L3, t1) \
+	HORNER(s4, L1, t1) \
+	VMULPD t1, s2, t1 \
+	VMULPD L6, s4, t2 \
+	VADDPD L4, t2, t2 \
+	HORNER(s4, L2, t2) \
+	VMULPD s4, t2, t2 \
+	VADDPD t2, t1, t1 \
+	VMULPD HALF, f, t2 \
+	VMULPD f, t2, t2 \
+	VADDPD t2, t1, t1 \
+	VMULPD t1, s, s \
+	VMULPD LN2LO, k, t \
+	VADDPD t, s, s \
+	VSUBPD s, t2, t2 \
+	VSUBPD f, t2, t2 \
+	VMULPD LN2HI, k, k \
+	VSUBPD t2, k, k
+
+// cos into c and sin into s of x (in z, reduced in place) with octant y
+// (float), math.Sincos's reduction and polynomials, before the swap and
+// signs; zz and t are temporaries, one holds 1.
+#define SINCOSTAIL(z, y, zz, c, s, t, one) \
+	VMULPD PI4A, y, t \
+	VSUBPD t, z, z \
+	VMULPD PI4B, y, t \
+	VSUBPD t, z, z \
+	VMULPD PI4C, y, t \
+	VSUBPD t, z, z \
+	VMULPD z, z, zz \
+	POLY6(zz, COS0, COS1, COS2, COS3, COS4, COS5, t) \
+	VMULPD zz, zz, c \
+	VMULPD t, c, t \
+	VMULPD HALF, zz, c \
+	VSUBPD c, one, c \
+	VADDPD t, c, c \
+	POLY6(zz, SIN0, SIN1, SIN2, SIN3, SIN4, SIN5, s) \
+	VMULPD zz, z, t \
+	VMULPD s, t, s \
+	VADDPD s, z, s
+
 // func philoxNormal8AVX512(dst *float64, blocks *[4]uint32, groups int, mean, std float64, c *[normalConstCount][8]uint64)
 TEXT ·philoxNormal8AVX512(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
@@ -108,30 +158,7 @@ loop:
 	VSUBPD Z31, Z5, K1, Z5 // k −= 1 where f1 ≤ √2/2
 	VADDPD Z4, Z4, K1, Z4  // f1 ·= 2 there
 	VSUBPD Z31, Z4, Z4     // f
-	VADDPD TWO, Z4, Z6
-	VDIVPD Z6, Z4, Z6      // s = f/(2+f)
-	VMULPD Z6, Z6, Z7      // s2
-	VMULPD Z7, Z7, Z8      // s4
-	VMULPD L7, Z8, Z9
-	VADDPD L5, Z9, Z9
-	HORNER(Z8, L3, Z9)
-	HORNER(Z8, L1, Z9)
-	VMULPD Z9, Z7, Z9      // t1
-	VMULPD L6, Z8, Z10
-	VADDPD L4, Z10, Z10
-	HORNER(Z8, L2, Z10)
-	VMULPD Z8, Z10, Z10    // t2
-	VADDPD Z10, Z9, Z9     // R
-	VMULPD HALF, Z4, Z10
-	VMULPD Z4, Z10, Z10    // hfsq
-	VADDPD Z10, Z9, Z9     // hfsq + R
-	VMULPD Z9, Z6, Z6      // s·(hfsq+R)
-	VMULPD LN2LO, Z5, Z11
-	VADDPD Z11, Z6, Z6
-	VSUBPD Z6, Z10, Z10
-	VSUBPD Z4, Z10, Z10
-	VMULPD LN2HI, Z5, Z5
-	VSUBPD Z10, Z5, Z5     // log(x)
+	LOGTAIL(Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	VMULPD MINUS2, Z5, Z5
 	VSQRTPD Z5, Z5         // r
 
@@ -144,23 +171,7 @@ loop:
 	VCVTQQ2PD Z1, Z2       // y
 	VPTESTMQ INT4, Z1, K2  // j&4: both signs flip
 	VPTESTMQ INT2, Z1, K3  // j&2: swap, cos sign flips
-	VMULPD PI4A, Z2, Z3
-	VSUBPD Z3, Z0, Z0
-	VMULPD PI4B, Z2, Z3
-	VSUBPD Z3, Z0, Z0
-	VMULPD PI4C, Z2, Z3
-	VSUBPD Z3, Z0, Z0      // z
-	VMULPD Z0, Z0, Z4      // zz
-	POLY6(Z4, COS0, COS1, COS2, COS3, COS4, COS5, Z6)
-	VMULPD Z4, Z4, Z7
-	VMULPD Z6, Z7, Z6      // zz·zz·P
-	VMULPD HALF, Z4, Z8
-	VSUBPD Z8, Z31, Z8
-	VADDPD Z6, Z8, Z8      // cos
-	POLY6(Z4, SIN0, SIN1, SIN2, SIN3, SIN4, SIN5, Z9)
-	VMULPD Z4, Z0, Z10
-	VMULPD Z9, Z10, Z9
-	VADDPD Z9, Z0, Z9      // sin
+	SINCOSTAIL(Z0, Z2, Z4, Z8, Z9, Z3, Z31)
 	VBLENDMPD Z9, Z8, K3, Z10 // cos after the swap
 	VBLENDMPD Z8, Z9, K3, Z11 // sin after the swap
 	KXORB K2, K3, K4
@@ -245,30 +256,7 @@ loop4:
 	VADDPD Y4, Y4, Y7
 	VBLENDVPD Y6, Y7, Y4, Y4 // f1 ·= 2 there
 	VSUBPD Y15, Y4, Y4     // f
-	VADDPD TWO, Y4, Y6
-	VDIVPD Y6, Y4, Y6      // s
-	VMULPD Y6, Y6, Y7      // s2
-	VMULPD Y7, Y7, Y8      // s4
-	VMULPD L7, Y8, Y9
-	VADDPD L5, Y9, Y9
-	HORNER(Y8, L3, Y9)
-	HORNER(Y8, L1, Y9)
-	VMULPD Y9, Y7, Y9      // t1
-	VMULPD L6, Y8, Y10
-	VADDPD L4, Y10, Y10
-	HORNER(Y8, L2, Y10)
-	VMULPD Y8, Y10, Y10    // t2
-	VADDPD Y10, Y9, Y9
-	VMULPD HALF, Y4, Y10
-	VMULPD Y4, Y10, Y10    // hfsq
-	VADDPD Y10, Y9, Y9
-	VMULPD Y9, Y6, Y6
-	VMULPD LN2LO, Y5, Y11
-	VADDPD Y11, Y6, Y6
-	VSUBPD Y6, Y10, Y10
-	VSUBPD Y4, Y10, Y10
-	VMULPD LN2HI, Y5, Y5
-	VSUBPD Y10, Y5, Y5     // log
+	LOGTAIL(Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11)
 	VMULPD MINUS2, Y5, Y5
 	VSQRTPD Y5, Y5         // r
 
@@ -285,23 +273,7 @@ loop4:
 	VPCMPEQQ INT4, Y3, Y3
 	VPAND INT2, Y1, Y1
 	VPCMPEQQ INT2, Y1, Y1
-	VMULPD PI4A, Y2, Y4
-	VSUBPD Y4, Y0, Y0
-	VMULPD PI4B, Y2, Y4
-	VSUBPD Y4, Y0, Y0
-	VMULPD PI4C, Y2, Y4
-	VSUBPD Y4, Y0, Y0      // z
-	VMULPD Y0, Y0, Y4      // zz
-	POLY6(Y4, COS0, COS1, COS2, COS3, COS4, COS5, Y6)
-	VMULPD Y4, Y4, Y7
-	VMULPD Y6, Y7, Y6
-	VMULPD HALF, Y4, Y8
-	VSUBPD Y8, Y15, Y8
-	VADDPD Y6, Y8, Y8      // cos
-	POLY6(Y4, SIN0, SIN1, SIN2, SIN3, SIN4, SIN5, Y9)
-	VMULPD Y4, Y0, Y10
-	VMULPD Y9, Y10, Y9
-	VADDPD Y9, Y0, Y9      // sin
+	SINCOSTAIL(Y0, Y2, Y4, Y8, Y9, Y6, Y15)
 	VBLENDVPD Y1, Y9, Y8, Y10 // cos after the swap
 	VBLENDVPD Y1, Y8, Y9, Y11 // sin after the swap
 	VPXOR Y1, Y3, Y1
