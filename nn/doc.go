@@ -28,9 +28,15 @@
 // alone: NewDeferredBuilder builds a model's whole structure without
 // parameter storage, and a data-parallel rank (parallel.DDPConfig.Builder)
 // writes only its shard of it, with the values an ordinary build gives.
-// Writing values costs InitChunk (32768) float64 elements of host scratch
-// at a time, 256 KiB plus their conversion to the parameter's dtype,
-// whatever the parameter's size.
+// Writing values costs one host buffer of InitChunk (32768) elements at a
+// time, whatever the parameter's size: 128 KiB for F32 parameters, 256 KiB
+// for F64, 256 KiB plus SetFloat64s's copy and conversion (320 KiB) for
+// F16 and BF16. The kernel workers (internal/kernels ParallelFor) split
+// each chunk; each worker adds a fixed 12 KiB on its own stack (256 Philox
+// blocks and their float64 pairs). The values do not depend on the split
+// nor on the instruction set: on AVX-512 the Philox rounds run 16 counters
+// at a time and the Box–Muller map repeats math.Log's and math.Sincos's
+// operations in eight lanes, bit for bit the scalar Go code's results.
 //
 // Layer constructors panic with *autograd.Error on arguments that do not
 // fit; model constructors (NewGPT, NewResNet and the presets) return an

@@ -2,9 +2,9 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
@@ -40,50 +40,71 @@ type Init struct {
 }
 
 // InitChunk is the number of elements the builder computes at a time when
-// it writes initial values: the host scratch of writing an Init is one
-// float64 buffer of InitChunk elements (256 KiB) plus its conversion to
-// the parameter's dtype (at most as large), whatever the parameter's size.
+// it writes initial values, the kernel workers splitting each chunk. The
+// host scratch of writing an Init, whatever the parameter's size, is one
+// chunk buffer in the parameter's dtype for F32 (128 KiB) and F64
+// (256 KiB); for F16 and BF16 a float64 chunk (256 KiB) that SetFloat64s
+// copies and converts (another 256 KiB and 64 KiB). Each worker adds 12 KiB
+// on its goroutine stack (initBatch Philox blocks and their float64 pairs).
 const InitChunk = 1 << 15
 
-// Values writes elements [lo, lo+len(dst)) of the record's values to dst.
-func (in Init) Values(dst []float64, lo int) {
+// initGrain is the fewest elements Values hands a kernel worker, and
+// initBatch the Philox blocks (pairs) a worker draws at a time: a 4 KiB
+// block array and an 8 KiB float64 array on its stack.
+const (
+	initGrain = 4096
+	initBatch = 256
+)
+
+// Values writes elements [lo, lo+len(dst)) of the record's values to dst,
+// the range split across the kernel workers (each element is a pure
+// function of its index, so the split does not change the values).
+func (in Init) Values(dst []float64, lo int) { values(in, dst, lo) }
+
+// values is Values writing into float64 or float32 (rounded on writing).
+func values[T float32 | float64](in Init, dst []T, lo int) {
 	if in.Kind == InitFill {
 		for i := range dst {
-			dst[i] = in.A
+			dst[i] = T(in.A)
 		}
 		return
 	}
-	for k := 0; k < len(dst); {
-		j := uint64(lo+k) / 2
-		pair := in.pair(j)
-		for ; k < len(dst) && uint64(lo+k)/2 == j; k++ {
-			dst[k] = pair[(lo+k)%2]
+	kernels.ParallelFor(len(dst), initGrain, func(a, b int) { valuesRange(in, dst[a:b], lo+a) })
+}
+
+// valuesRange is values on one worker: the pairs covering the range,
+// initBatch at a time, the halves of split pairs at its ends dropped.
+func valuesRange[T float32 | float64](in Init, dst []T, lo int) {
+	var blocks [initBatch][4]uint32
+	var pairs [2 * initBatch]float64
+	end := lo + len(dst)
+	for e := lo; e < end; {
+		j := uint64(e) / 2
+		m := min(initBatch, int(uint64(end-1)/2-j)+1)
+		kernels.PhiloxRange(blocks[:m], j, in.upper(), in.key())
+		if in.Kind == InitUniform {
+			kernels.PhiloxUniform(pairs[:2*m], blocks[:m], in.A, in.B)
+		} else {
+			kernels.PhiloxNormal(pairs[:2*m], blocks[:m], in.A, in.B)
 		}
+		off := e % 2
+		cnt := min(2*m-off, end-e)
+		for i, v := range pairs[off : off+cnt] {
+			dst[e-lo+i] = T(v)
+		}
+		e += cnt
 	}
 }
 
-// pair returns elements 2j and 2j+1.
-func (in Init) pair(j uint64) [2]float64 {
-	w := kernels.Philox4x32([4]uint32{uint32(j), uint32(j >> 32), uint32(in.Stream), uint32(in.Stream >> 32)},
-		[2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)})
-	u1, u2 := uniform53(w[0], w[1]), uniform53(w[2], w[3])
-	if in.Kind == InitUniform {
-		return [2]float64{in.A + (in.B-in.A)*u1, in.A + (in.B-in.A)*u2}
-	}
-	r := math.Sqrt(-2 * math.Log(1-u1))
-	s, c := math.Sincos(2 * math.Pi * u2)
-	return [2]float64{in.A + in.B*r*c, in.A + in.B*r*s}
-}
-
-// uniform53 maps two random words to a float64 in [0, 1) from their top
-// 53 bits: ((hi·2³² + lo) >> 11) · 2⁻⁵³, which a float64 holds exactly.
-func uniform53(hi, lo uint32) float64 {
-	return float64((uint64(hi)<<32|uint64(lo))>>11) * 0x1p-53
-}
+// upper returns Philox counter words 2 and 3 (the stream), key the key
+// (the seed).
+func (in Init) upper() [2]uint32 { return [2]uint32{uint32(in.Stream), uint32(in.Stream >> 32)} }
+func (in Init) key() [2]uint32   { return [2]uint32{uint32(in.Seed), uint32(in.Seed >> 32)} }
 
 // Write writes elements [lo, lo+dst.Len()) of the record's values into
-// dst (contiguous; any float dtype), InitChunk elements at a time. On a
-// device without data (meta) it writes nothing.
+// dst (contiguous; any float dtype), InitChunk elements at a time, each
+// chunk computed by the kernel workers. On a device without data (meta)
+// it writes nothing.
 func (in Init) Write(dst *autograd.Tensor, lo int) {
 	if dst.Device().Kernels() == nil {
 		return
@@ -95,23 +116,32 @@ func (in Init) Write(dst *autograd.Tensor, lo int) {
 		dst.Fill(in.A)
 		return
 	}
+	if dst.DType() == dtype.F32 {
+		writeChunks(in, dst, lo, (*autograd.Tensor).SetFloat32s)
+	} else {
+		writeChunks(in, dst, lo, (*autograd.Tensor).SetFloat64s)
+	}
+}
+
+// writeChunks writes in's values to dst through one host buffer of
+// min(InitChunk, dst.Len()) elements of T, with set.
+func writeChunks[T float32 | float64](in Init, dst *autograd.Tensor, lo int, set func(*autograd.Tensor, []T)) {
 	n := dst.Len()
+	v := make([]T, min(n, InitChunk))
 	if n <= InitChunk {
-		v := make([]float64, n)
-		in.Values(v, lo)
-		dst.SetFloat64s(v)
+		values(in, v, lo)
+		set(dst, v)
 		return
 	}
 	flat := dst.Detach()
 	defer flat.Release()
 	line := flat.Reshape(n)
 	defer line.Release()
-	v := make([]float64, InitChunk)
 	for a := 0; a < n; a += InitChunk {
 		b := min(a+InitChunk, n)
 		part := line.Slice(0, a, b)
-		in.Values(v[:b-a], lo+a)
-		part.SetFloat64s(v[:b-a])
+		values(in, v[:b-a], lo+a)
+		set(part, v[:b-a])
 		part.Release()
 	}
 }

@@ -36,6 +36,33 @@ func philoxRounds(r int, c [4]uint32, k [2]uint32) [4]uint32 {
 	return c
 }
 
+// PhiloxRange writes dst[b] = Philox4x32(counter, key) for the counters
+// first+b in words 0 (low) and 1 (high) and upper in words 2 and 3: the
+// blocks of len(dst) consecutive counters, eight or sixteen at a time on
+// AVX-512, bit for bit what Philox4x32 gives each.
+func PhiloxRange(dst [][4]uint32, first uint64, upper [2]uint32, key [2]uint32) {
+	n := philoxRangeAsm(dst, first, upper, key)
+	philoxRangeGo(dst[n:], first+uint64(n), upper, key)
+}
+
+// philoxRangeGo is PhiloxRange in Go, one block at a time with the rounds
+// on four scalar words (the twin of the assembly).
+func philoxRangeGo(dst [][4]uint32, first uint64, upper [2]uint32, key [2]uint32) {
+	for b := range dst {
+		c := first + uint64(b)
+		c0, c1, c2, c3 := uint32(c), uint32(c>>32), upper[0], upper[1]
+		k0, k1 := key[0], key[1]
+		for range 10 {
+			p0 := uint64(philoxM0) * uint64(c0)
+			p1 := uint64(philoxM1) * uint64(c2)
+			c0, c1, c2, c3 = uint32(p1>>32)^c1^k0, uint32(p1), uint32(p0>>32)^c3^k1, uint32(p0)
+			k0 += philoxW0
+			k1 += philoxW1
+		}
+		dst[b] = [4]uint32{c0, c1, c2, c3}
+	}
+}
+
 // Uniform24 maps a random word to a float in [0, 1) using its top 24 bits,
 // which a float32 represents exactly: (w >> 8) · 2⁻²⁴.
 func Uniform24(w uint32) float32 {

@@ -133,3 +133,128 @@ func TestDropoutStrided(t *testing.T) {
 		}
 	}
 }
+
+// TestPhiloxRange checks PhiloxRange on every path (AVX-512 and AVX2 where
+// the CPU has them, then Go) against Philox4x32 block by block: lengths around the
+// 16-block groups, counters whose low word carries into the high word
+// mid-range, and a range wrapping 2⁶⁴.
+func TestPhiloxRange(t *testing.T) {
+	saved := CPU
+	defer func() { CPU = saved }()
+	rng := rand.New(rand.NewPCG(5, 6))
+	firsts := []uint64{0, 1<<32 - 21, ^uint64(0) - 30, rng.Uint64()}
+	for _, path := range []Features{saved, {AVX2FMA: saved.AVX2FMA}, {}} {
+		CPU = path
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 47, 48, 100} {
+			for _, first := range firsts {
+				upper := [2]uint32{rng.Uint32(), rng.Uint32()}
+				key := [2]uint32{rng.Uint32(), rng.Uint32()}
+				dst := make([][4]uint32, n+1)
+				dst[n] = [4]uint32{1, 2, 3, 4} // guard: must stay
+				PhiloxRange(dst[:n], first, upper, key)
+				for b := range n {
+					c := first + uint64(b)
+					want := Philox4x32([4]uint32{uint32(c), uint32(c >> 32), upper[0], upper[1]}, key)
+					if dst[b] != want {
+						t.Fatalf("path %q, n %d, first %#x: block %d is %08x, want %08x", path.Path(), n, first, b, dst[b], want)
+					}
+				}
+				if dst[n] != [4]uint32{1, 2, 3, 4} {
+					t.Fatalf("path %q, n %d: wrote past the end", path.Path(), n)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPhiloxRange times 4096 blocks (64 KiB of words) by PhiloxRange
+// on the CPU's widest path ("asm") and on AVX2 ("avx2"), its Go twin
+// ("go") and one Philox4x32 call a block ("scalar").
+func BenchmarkPhiloxRange(b *testing.B) {
+	dst := make([][4]uint32, 4096)
+	key := [2]uint32{1, 2}
+	saved := CPU
+	defer func() { CPU = saved }()
+	for _, path := range []string{"scalar", "go", "avx2", "asm"} {
+		CPU = saved
+		if path == "avx2" {
+			CPU = Features{AVX2FMA: saved.AVX2FMA}
+		}
+		b.Run(path, func(b *testing.B) {
+			b.SetBytes(int64(16 * len(dst)))
+			for range b.N {
+				switch path {
+				case "scalar":
+					for i := range dst {
+						dst[i] = Philox4x32([4]uint32{uint32(i), 0, 3, 0}, key)
+					}
+				case "go":
+					philoxRangeGo(dst, 0, [2]uint32{3, 0}, key)
+				default:
+					PhiloxRange(dst, 0, [2]uint32{3, 0}, key)
+				}
+			}
+		})
+	}
+}
+
+// blockOf returns a Philox block whose 53-bit uniforms are m1·2⁻⁵³ and
+// m2·2⁻⁵³ (low 11 bits of each pair random).
+func blockOf(rng *rand.Rand, m1, m2 uint64) [4]uint32 {
+	v1, v2 := m1<<11|rng.Uint64()&0x7ff, m2<<11|rng.Uint64()&0x7ff
+	return [4]uint32{uint32(v1 >> 32), uint32(v1), uint32(v2 >> 32), uint32(v2)}
+}
+
+// TestPhiloxNormal checks PhiloxNormal (AVX-512 and AVX2 where the CPU
+// has them) against its Go twin (math.Log, math.Sincos) bit for bit, on random
+// blocks and on edges: u₁ = 0 and its largest value, 1−u₁ at and around
+// √2/2 (the frexp adjustment of math.Log), u₂ at and around every octant
+// k/8 of the circle, counts that are not multiples of 8.
+func TestPhiloxNormal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const top = 1<<53 - 1
+	half := math.Sqrt2 / 2
+	hs := uint64((1 - half) * 0x1p53) // 1−u₁ = √2/2 exactly
+	var blocks [][4]uint32
+	for _, m1 := range []uint64{0, 1, top, top - 1, hs - 2, hs - 1, hs, hs + 1, hs + 2, 1 << 52} {
+		for k := range uint64(9) {
+			for d := -3; d <= 3; d++ {
+				m2 := min(max(int64(k<<50)+int64(d), 0), top)
+				blocks = append(blocks, blockOf(rng, m1, uint64(m2)))
+			}
+		}
+	}
+	for range 1 << 16 {
+		blocks = append(blocks, [4]uint32{rng.Uint32(), rng.Uint32(), rng.Uint32(), rng.Uint32()})
+	}
+	saved := CPU
+	defer func() { CPU = saved }()
+	for _, path := range []Features{saved, {AVX2FMA: saved.AVX2FMA}} {
+		CPU = path
+		checkNormal(t, blocks)
+	}
+}
+
+// checkNormal compares PhiloxNormal on the current path with its Go twin.
+func checkNormal(t *testing.T, blocks [][4]uint32) {
+	t.Helper()
+	for _, n := range []int{len(blocks), len(blocks) - 3, 3, 7, 9} {
+		for _, ms := range [][2]float64{{0, 1}, {0.5, 0.02}, {-3, 7}} {
+			got := make([]float64, 2*n+1)
+			got[2*n] = 42 // guard
+			want := make([]float64, 2*n)
+			PhiloxNormal(got[:2*n], blocks[:n], ms[0], ms[1])
+			philoxNormalGo(want, blocks[:n], ms[0], ms[1])
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					w := blocks[i/2]
+					t.Fatalf("path %q, %d blocks, mean %g std %g: element %d (u1 %v, u2 %v) is %v, Go %v", CPU.Path(), n, ms[0], ms[1], i,
+						Uniform53(w[0], w[1]), Uniform53(w[2], w[3]), got[i], want[i])
+				}
+			}
+			if got[2*n] != 42 {
+				t.Fatalf("n %d: wrote past the end", n)
+			}
+		}
+	}
+}
