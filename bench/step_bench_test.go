@@ -21,6 +21,15 @@ func BenchmarkResNetStep(b *testing.B) {
 	}
 }
 
+// BenchmarkGPTStep times one AdamW step of the 6×256 GPT (4 heads, context
+// 256, bytes, batch 16) in F32 and under BF16 autocast: `headroom bench
+// --torch --models gpt6x256`'s step.
+func BenchmarkGPTStep(b *testing.B) {
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		b.Run("gpt6x256/"+dt.String(), func(b *testing.B) { speedStep(b, "gpt6x256", dt) })
+	}
+}
+
 func speedStep(b *testing.B, model string, dt dtype.DType) {
 	s, err := bench.NewSpeedStep(model, dt)
 	if err != nil {

@@ -181,8 +181,12 @@ func (kern) Gemm(g device.Gemm) {
 		}
 		return
 	}
-	c, lo := gemmIn(g.C, gemmOut32(g), &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 	bias := gemmBias(g, f32)
+	if gemmHalfRows(g) {
+		gemmHalfBands(g, args, bias)
+		return
+	}
+	c, lo := gemmIn(g.C, gemmOut32(g), &args.OffC, g.StrideC, g.LdC, g.M, g.N, n)
 	if g.A.DType.IsLowPrecision() && g.B.DType.IsLowPrecision() {
 		// 16-bit operands are read as 16-bit while they are packed: no
 		// float32 copy of A or B.
