@@ -29,7 +29,10 @@
 //
 //   - GEMM reads A and B as 16-bit values while it packs (BF16×BF16 on
 //     VDPBF16PS where the CPU has AVX512_BF16, KernelPath "+bf16"); a
-//     16-bit C is widened over its footprint, as below;
+//     16-bit C is widened over its footprint, as below, except that a C
+//     of more than 1M elements from 16-bit A and B (one matrix) runs a
+//     band of rows at a time through one reused 4 MiB float32 buffer per
+//     GEMM in flight;
 //   - convolution (Conv2d and its two gradients) whose two inputs are F16
 //     or BF16, with an F32, F16 or BF16 output, reads them as 16-bit:
 //     im2col copies the 16-bit values into the tile and GemmHalf multiplies
