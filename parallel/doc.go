@@ -154,6 +154,22 @@
 // name, shape and dtype first; it cannot verify the tensors' checksums (a
 // CRC-32C covers a whole tensor). Call it before making the optimizer.
 //
+// # Snapshots of a sharded run
+//
+// Each rank saves what it holds, never more: its pieces (the optimizer's
+// Params: views of the flat buffer, under stage 3 of the shard, so no
+// bucket is gathered to save), the buffers, and the optimizer's State
+// (its shard; with offload the host's masters). ShardLayout records the
+// rank's layout (ranks, stage, offload, dtype, buckets) so that a shard
+// is loaded only into the same layout. Loading writes the pieces in place
+// (and the state through Optimizer.Load); Optimizer.Gather then makes the
+// parameters whole again under stages 1 and 2 (the all-gather that
+// follows a step) and frees anything gathered under stage 3. Exchange is
+// the small collective (Size F32 words, tag communication) with which the
+// ranks agree on a save: a common set number first, then whether every
+// rank wrote its file. train.SaveShard and train.LoadShard are the file
+// format (package train's documentation).
+//
 // # Stage 3: parameters gathered when used
 //
 // The model's parameters stay the same leaves (modules, the graph and the

@@ -177,10 +177,8 @@ func (o *Optimizer) Step() error {
 			o.pieces[i].CopyFrom(h)
 		}
 	}
-	for k, reg := range o.regions {
-		if err := d.comm.AllGather(reg, o.pieces[k]); err != nil {
-			return fmt.Errorf("parallel: step: gathering bucket %d: %w", k, err)
-		}
+	if err := o.gatherRegions(); err != nil {
+		return fmt.Errorf("parallel: step: %w", err)
 	}
 	return d.syncBuffers()
 }

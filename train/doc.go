@@ -75,6 +75,28 @@
 // Snapshots are safetensors files with a CRC-32C per tensor and of the
 // metadata (see package safetensors, Checksums): LoadSnapshot refuses a
 // corrupt one, naming the tensor, before it changes the model or the
-// optimizer. ReadReport reads a run report back and refuses one whose
+// optimizer.
+//
+// A data-parallel run (--ranks, --zero, --offload) saves a sharded
+// snapshot (SaveShard): every rank writes its own file — rank 0 the
+// --save path itself, rank r "<path>.rank<r>-of-<N>" (ShardPath) — with
+// what it holds: every parameter under ZeRO stage 0, its pieces of the
+// flat buffer under stages 1–3 ("model.bucket<k>.rank<r>"; under stage 3
+// its shard, never the gathered model), the model's buffers, its shard of
+// the optimizer state (with offload the host's F32 masters), and its own
+// record: step, loss, loss scaler, data order and generators, the run's
+// configuration, its layout (parallel.ShardLayout: rank, ranks, stage,
+// offload, dtype, buckets) and the save's set number. The save is
+// two-phase: each rank writes "<file>.new", the ranks exchange whether
+// all succeeded, and only then does each rename its file into place; a
+// failure on any rank leaves the old snapshot as it was. --resume path
+// takes the configuration from rank 0's file, refuses before any work a
+// missing shard and a snapshot of another --ranks, --zero or --offload
+// (or a single-device one, and a sharded one on one device), and LoadShard
+// refuses another dtype or bucket layout (naming both), shards of
+// different saves and a corrupt shard (its CRC-32Cs), before the rank's
+// state is written. The resumed run continues bit for bit.
+//
+// ReadReport reads a run report back and refuses one whose
 // numbers no run writes (Report.Check, PeakBytes.Check, CheckStats).
 package train

@@ -74,6 +74,9 @@ func (c *Common) Parse(fs *flag.FlagSet, args []string, stderr io.Writer, o Pars
 	if err := c.Check(o.Supported...); err != nil {
 		return err
 	}
+	if err := c.checkResumeLayout(); err != nil {
+		return err
+	}
 	if o.Check != nil {
 		if err := o.Check(); err != nil {
 			return Usage(err)
@@ -116,6 +119,11 @@ func (c *Common) resumeFlags(given map[string]bool, free []string, warn io.Write
 	prog := c.fs.Name()
 	if snap.Program != "" && snap.Program != prog {
 		return Usagef("--resume %s: a snapshot of %s, not of %s", c.Resume, snap.Program, prog)
+	}
+	if snap.Shard != nil {
+		if err := checkShards(c.Resume, snap.Shard); err != nil {
+			return err
+		}
 	}
 	c.resumed = &snap
 	if snap.Config == nil {

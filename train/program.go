@@ -181,14 +181,21 @@ func (r *Run[R]) header(p *Program[R], placement, batch string) {
 }
 
 // resume restores --resume's snapshot — the model, the optimizer, the
-// scaler, the replica's state and the step — and says where the run
-// resumes; a snapshot past the run's last step is refused.
+// scaler, the replica's state and the step; a rank of a data-parallel run
+// its own shard (LoadShard) — and says where the run resumes; a snapshot
+// past the run's last step is refused.
 func (r *Run[R]) resume(steps int) error {
 	path := r.C.Resume
 	if path == "" {
 		return nil
 	}
-	snap, err := LoadSnapshot(path, r.R.Module(), r.Opt)
+	load := LoadSnapshot
+	if r.ddp != nil {
+		load = func(path string, m nn.Module, o optim.Optimizer) (Snapshot, error) {
+			return LoadShard(path, r.ddp, m, o)
+		}
+	}
+	snap, err := load(path, r.R.Module(), r.Opt)
 	if err != nil {
 		return err
 	}
@@ -214,7 +221,8 @@ func (r *Run[R]) resume(steps int) error {
 }
 
 // save writes the run's snapshot at step to path: the model, the
-// optimizer, the scaler, the replica's state and the run's configuration.
+// optimizer, the scaler, the replica's state and the run's configuration;
+// a rank of a data-parallel run its own shard (SaveShard).
 func (r *Run[R]) save(path string, step int) error {
 	snap := Snapshot{Program: r.C.fs.Name(), Config: r.C.Config(), Step: step, Loss: r.Loss}
 	if err := r.R.SaveState(&snap); err != nil {
@@ -222,6 +230,9 @@ func (r *Run[R]) save(path string, step int) error {
 	}
 	if s := r.Stepper.Scaler.State(); r.Stepper.Scaler.Enabled() {
 		snap.Scaler = &s
+	}
+	if r.ddp != nil {
+		return SaveShard(path, r.ddp, r.R.Module(), r.Opt, snap)
 	}
 	return SaveSnapshot(path, r.R.Module(), r.Opt, snap)
 }

@@ -13,7 +13,8 @@ import (
 // each rank is a goroutine with its own device cpu:r (of --mem-limit's
 // capacity), its own replica and Stepper, its model wrapped in a DDP
 // engine; each replica yields the same global batches and trains on its
-// rank's part of them. Rank 0 prints the header and the progress and
+// rank's part of them. --resume and --save read and write each rank's
+// shard of the snapshot (LoadShard, SaveShard). Rank 0 prints the header and the progress and
 // evaluates (under --zero 3 every rank first gathers the whole model,
 // DDP.Unshard); the report's peak_bytes are rank 0's training peaks, and
 // extra.ranks lists every rank's (extra.host_ranks the hosts' with
@@ -42,11 +43,20 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 		} else {
 			r.Out = io.Discard
 		}
+		if err := r.resume(p.Steps); err != nil {
+			return err
+		}
 		if err := r.train(p.Name, nil); err != nil {
 			return err
 		}
 		final[rk.Comm.Rank()] = r.Loss
 		rk.Trained()
+		if c.Save != "" { // before Unshard: under stage 3 each rank writes its shard, never the gathered model
+			if err := r.save(c.Save, r.End); err != nil {
+				return err
+			}
+			fmt.Fprintln(r.Out, "saved", c.Save+shardsNote(c.Save, c.Ranks))
+		}
 		if err := r.ddp.Unshard(); err != nil { // stage 3: every rank gathers the model for rank 0's evaluation
 			return err
 		}
@@ -98,4 +108,16 @@ func FinishRanks(out io.Writer, rep *Report, ranks []*Rank, final []float64, tra
 		names[i] = r.Dev.Name()
 	}
 	fmt.Fprint(out, rankTable(names, dev, host))
+}
+
+// shardsNote tells where the other ranks' shards of the snapshot path
+// are.
+func shardsNote(path string, ranks int) string {
+	switch ranks {
+	case 1:
+		return ""
+	case 2:
+		return " (rank 0's shard; rank 1's is " + ShardPath(path, 1, 2) + ")"
+	}
+	return fmt.Sprintf(" (rank 0's shard; ranks 1…%d's are %s … %s)", ranks-1, ShardPath(path, 1, ranks), ShardPath(path, ranks-1, ranks))
 }

@@ -26,8 +26,8 @@ var mpiComm func() (parallel.Communicator, func() error, error)
 // CheckParallel checks --ranks, --zero, --offload and --accum: the
 // global batch (--batch) must split evenly over the ranks and each rank's
 // part over the micro-batches, ZeRO stages are 0 to 3, offload needs
-// stage 1, 2 or 3, and snapshots and memory alerts of data-parallel runs
-// are not available yet. Its errors are *UsageError values.
+// stage 1, 2 or 3, and memory alerts of data-parallel runs are not
+// available yet (their snapshots are: SaveShard). Its errors are *UsageError values.
 func (c *Common) CheckParallel() error {
 	switch {
 	case c.Ranks < 1:
@@ -43,8 +43,6 @@ func (c *Common) CheckParallel() error {
 			return Usagef("--batch %d does not split into --accum %d micro-batches: want a multiple of %d", c.Batch, c.Accum, c.Accum)
 		}
 		return Usagef("--batch %d does not split over --ranks %d × --accum %d: want a multiple of %d", c.Batch, c.Ranks, c.Accum, c.Ranks*c.Accum)
-	case c.Parallel() && (c.Save != "" || c.Resume != ""):
-		return Usagef("--save and --resume with --ranks, --zero or --offload: not available yet")
 	case c.Parallel() && (c.MemAlert != 0 || c.MemLog != ""):
 		return Usagef("--mem-alert and --mem-log with --ranks, --zero or --offload: not available yet")
 	}

@@ -26,7 +26,8 @@ func TestCheckParallel(t *testing.T) {
 		{[]string{"--zero", "4"}, "want 0, 1, 2 or 3"},
 		{[]string{"--zero", "-1"}, "want 0, 1, 2 or 3"},
 		{[]string{"--offload"}, "--offload needs --zero 1, 2 or 3"},
-		{[]string{"--zero", "1", "--save", "s"}, "not available yet"},
+		{[]string{"--zero", "1", "--save", "s"}, ""},
+		{[]string{"--ranks", "2", "--mem-log", "m", "--batch", "8"}, "not available yet"},
 	} {
 		var c Common
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)

@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/parallel"
 	"github.com/headroom-ml/headroom/safetensors"
 )
 
@@ -33,6 +34,13 @@ type Snapshot struct {
 	Generators map[string]autograd.GeneratorState `json:"generators,omitempty"`
 	// Extra holds the program's own state (its data loader's, say).
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// Shard, in a shard of a data-parallel snapshot (SaveShard), is the
+	// layout of the rank that wrote it; Set is the same number in every
+	// shard of one save and another in the next, so that shards of two
+	// saves are not loaded together. Both are absent from single-device
+	// snapshots.
+	Shard *parallel.ShardLayout `json:"shard,omitempty"`
+	Set   int                   `json:"set,omitempty"`
 }
 
 const snapshotKey = "headroom.snapshot"
@@ -42,20 +50,30 @@ const snapshotKey = "headroom.snapshot"
 // optimizer's scalars) to one safetensors file, atomically: a failure
 // leaves an existing file as it was.
 func SaveSnapshot(path string, m nn.Module, o optim.Optimizer, snap Snapshot) error {
-	ts, err := nn.StateTensors(m, "model.")
+	ts, err := nn.StateTensors(m, "")
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
+	return writeSnapshot(path, ts, o, snap)
+}
+
+// writeSnapshot writes the model tensors ts ("model.<name>"), o's state
+// ("optim.<name>") and snap with o's scalars to path, atomically.
+func writeSnapshot(path string, ts map[string]*autograd.Tensor, o optim.Optimizer, snap Snapshot) error {
+	all := map[string]*autograd.Tensor{}
+	for n, t := range ts {
+		all["model."+n] = t
+	}
 	st := o.State()
 	for n, t := range st.Tensors {
-		ts["optim."+n] = t
+		all["optim."+n] = t
 	}
 	snap.Optim = st.Scalars
 	meta, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	if err := nn.WriteTensors(path, ts, map[string]string{snapshotKey: string(meta)}); err != nil {
+	if err := nn.WriteTensors(path, all, map[string]string{snapshotKey: string(meta)}); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	return nil
@@ -63,29 +81,19 @@ func SaveSnapshot(path string, m nn.Module, o optim.Optimizer, snap Snapshot) er
 
 // LoadSnapshot restores a snapshot into m and o and returns its Snapshot.
 // Everything is checked before anything is written: on error the model and
-// the optimizer are unchanged.
+// the optimizer are unchanged. A shard of a data-parallel snapshot
+// (SaveShard's) is refused: LoadShard loads those.
 func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error) {
-	var snap Snapshot
 	fail := func(err error) (Snapshot, error) { return Snapshot{}, fmt.Errorf("resume from %s: %w", path, err) }
-	f, err := nn.ReadTensors(path)
+	f, snap, err := readSnapshot(path)
 	if err != nil {
 		return fail(err)
 	}
-	raw, ok := f.Metadata[snapshotKey]
-	if !ok {
-		return fail(fmt.Errorf("no %q metadata: not a snapshot written by SaveSnapshot", snapshotKey))
-	}
-	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
-		return fail(fmt.Errorf("snapshot metadata: %w", err))
-	}
-	if snap.Step < 0 {
-		return fail(fmt.Errorf("snapshot metadata: step %d: want ≥ 0", snap.Step))
+	if l := snap.Shard; l != nil {
+		return fail(fmt.Errorf("a shard of a data-parallel snapshot (%s), not a single-device one: resume it with --ranks %d --zero %d%s", l, l.Ranks, l.Zero, offloadFlag(l.Offload)))
 	}
 	model, err := nn.StateTensors(m, "")
 	if err != nil {
-		return fail(err)
-	}
-	if err := nn.CheckTensors(model, f, "model."); err != nil {
 		return fail(err)
 	}
 	var dev *device.Device
@@ -93,8 +101,42 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 		dev = p.T.Device()
 		break
 	}
-	// The optimizer's tensors go through temporaries on the model's device:
-	// Load checks them all before it copies anything.
+	if err := loadInto(f, snap, model, dev, o); err != nil {
+		return fail(err)
+	}
+	return snap, nil
+}
+
+// readSnapshot reads and checks the safetensors file at path (its
+// checksums included) and its Snapshot record.
+func readSnapshot(path string) (*safetensors.File, Snapshot, error) {
+	var snap Snapshot
+	f, err := nn.ReadTensors(path)
+	if err != nil {
+		return nil, snap, err
+	}
+	raw, ok := f.Metadata[snapshotKey]
+	if !ok {
+		return nil, snap, fmt.Errorf("no %q metadata: not a snapshot written by SaveSnapshot", snapshotKey)
+	}
+	if err := json.Unmarshal([]byte(raw), &snap); err != nil {
+		return nil, snap, fmt.Errorf("snapshot metadata: %w", err)
+	}
+	if snap.Step < 0 {
+		return nil, snap, fmt.Errorf("snapshot metadata: step %d: want ≥ 0", snap.Step)
+	}
+	return f, snap, nil
+}
+
+// loadInto checks f's "model." tensors against model and its "optim."
+// tensors against o, then loads o's state (through temporaries on dev)
+// and the model's tensors; on error neither is changed.
+func loadInto(f *safetensors.File, snap Snapshot, model map[string]*autograd.Tensor, dev *device.Device, o optim.Optimizer) error {
+	if err := nn.CheckTensors(model, f, "model."); err != nil {
+		return err
+	}
+	// The optimizer's tensors go through temporaries on dev: Load checks
+	// them all before it copies anything.
 	temps := map[string]*autograd.Tensor{}
 	defer func() {
 		for _, t := range temps {
@@ -103,10 +145,10 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 	}()
 	for name, ft := range f.Tensors {
 		if strings.HasPrefix(name, "optim.") && !ft.DType.Valid() {
-			return fail(fmt.Errorf("optimizer tensor %q has dtype %s", name, ft.Kind))
+			return fmt.Errorf("optimizer tensor %q has dtype %s", name, ft.Kind)
 		}
 	}
-	err = autograd.Try(func() { // New panics with a *device.OOMError when memory runs out
+	err := autograd.Try(func() { // New panics with a *device.OOMError when memory runs out
 		for name, ft := range f.Tensors {
 			if n, ok := strings.CutPrefix(name, "optim."); ok {
 				temps[n] = autograd.New(dev, ft.DType, device.Workspace, ft.Shape...)
@@ -114,18 +156,15 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 		}
 	})
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if err := nn.AssignTensors(temps, f, "optim."); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := o.Load(optim.State{Tensors: temps, Scalars: snap.Optim}); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := nn.AssignTensors(model, f, "model."); err != nil {
-		return fail(err) // unreachable: checked above
-	}
-	return snap, nil
+	return nn.AssignTensors(model, f, "model.") // checked above: cannot fail
 }
 
 // ReadSnapshotInfo reads a snapshot's Snapshot record from the

@@ -25,7 +25,6 @@ var Common = []Refusal{
 	Refuse("--ranks 2 --accum 8", "--batch 8 does not split over --ranks 2 × --accum 8", "want a multiple of 16"),
 	Refuse("--zero 4", "--zero 4: want 0, 1, 2 or 3"),
 	Refuse("--offload", "--offload needs --zero 1, 2 or 3"),
-	Refuse("--ranks 2 --save {dir}/s", "--save and --resume with --ranks", "not available yet"),
 	Refuse("--ranks 2 --mem-log {dir}/m", "--mem-alert and --mem-log with --ranks", "not available yet"),
 	Refuse("--mpi", "--mpi: this program was built without MPI"),
 	Refuse("--device tpu", "--device tpu: want cpu, cuda or cuda:N"),

@@ -24,12 +24,17 @@ func corpus(t *testing.T) string {
 	return filepath.Join(strings.TrimSpace(string(out)), "src", "fmt")
 }
 
+// baseArgs are the arguments of a tiny, quick run.
+func baseArgs(t *testing.T) []string {
+	t.Helper()
+	return []string{"--data", corpus(t), "--batch", "4", "--context", "32", "--layers", "2", "--width", "32", "--heads", "2",
+		"--eval-batches", "2", "--sample", "20"}
+}
+
 func mainOK(t *testing.T, args ...string) string {
 	t.Helper()
-	base := []string{"--data", corpus(t), "--batch", "4", "--context", "32", "--layers", "2", "--width", "32", "--heads", "2",
-		"--eval-batches", "2", "--sample", "20"}
 	var out, errb bytes.Buffer
-	if code := run.Main(append(base, args...), &out, &errb); code != 0 {
+	if code := run.Main(append(baseArgs(t), args...), &out, &errb); code != 0 {
 		t.Fatalf("transformer %v: exit %d\n%s%s", args, code, out.String(), errb.String())
 	}
 	return out.String()

@@ -1,0 +1,211 @@
+package run_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/examples/transformer/run"
+	"github.com/headroom-ml/headroom/safetensors"
+	htrain "github.com/headroom-ml/headroom/train"
+	"github.com/headroom-ml/headroom/train/traintest"
+)
+
+// shardRun is the tiny GPT of these tests on 2 ranks, with dropout, 4
+// steps.
+var shardRun = []string{"--ranks", "2", "--steps", "4", "--sample", "0", "--dropout", "0.1"}
+
+// mainCode runs the example with args (no base arguments) and returns its
+// exit status and output.
+func mainCode(args ...string) (int, string) {
+	var out, errb bytes.Buffer
+	code := run.Main(args, &out, &errb)
+	return code, out.String() + errb.String()
+}
+
+// sameShards fails unless every rank's shard of the snapshots a and b
+// holds the same tensors, byte for byte, and the same record but for the
+// save's set: step, loss, optimizer scalars, scaler, generators, data
+// order, layout, configuration.
+func sameShards(t *testing.T, what, a, b string, ranks int) {
+	t.Helper()
+	for r := range ranks {
+		fa, fb := readShard(t, htrain.ShardPath(a, r, ranks)), readShard(t, htrain.ShardPath(b, r, ranks))
+		if len(fa.Names) < 2 || !reflect.DeepEqual(fa.Names, fb.Names) {
+			t.Fatalf("%s rank %d: tensors %q and %q", what, r, fa.Names, fb.Names)
+		}
+		for _, n := range fa.Names {
+			if !bytes.Equal(fa.Tensors[n].Data, fb.Tensors[n].Data) {
+				t.Errorf("%s rank %d: tensor %q differs after resuming", what, r, n)
+			}
+		}
+		sa, sb := record(t, fa), record(t, fb)
+		if sa.Set == sb.Set || sa.Shard == nil || sa.Shard.Rank != r {
+			t.Errorf("%s rank %d: sets %d and %d, layout %v", what, r, sa.Set, sb.Set, sa.Shard)
+		}
+		sa.Set, sb.Set = 0, 0
+		if !reflect.DeepEqual(sa, sb) || sa.Loss == 0 {
+			t.Errorf("%s rank %d: records differ after resuming:\n%+v\n%+v", what, r, sa, sb)
+		}
+	}
+}
+
+func readShard(t *testing.T, path string) *safetensors.File {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func record(t *testing.T, f *safetensors.File) htrain.Snapshot {
+	t.Helper()
+	var s htrain.Snapshot
+	if err := json.Unmarshal([]byte(f.Metadata["headroom.snapshot"]), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRanksResumeIsExact runs 4 steps on 2 ranks straight, and 2 steps,
+// a save, --resume alone and 2 more: every rank's shard — its parameters
+// or pieces, its optimizer state, its last loss, its scaler, its data
+// order and dropout generator — is the uninterrupted run's bit for bit,
+// under ZeRO 0–3, offload, fp16 with its loss scaler and bf16 parameters,
+// and so is the final loss.
+func TestRanksResumeIsExact(t *testing.T) {
+	for _, stage := range [][]string{
+		{"--zero", "0"}, {"--zero", "1"}, {"--zero", "2"}, {"--zero", "3"},
+		{"--zero", "2", "--offload"}, {"--zero", "3", "--offload", "--amp", "bf16", "--amp-params"},
+		{"--zero", "1", "--amp", "fp16", "--amp-params", "--accum", "2"},
+	} {
+		dir := t.TempDir()
+		whole, half, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "half"), filepath.Join(dir, "resumed")
+		r1, r2 := filepath.Join(dir, "r1.json"), filepath.Join(dir, "r2.json")
+		args := append(append([]string(nil), shardRun...), stage...)
+		mainOK(t, append(args, "--save", whole, "--report", r1)...)
+		mainOK(t, append(args, "--stop-after", "2", "--save", half)...)
+		code, out := mainCode("--resume", half, "--save", resumed, "--report", r2)
+		if code != 0 || !strings.Contains(out, "resumed from step 2 of 4") || !strings.Contains(out, "rank 1's is "+resumed+".rank1-of-2") {
+			t.Fatalf("%v: --resume alone: exit %d\n%s", stage, code, out)
+		}
+		sameShards(t, strings.Join(stage, " "), whole, resumed, 2)
+		if a, b := traintest.ReadReport(t, r1)["final_loss"], traintest.ReadReport(t, r2)["final_loss"]; a != b {
+			t.Errorf("%v: final loss %v straight, %v resumed", stage, a, b)
+		}
+	}
+}
+
+// refused runs args, which must fail with exit status code, and returns
+// the output, which must hold each of want.
+func refused(t *testing.T, code int, want []string, args ...string) string {
+	t.Helper()
+	got, out := mainCode(args...)
+	ok := got == code && !strings.Contains(out, "goroutine ")
+	for _, w := range want {
+		ok = ok && strings.Contains(out, w)
+	}
+	if !ok {
+		t.Errorf("%q: exit %d, want %d and %q in:\n%s", args, got, code, want, out)
+	} else {
+		t.Logf("%q: exit %d: %s", args, got, lastLines(out, 3))
+	}
+	return out
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(l[max(len(l)-n, 0):], " | ")
+}
+
+// TestRanksSnapshotRefusals checks that a resume is refused, naming the
+// problem, when the layout differs (both named), when a sharded snapshot
+// is resumed on one device or a single-device one on ranks, when a shard
+// is missing (before any work), corrupt (its checksum) or of another save,
+// and that a save that fails on one rank leaves the old snapshot as it
+// was, with no staged file left.
+func TestRanksSnapshotRefusals(t *testing.T) {
+	dir := t.TempDir()
+	half, whole, single := filepath.Join(dir, "half"), filepath.Join(dir, "whole"), filepath.Join(dir, "single")
+	args := append(append([]string(nil), shardRun...), "--zero", "1")
+	mainOK(t, append(args, "--stop-after", "2", "--save", half)...)
+	mainOK(t, append(args, "--save", whole)...)
+	mainOK(t, "--steps", "4", "--sample", "0", "--dropout", "0.1", "--stop-after", "2", "--save", single)
+	rank1 := htrain.ShardPath(half, 1, 2)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", half, "--zero", "2", "--override"}, "a snapshot of --ranks 2 --zero 1 (rank 0 of 2, ZeRO stage 1, f32 parameters in 3 buckets of [16896 9600 8192] elements), and this run is --ranks 2 --zero 2"},
+		{[]string{"--resume", half, "--ranks", "4", "--zero", "2", "--offload", "--override"}, "and this run is --ranks 4 --zero 2 --offload"},
+		{[]string{"--resume", half, "--ranks", "1", "--zero", "0", "--override"}, "a shard of a data-parallel snapshot (rank 0 of 2, ZeRO stage 1, f32 parameters in 3 buckets of [16896 9600 8192] elements), and this run is on one device: resume it with --ranks 2 --zero 1"},
+		{[]string{"--resume", single, "--ranks", "2", "--zero", "1", "--override"}, "a single-device snapshot, and this run is data-parallel (--ranks 2 --zero 1)"},
+	} {
+		if out := refused(t, htrain.ExitUsage, []string{c.want}, c.args...); strings.Contains(out, "transformer: GPT") {
+			t.Errorf("%q: refused after the model was built:\n%s", c.args, out)
+		}
+	}
+	// The dtype is checked when the shard is read: both layouts named.
+	refused(t, htrain.ExitError, []string{"the snapshot was written by rank 1 of 2, ZeRO stage 1, f32 parameters in 3 buckets of [16896 9600 8192] elements; this run is rank 1 of 2, ZeRO stage 1, bf16 parameters in 2 buckets of [26496 8192] elements"},
+		"--resume", half, "--amp", "bf16", "--amp-params", "--override")
+
+	keep := readFile(t, rank1)
+	if err := os.Rename(rank1, rank1+".away"); err != nil {
+		t.Fatal(err)
+	}
+	out := refused(t, htrain.ExitUsage, []string{"a snapshot of 2 ranks, but rank 1's shard " + rank1 + ": no such file"}, "--resume", half)
+	if strings.Contains(out, "transformer: GPT") {
+		t.Errorf("the missing shard was found after the model was built:\n%s", out)
+	}
+	writeFile(t, rank1, readFile(t, htrain.ShardPath(whole, 1, 2)))
+	refused(t, htrain.ExitError, []string{half + " and " + rank1 + " are shards of different saves"}, "--resume", half)
+
+	bad := bytes.Clone(keep)
+	bad[len(bad)-3] ^= 0x10 // a bit of the last tensor's data
+	writeFile(t, rank1, bad)
+	refused(t, htrain.ExitError, []string{"resume from " + rank1 + ": nn.ReadTensors", "CRC-32C", "the file is corrupt"}, "--resume", half)
+	writeFile(t, rank1, keep)
+
+	// A save that fails on rank 1 (its staged name is taken by a folder)
+	// keeps both old shards.
+	old0 := readFile(t, half)
+	if err := os.Mkdir(rank1+".new", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, htrain.ExitError, []string{"rank 1 could not write its shard; the old snapshot is kept"}, append(append(baseArgs(t), args...), "--save", half)...)
+	if !bytes.Equal(readFile(t, half), old0) || !bytes.Equal(readFile(t, rank1), keep) {
+		t.Error("a failed save changed the old snapshot")
+	}
+	if _, err := os.Stat(half + ".new"); !os.IsNotExist(err) {
+		t.Errorf("rank 0's staged shard is left behind: %v", err)
+	}
+	if err := os.Remove(rank1 + ".new"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := mainCode("--resume", half); code != 0 || !strings.Contains(out, "resumed from step 2 of 4") {
+		t.Errorf("the kept snapshot does not resume: exit %d\n%s", code, out)
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
