@@ -153,6 +153,8 @@
 // LoadChunk (1 MiB) of host scratch at a time. It verifies every tensor's
 // name, shape and dtype first; it cannot verify the tensors' checksums (a
 // CRC-32C covers a whole tensor). Call it before making the optimizer.
+// LoadShardFrom reads from a file the caller opened, whose Read counts
+// the bytes the rank read (train's --init prints it).
 //
 // # Snapshots of a sharded run
 //

@@ -40,6 +40,16 @@ func (d *DDP) LoadShard(path string) (map[string]string, error) {
 	return r.Metadata, nil
 }
 
+// LoadShardFrom is LoadShard from a file the caller opened (whose Read
+// then counts the bytes of tensor data the rank read); the file stays
+// open. The error does not name the file.
+func (d *DDP) LoadShardFrom(r *safetensors.Ranges) error {
+	if d.cfg.Zero != 3 {
+		return fmt.Errorf("parallel: load shard: ZeRO stage %d keeps whole parameters: use nn.Load", d.cfg.Zero)
+	}
+	return d.loadShard(r)
+}
+
 // loadShard is LoadShard from an open file.
 func (d *DDP) loadShard(r *safetensors.Ranges) error {
 	if err := d.checkFile(r); err != nil {

@@ -24,22 +24,44 @@ type ShardLayout struct {
 	DType string `json:"dtype"`
 	// Buckets are the parameter elements u_k of each bucket (DDP.Buckets).
 	Buckets []int `json:"buckets"`
+	// Params are the trainable parameters, in the model's order: where
+	// each lies, so that the pieces can be merged into whole parameters.
+	Params []ShardParam `json:"params"`
+}
+
+// ShardParam is one trainable parameter's place in the flat buffer: its
+// elements are [Offset, Offset+numel(Shape)) of bucket Bucket, whose
+// N·piece elements are the ranks' pieces one after the other.
+type ShardParam struct {
+	Name   string `json:"name"`
+	Shape  []int  `json:"shape"`
+	Bucket int    `json:"bucket"`
+	Offset int    `json:"offset"`
 }
 
 // ShardLayout returns the rank's layout.
 func (d *DDP) ShardLayout() ShardLayout {
-	return ShardLayout{Rank: d.comm.Rank(), Ranks: d.comm.Size(), Zero: d.cfg.Zero, Offload: d.cfg.Host != nil,
+	l := ShardLayout{Rank: d.comm.Rank(), Ranks: d.comm.Size(), Zero: d.cfg.Zero, Offload: d.cfg.Host != nil,
 		DType: d.dt.String(), Buckets: d.Buckets()}
+	for i, p := range d.params {
+		ps := d.lay.params[i]
+		l.Params = append(l.Params, ShardParam{Name: d.names[i], Shape: p.Shape(), Bucket: ps.bucket, Offset: ps.off})
+	}
+	return l
 }
 
 // Equal reports whether l and o are the same layout.
 func (l ShardLayout) Equal(o ShardLayout) bool {
 	return l.Rank == o.Rank && l.Ranks == o.Ranks && l.Zero == o.Zero && l.Offload == o.Offload &&
-		l.DType == o.DType && slices.Equal(l.Buckets, o.Buckets)
+		l.DType == o.DType && slices.Equal(l.Buckets, o.Buckets) &&
+		slices.EqualFunc(l.Params, o.Params, func(a, b ShardParam) bool {
+			return a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && a.Bucket == b.Bucket && a.Offset == b.Offset
+		})
 }
 
 // String describes l: "rank 1 of 2, ZeRO stage 1 with offload, bf16
-// parameters in 3 buckets of [4096 4096 1024] elements".
+// parameters in 3 buckets of [4096 4096 1024] elements" (not the
+// parameters' names and shapes).
 func (l ShardLayout) String() string {
 	off := ""
 	if l.Offload {

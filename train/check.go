@@ -148,10 +148,15 @@ func (c *Common) checkAfter() error {
 	return nil
 }
 
-// checkFiles checks that --data and --resume exist and that --save,
-// --report and --mem-log can be written, to different files.
+// checkFiles checks that --data, --resume and --init (when it is read: not
+// with --resume) exist and that --save, --report and --mem-log can be
+// written, to different files.
 func (c *Common) checkFiles() error {
-	for _, f := range []struct{ flag, path string }{{"data", c.Data}, {"resume", c.Resume}} {
+	init := c.Init
+	if c.Resume != "" {
+		init = ""
+	}
+	for _, f := range []struct{ flag, path string }{{"data", c.Data}, {"resume", c.Resume}, {"init", init}} {
 		if _, err := os.Stat(f.path); f.path != "" && err != nil {
 			return fmt.Errorf("--%s %s: %w", f.flag, f.path, errors.Unwrap(err))
 		}

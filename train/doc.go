@@ -95,7 +95,16 @@
 // (or a single-device one, and a sharded one on one device), and LoadShard
 // refuses another dtype or bucket layout (naming both), shards of
 // different saves and a corrupt shard (its CRC-32Cs), before the rank's
-// state is written. The resumed run continues bit for bit.
+// state is written. The resumed run continues bit for bit. ExportModel
+// merges a snapshot's shards (or takes a single-device snapshot's model)
+// into one model file as nn.Save writes it.
+//
+// --init FILE starts a run from a model file (nn.Save's, or ExportModel's)
+// instead of the seed's initialisation (LoadModel): on one device and
+// under ZeRO 0–2 the whole file is read, checksums verified; under ZeRO 3
+// each rank reads only its ranges of every parameter (and every buffer),
+// and the header says how many bytes of tensor data rank 0 read. With
+// --resume it is refused: the snapshot holds the model.
 //
 // ReadReport reads a run report back and refuses one whose
 // numbers no run writes (Report.Check, PeakBytes.Check, CheckStats).

@@ -22,6 +22,9 @@ type Common struct {
 	Save     string
 	Resume   string
 	Report   string
+	// Init is a model file (nn.Save's) to start from instead of the
+	// seed's initialisation (LoadModel); with --resume it is not read.
+	Init string
 	// StopAfter ends the run after this step (0: at the end), as if it
 	// were interrupted there: with --save, the snapshot resumes the run.
 	StopAfter int
@@ -70,6 +73,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&c.Save, "save", "", "write a resumable snapshot to this file at the end (its folder must exist and be writable)")
 	fs.StringVar(&c.Resume, "resume", "", "resume from a snapshot written by --save: the flags not given take the snapshot's values, and one that changes the run needs --override")
 	fs.BoolVar(&c.Override, "override", false, "with --resume: accept flags that change the run from the snapshot's (--steps, --batch, --lr, --amp, …); each change is printed as a warning")
+	fs.StringVar(&c.Init, "init", "", "start from the model in this safetensors file (every parameter and buffer by name, as nn.Save writes) instead of the seed's initialisation; under --zero 3 each rank reads only its shard of it")
 	fs.StringVar(&c.Report, "report", "", "write a JSON report of the run to this file (its folder must exist and be writable)")
 	fs.IntVar(&c.StopAfter, "stop-after", 0, "stop after this step, ≥ 0, as if interrupted (0: at the end; with --save: a resumable snapshot)")
 

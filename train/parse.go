@@ -68,6 +68,9 @@ func (c *Common) Parse(fs *flag.FlagSet, args []string, stderr io.Writer, o Pars
 	if given["epochs"] && !given["steps"] {
 		c.Steps = 0
 	}
+	if given["init"] && c.Resume != "" {
+		return Usagef("--init and --resume: choose one (the snapshot holds the model)")
+	}
 	if err := c.resumeFlags(given, append(o.AfterFlags, afterFlags...), stderr); err != nil {
 		return err
 	}

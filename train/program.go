@@ -98,12 +98,14 @@ type Run[R Replica] struct {
 	// Trained is the device's statistics after training: the report's.
 	Trained device.Stats
 
-	ddp     *parallel.DDP
-	skipped int // steps the loss scaler skipped in training
+	ddp      *parallel.DDP
+	skipped  int   // steps the loss scaler skipped in training
+	initRead int64 // the bytes of tensor data --init read (on this rank)
 }
 
 // newRun builds rank's replica on dev (rank nil: the one device's),
-// wraps it in the rank's DDP, and makes its optimizer and Stepper.
+// wraps it in the rank's DDP, loads --init into it (LoadModel), and makes
+// its optimizer and Stepper.
 func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Device, rank *Rank) (*Run[R], error) {
 	param, forward, grad, err := c.Precision()
 	if err != nil {
@@ -124,6 +126,12 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 			b = bt.Builder()
 		}
 		if r.ddp, err = rank.DDP(c, rep.Module(), b); err != nil {
+			r.release()
+			return nil, err
+		}
+	}
+	if c.Init != "" && c.Resume == "" { // resuming, the snapshot holds the model
+		if r.initRead, err = LoadModel(c.Init, rep.Module(), r.ddp); err != nil {
 			r.release()
 			return nil, err
 		}
@@ -177,6 +185,9 @@ func (r *Run[R]) header(p *Program[R], placement, batch string) {
 		device.FormatBytes(nn.ParamBytes(m)), placement, p.Data, batch, p.Steps, r.C.Describe())
 	if ac, _ := r.C.AMPDType(); r.Stepper.Scaler.Enabled() || ac != dtype.Invalid {
 		fmt.Fprintln(r.Out, "amp:", r.Stepper.Scaler.Note())
+	}
+	if r.C.Init != "" && r.C.Resume == "" {
+		fmt.Fprintf(r.Out, "init: %s (%s of tensor data read here)\n", r.C.Init, device.FormatBytes(r.initRead))
 	}
 }
 

@@ -105,6 +105,8 @@ func LoadShard(path string, d *parallel.DDP, m nn.Module, o optim.Optimizer) (Sn
 		return fail(err)
 	case snap.Shard == nil:
 		return fail(fmt.Errorf("a single-device snapshot; this run is %s: resume it without --ranks, --zero and --offload", lay))
+	case !snap.Shard.Equal(lay) && snap.Shard.String() == lay.String():
+		return fail(fmt.Errorf("the snapshot was written by %s, as this run is, but of parameters of other names, shapes or places: another model", lay))
 	case !snap.Shard.Equal(lay):
 		return fail(fmt.Errorf("the snapshot was written by %s; this run is %s: resume with the snapshot's --ranks, --zero, --offload and precision", snap.Shard, lay))
 	case snap.Set <= 0 || snap.Set >= parallel.ExchangeMax:

@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,5 +87,85 @@ func TestStage3SaveGathersNothing(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLoadModelReadsOnlyTheRanksRanges saves a model (a batch norm's
+// running statistics among its tensors) and loads it with LoadModel into
+// the model built with another seed on 2 and 3 ranks: under ZeRO-3 each
+// rank reads exactly its elements of every parameter, Σ_k (min(u_k,
+// (r+1)·p_k) − min(u_k, r·p_k)) of bucket k's u_k in pieces of p_k =
+// ⌈u_k/N⌉, plus every buffer; under ZeRO-1 and on one device the whole
+// file; and the values equal the saved ones bit for bit.
+func TestLoadModelReadsOnlyTheRanksRanges(t *testing.T) {
+	build := func(b *nn.Builder) *nn.Sequential {
+		return nn.NewSequential(nn.NewLinear(b, "fc0", 5, 7, true), nn.NewBatchNorm2d(b, "bn", 7, nn.BatchNormOptions{}), nn.NewLinear(b, "fc1", 7, 3, true))
+	}
+	src := cpu.New(9, device.Options{})
+	defer src.Close()
+	saved := build(nn.NewBuilder(src, dtype.F32, 11))
+	defer nn.Release(saved)
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := nn.Save(path, saved, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, whole, buffers := map[string][]byte{}, int64(0), int64(0)
+	for _, p := range saved.Params() {
+		want[p.Name], whole = p.T.Block().Bytes()[p.T.Offset()*4:(p.T.Offset()+p.T.Len())*4], whole+p.T.Bytes()
+		if p.Buffer {
+			buffers += p.T.Bytes()
+		}
+	}
+	for _, tc := range []struct{ ranks, zero int }{{2, 3}, {3, 3}, {2, 1}} {
+		err := parallel.Run(parallel.NewGroup(tc.ranks), func(c parallel.Communicator) (err error) {
+			dev := cpu.New(c.Rank(), device.Options{})
+			defer train.Close(dev, &err)
+			b := nn.NewDeferredBuilder(dev, dtype.F32, 7)
+			if tc.zero < 3 {
+				b = nn.NewBuilder(dev, dtype.F32, 7)
+			}
+			model := build(b)
+			defer nn.Release(model)
+			d, err := parallel.NewDDP(c, model, parallel.DDPConfig{Zero: tc.zero, Builder: b, BucketBytes: 40})
+			if err != nil {
+				return err
+			}
+			defer d.Release()
+			read, err := train.LoadModel(path, model, d)
+			if err != nil {
+				return err
+			}
+			exp := whole
+			if tc.zero == 3 {
+				exp = buffers
+				for _, u := range d.Buckets() {
+					p := (u + tc.ranks - 1) / tc.ranks
+					exp += 4 * int64(min(u, (c.Rank()+1)*p)-min(u, c.Rank()*p))
+				}
+			}
+			if read != exp {
+				t.Errorf("%d ranks, ZeRO %d, rank %d: read %d bytes, want %d (the file's tensors: %d)", tc.ranks, tc.zero, c.Rank(), read, exp, whole)
+			}
+			if err := d.Unshard(); err != nil {
+				return err
+			}
+			defer d.Reshard()
+			for _, p := range model.Params() {
+				if got := p.T.Block().Bytes()[p.T.Offset()*4 : (p.T.Offset()+p.T.Len())*4]; !bytes.Equal(got, want[p.Name]) {
+					t.Errorf("%d ranks, ZeRO %d, rank %d: %s differs from the file", tc.ranks, tc.zero, c.Rank(), p.Name)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := cpu.New(0, device.Options{})
+	defer one.Close()
+	m := build(nn.NewBuilder(one, dtype.F32, 7))
+	defer nn.Release(m)
+	if read, err := train.LoadModel(path, m, nil); err != nil || read != whole {
+		t.Errorf("one device: LoadModel read %d bytes, %v; want %d", read, err, whole)
 	}
 }

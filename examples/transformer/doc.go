@@ -7,6 +7,14 @@
 //	go run ./examples/transformer --steps 5 --report r.json
 //	go run ./examples/transformer --steps 500 --stop-after 200 --save s.safetensors
 //	go run ./examples/transformer --resume s.safetensors     # the same run, steps 201 to 500
+//	go run ./examples/transformer --ranks 4 --zero 3 --stop-after 200 --save z.safetensors
+//	go run ./examples/transformer --resume z.safetensors     # each rank resumes its shard
+//	go run ./examples/transformer --ranks 4 --zero 3 --init m.safetensors  # each rank reads its ranges
+//
+// With --ranks, --zero or --offload, --save writes one shard per rank
+// (z.safetensors, z.safetensors.rank1-of-4, …; train.SaveShard) and
+// --resume reads them back into the same layout; train.ExportModel merges
+// them into one model file for --init.
 //
 // Every flag is checked before any work starts (-help lists them with
 // their ranges). --resume takes the snapshot's flags; one that changes the
