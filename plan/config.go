@@ -38,7 +38,8 @@ type Config struct {
 	// Prune removes this fraction of the units inside each block before
 	// training, as examples/resnet --prune does (in [0, 1)): a ResNet's
 	// inner channels, a GPT's attention heads and MLP hidden units (both
-	// at this fraction). The step planned is the pruned model's.
+	// at this fraction). The step planned is the pruned model's. Not
+	// with Zero 3, which never holds the whole model that pruning reads.
 	Prune float64
 	// Optimizer is "adamw", "adam" or "sgd" (default: the model's).
 	Optimizer string
@@ -153,6 +154,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("checkpoint segments and a checkpoint budget: choose one")
 	case !(c.Prune >= 0 && c.Prune < 1):
 		return fmt.Errorf("prune fraction %g: want 0 ≤ fraction < 1", c.Prune)
+	case c.Prune > 0 && c.Zero == 3:
+		return fmt.Errorf("prune with ZeRO stage 3: pruning ranks each block's units by the magnitudes of the whole model's weights, which a ZeRO-3 rank never holds (each rank would build the whole model to prune it); plan the pruned model with ZeRO stage 0, 1 or 2")
 	case c.Capacity < 0 || c.Capacity > MaxBytes:
 		return fmt.Errorf("capacity %d bytes: want 0 (unlimited) … %d (2^62)", c.Capacity, int64(MaxBytes))
 	}

@@ -29,8 +29,9 @@
 // first makes the optimizer's state, the second is the steady state), the
 // cpu device.
 //
-// Under ZeRO stage 3 (without Prune) the ranks build the model as the
-// example programs do (train.Common.ModelBuilder): deferred, each writing
+// Under ZeRO stage 3 (Prune is refused with it: pruning reads the whole
+// model's weights, which no stage-3 rank holds) the ranks build the model
+// as the example programs do (train.Common.ModelBuilder): deferred, each writing
 // only its shard (parallel.DDPConfig.Builder), so the prediction includes
 // construction — no peak is reset after it — and a Capacity at or above
 // the predicted allocated peak fits even when it is below the whole

@@ -103,9 +103,9 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 // sharded reports whether c's ranks build the model deferred and write
 // only their shards (ZeRO stage 3, as train.Common.ModelBuilder does):
 // then construction holds no more than training, and the prediction
-// includes it (no peak reset). Pruning reads the whole model, so a pruned
-// plan builds it eagerly.
-func (c Config) sharded() bool { return c.Zero == 3 && c.Prune == 0 }
+// includes it (no peak reset). Validate refuses Prune with stage 3:
+// pruning reads the whole model.
+func (c Config) sharded() bool { return c.Zero == 3 }
 
 // buildModel makes the model with b with its checkpointing hook set and,
 // with c.Prune, pruned; the device's peak is then reset, as

@@ -142,6 +142,8 @@ func (c *Common) checkAfter() error {
 		return fmt.Errorf("--calibrate and --qat: choose one (QAT records the ranges itself)")
 	case c.Quantize != "" && (c.Parallel() || c.AMPParams || c.Save != ""):
 		return fmt.Errorf("--quantize: not with data parallelism, --amp-params or --save (quant.Save writes INT8 models)")
+	case c.Prune != 0 && c.Zero == 3:
+		return fmt.Errorf("--prune with --zero 3: pruning ranks each block's channels by the magnitudes of the whole model's weights, which no ZeRO-3 rank holds (it would have to gather the whole model): prune on one device, then train the pruned model sharded")
 	case c.Prune != 0 && (c.Resume != "" || c.Save != "" || c.Parallel()):
 		return fmt.Errorf("--prune: not with --resume, --save or data parallelism (the pruned shapes differ from the model a snapshot is built for)")
 	}

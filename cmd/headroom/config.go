@@ -40,7 +40,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	}
 	fs.StringVar(&m.amp, "amp", "", "autocast, as in the examples: fp16 or bf16 (--amp alone: bf16): f32 parameters, the forward in 16 bits")
 	fs.BoolVar(&m.ampParams, "amp-params", false, "with --amp: parameters and gradients in the --amp dtype, f32 master weights and optimizer state (mixed precision as the ZeRO paper counts it; fp16 adds a loss scaler)")
-	fs.Float64Var(&m.prune, "prune", 0, "plan the step of the model with this fraction of each block's units pruned (0.3 = 30%: ResNet channels, GPT heads and MLP units), as examples/resnet --prune")
+	fs.Float64Var(&m.prune, "prune", 0, "plan the step of the model with this fraction of each block's units pruned (0.3 = 30%: ResNet channels, GPT heads and MLP units), as examples/resnet --prune; not with --zero 3 (pruning reads the whole model)")
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")

@@ -238,6 +238,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "--model", "gpt2", "--autocast"}, "-autocast"},
 		{[]string{"plan", "--model", "gpt2", "--accum", "0"}, "--accum 0"},
 		{[]string{"plan", "--model", "small", "--prune", "1.5"}, "--prune 1.5"},
+		{[]string{"plan", "--model", "small", "--prune", "0.3", "--ranks", "2", "--zero", "3"}, "prune with ZeRO stage 3: pruning ranks each block's units by the magnitudes of the whole model's weights, which a ZeRO-3 rank never holds"},
 		{[]string{"plan", "--model", "gpt2", "--capacity", "lots"}, "--capacity"},
 		{[]string{"plan", "--model", "gpt2", "--offload"}, "offload"},
 		{[]string{"plan", "--model", "gpt2", "--batch", "3", "--ranks", "2"}, "batch 3"},

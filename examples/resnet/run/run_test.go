@@ -84,6 +84,7 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 		traintest.Refuse("--prune -0.1", "--prune -0.1: want a fraction"),
 		traintest.Refuse("--prune 0.3 --save {dir}/s", "--prune: not with --resume, --save"),
 		traintest.Refuse("--prune 0.3 --ranks 2", "--prune: not with --resume, --save or data parallelism"),
+		traintest.Refuse("--prune 0.3 --ranks 2 --zero 3", "--prune with --zero 3: pruning ranks each block's channels by the magnitudes of the whole model's weights, which no ZeRO-3 rank holds"),
 		traintest.Refuse("--prune 0.3 --finetune -5", "--finetune -5: want ≥ 0 fine-tuning steps"),
 		traintest.Refuse("--finetune 5", "--finetune 5: want --prune or --qat"),
 		traintest.Refuse("--eval-samples -4", "--eval-samples -4: want ≥ 0 test images"),
