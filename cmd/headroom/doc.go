@@ -5,6 +5,7 @@
 //	headroom fit --model gpt2 --capacity 24GiB                                      # largest batch, cheapest techniques
 //	headroom bench --quick --out bench-results                                      # every technique for real on the CPU
 //	headroom summary report.json                                                    # a run report, timeline or bench.json
+//	headroom export z.safetensors model.safetensors                                 # a snapshot's model, its shards merged
 //
 // The flags mean what they mean in the example programs: --amp bf16|fp16
 // is autocast (f32 parameters, the forward in 16 bits); --amp-params adds

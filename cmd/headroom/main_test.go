@@ -253,6 +253,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "--quick", "--tiny"}, "choose one"},
 		{[]string{"summary"}, "FILE"},
 		{[]string{"summary", "a", "b"}, "FILE"},
+		{[]string{"export", "a"}, "want SNAPSHOT and OUT"},
 	} {
 		code, out, errs := call(tc.args...)
 		if code != train.ExitUsage || !strings.Contains(errs, tc.want) || out != "" {
@@ -289,7 +290,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"plan", "--help"}, {"fit", "-h"}, {"bench", "--help"}, {"summary", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"plan", "--help"}, {"fit", "-h"}, {"bench", "--help"}, {"summary", "--help"}, {"export", "--help"}} {
 		code, out, errs := call(args...)
 		if code != 0 || !strings.Contains(out, "usage: headroom") || errs != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errs)
