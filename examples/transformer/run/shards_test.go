@@ -2,15 +2,12 @@ package run_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/examples/transformer/run"
-	"github.com/headroom-ml/headroom/safetensors"
 	htrain "github.com/headroom-ml/headroom/train"
 	"github.com/headroom-ml/headroom/train/traintest"
 )
@@ -25,51 +22,6 @@ func mainCode(args ...string) (int, string) {
 	var out, errb bytes.Buffer
 	code := run.Main(args, &out, &errb)
 	return code, out.String() + errb.String()
-}
-
-// sameShards fails unless every rank's shard of the snapshots a and b
-// holds the same tensors, byte for byte, and the same record but for the
-// save's set: step, loss, optimizer scalars, scaler, generators, data
-// order, layout, configuration.
-func sameShards(t *testing.T, what, a, b string, ranks int) {
-	t.Helper()
-	for r := range ranks {
-		fa, fb := readShard(t, htrain.ShardPath(a, r, ranks)), readShard(t, htrain.ShardPath(b, r, ranks))
-		if len(fa.Names) < 2 || !reflect.DeepEqual(fa.Names, fb.Names) {
-			t.Fatalf("%s rank %d: tensors %q and %q", what, r, fa.Names, fb.Names)
-		}
-		for _, n := range fa.Names {
-			if !bytes.Equal(fa.Tensors[n].Data, fb.Tensors[n].Data) {
-				t.Errorf("%s rank %d: tensor %q differs after resuming", what, r, n)
-			}
-		}
-		sa, sb := record(t, fa), record(t, fb)
-		if sa.Set == sb.Set || sa.Shard == nil || sa.Shard.Rank != r {
-			t.Errorf("%s rank %d: sets %d and %d, layout %v", what, r, sa.Set, sb.Set, sa.Shard)
-		}
-		sa.Set, sb.Set = 0, 0
-		if !reflect.DeepEqual(sa, sb) || sa.Loss == 0 {
-			t.Errorf("%s rank %d: records differ after resuming:\n%+v\n%+v", what, r, sa, sb)
-		}
-	}
-}
-
-func readShard(t *testing.T, path string) *safetensors.File {
-	t.Helper()
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func record(t *testing.T, f *safetensors.File) htrain.Snapshot {
-	t.Helper()
-	var s htrain.Snapshot
-	if err := json.Unmarshal([]byte(f.Metadata["headroom.snapshot"]), &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // TestRanksResumeIsExact runs 4 steps on 2 ranks straight, and 2 steps,
@@ -94,7 +46,7 @@ func TestRanksResumeIsExact(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "resumed from step 2 of 4") || !strings.Contains(out, "rank 1's is "+resumed+".rank1-of-2") {
 			t.Fatalf("%v: --resume alone: exit %d\n%s", stage, code, out)
 		}
-		sameShards(t, strings.Join(stage, " "), whole, resumed, 2)
+		traintest.SameShards(t, strings.Join(stage, " "), whole, resumed, 2)
 		if a, b := traintest.ReadReport(t, r1)["final_loss"], traintest.ReadReport(t, r2)["final_loss"]; a != b {
 			t.Errorf("%v: final loss %v straight, %v resumed", stage, a, b)
 		}
