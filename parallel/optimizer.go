@@ -150,12 +150,8 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 // could no longer agree, and returns the error.
 func (o *Optimizer) Step() error {
 	d := o.d
-	if err := d.finish(); err != nil {
+	if err := d.settle(); err != nil {
 		return err
-	}
-	if d.cfg.Zero == 3 {
-		d.dropGathered()
-		d.reshard3()
 	}
 	if o.host != nil {
 		err := autograd.Try(func() {

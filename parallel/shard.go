@@ -126,16 +126,25 @@ func (d *DDP) Exchange(v int) ([]int, error) {
 // under stage 0 every rank holds every parameter and nothing happens.
 // Every rank calls it (it is a collective under stages 1 and 2).
 func (o *Optimizer) Gather() error {
-	d := o.d
+	if err := o.d.settle(); err != nil {
+		return err
+	}
+	if err := o.gatherRegions(); err != nil {
+		return fmt.Errorf("parallel: gather: %w", err)
+	}
+	return nil
+}
+
+// settle waits for the gradients' reduction and, under stage 3, frees
+// what was gathered (Unshard included): what comes next changes the
+// pieces, and a gathered copy would be out of date.
+func (d *DDP) settle() error {
 	if err := d.finish(); err != nil {
 		return err
 	}
 	if d.cfg.Zero == 3 {
 		d.dropGathered()
 		d.reshard3()
-	}
-	if err := o.gatherRegions(); err != nil {
-		return fmt.Errorf("parallel: gather: %w", err)
 	}
 	return nil
 }
