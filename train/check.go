@@ -151,8 +151,8 @@ func (c *Common) checkAfter() error {
 }
 
 // checkFiles checks that --data, --resume and --init (when it is read: not
-// with --resume) exist and that --save, --report and --mem-log can be
-// written, to different files.
+// with --resume) exist and that --save (every rank's shard of it), --report
+// and --mem-log can be written, to different files.
 func (c *Common) checkFiles() error {
 	init := c.Init
 	if c.Resume != "" {
@@ -177,7 +177,20 @@ func (c *Common) checkFiles() error {
 		}
 		seen[p] = f.flag
 	}
+	if c.Parallel() && c.Save != "" {
+		for r := 1; r < c.Ranks; r++ {
+			if f := ShardPath(c.Save, r, c.Ranks); isDir(f) {
+				return fmt.Errorf("--save %s: rank %d's shard %s is a folder: want a file name", c.Save, r, f)
+			}
+		}
+	}
 	return nil
+}
+
+// isDir reports whether path is a folder.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // writable checks that path can be written: not a folder, in an existing

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/nn"
@@ -161,9 +162,13 @@ func offloadFlag(on bool) string {
 	return ""
 }
 
-// checkShards checks, before any work, that the files of the other ranks
-// of the sharded snapshot path (of layout l) exist.
+// checkShards checks, before any work, that path is rank 0's file of a
+// sharded snapshot (of layout l) and that the other ranks' files exist.
 func checkShards(path string, l *parallel.ShardLayout) error {
+	if l.Rank != 0 {
+		return Usagef("--resume %s: rank %d's shard of a snapshot of %d ranks: give rank 0's file, %s", path, l.Rank, l.Ranks,
+			strings.TrimSuffix(path, fmt.Sprintf(".rank%d-of-%d", l.Rank, l.Ranks)))
+	}
 	for q := 1; q < l.Ranks; q++ {
 		f := ShardPath(path, q, l.Ranks)
 		if _, err := os.Stat(f); err != nil {

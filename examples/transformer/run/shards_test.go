@@ -108,6 +108,13 @@ func TestRanksSnapshotRefusals(t *testing.T) {
 	refused(t, htrain.ExitError, []string{"the snapshot was written by rank 1 of 2, ZeRO stage 1, f32 parameters in 3 buckets of [16896 9600 8192] elements; this run is rank 1 of 2, ZeRO stage 1, bf16 parameters in 2 buckets of [26496 8192] elements"},
 		"--resume", half, "--amp", "bf16", "--amp-params", "--override")
 
+	refused(t, htrain.ExitUsage, []string{"--resume " + rank1 + ": rank 1's shard of a snapshot of 2 ranks: give rank 0's file, " + half}, "--resume", rank1)
+	if err := os.Mkdir(filepath.Join(dir, "x.rank1-of-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, htrain.ExitUsage, []string{"rank 1's shard " + filepath.Join(dir, "x.rank1-of-2") + " is a folder"},
+		append(append(baseArgs(t), args...), "--save", filepath.Join(dir, "x"))...)
+
 	keep := readFile(t, rank1)
 	if err := os.Rename(rank1, rank1+".away"); err != nil {
 		t.Fatal(err)
