@@ -57,4 +57,3 @@ func record(t *testing.T, f *safetensors.File) train.Snapshot {
 	}
 	return s
 }
-
