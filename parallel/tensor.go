@@ -73,11 +73,9 @@ func Reduce(c Communicator, x *autograd.Tensor) *autograd.Tensor {
 // rows. It allocates the whole tensor (forward) and this rank's gradient
 // rows (backward). x must be contiguous.
 func Gather(c Communicator, x *autograd.Tensor) *autograd.Tensor {
-	s := scopeOf("parallel.gather", x)
+	scopeOf("parallel.gather", x)
 	contiguous("parallel.gather", x)
-	shape := append([]int{c.Size() * x.Dim(0)}, x.Shape()[1:]...)
-	out := s.Zeros(x.Device(), x.DType(), shape...)
-	collective("gather", func() error { return c.AllGather(out, x) })
+	out := gatherRows(c, x, "gather")
 	autograd.Record(autograd.Custom{
 		Name: "tp_gather", Outs: []*autograd.Tensor{out}, Ins: []*autograd.Tensor{x},
 		Backward: func(grads, _ []*autograd.Tensor, need []bool) []*autograd.Tensor {
@@ -106,12 +104,18 @@ func Scatter(c Communicator, x *autograd.Tensor) *autograd.Tensor {
 			}
 			g := grads[0].Contiguous()
 			defer g.Release()
-			shape := append([]int{c.Size() * g.Dim(0)}, g.Shape()[1:]...)
-			dx := g.Scope().Zeros(g.Device(), g.DType(), shape...)
-			collective("tp_scatter backward", func() error { return c.AllGather(dx, g) })
-			return []*autograd.Tensor{dx}
+			return []*autograd.Tensor{gatherRows(c, g, "tp_scatter backward")}
 		},
 	})
+	return out
+}
+
+// gatherRows returns every rank's x (n, …, contiguous) as (Size·n, …), a
+// new graph-less tensor of x's scope.
+func gatherRows(c Communicator, x *autograd.Tensor, what string) *autograd.Tensor {
+	shape := append([]int{c.Size() * x.Dim(0)}, x.Shape()[1:]...)
+	out := x.Scope().Zeros(x.Device(), x.DType(), shape...)
+	collective(what, func() error { return c.AllGather(out, x) })
 	return out
 }
 

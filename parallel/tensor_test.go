@@ -36,14 +36,17 @@ type tpResult struct {
 	built               device.Stats // after construction
 }
 
-// tpData returns steps batches of tokens and next-token targets.
+// tpData returns steps batches of random tokens and targets that a model
+// can learn (3·x + 1 mod Vocab), one ignored target in two rows with
+// s.ce.Ignore.
 func tpData(s tpRun) (xs, ys [][]int64) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := s.batch * s.cfg.Context
 	for range s.steps {
 		x, y := make([]int64, n), make([]int64, n)
 		for i := range x {
-			x[i], y[i] = int64(rng.IntN(s.cfg.Vocab)), int64(rng.IntN(s.cfg.Vocab))
+			x[i] = int64(rng.IntN(s.cfg.Vocab))
+			y[i] = (3*x[i] + 1) % int64(s.cfg.Vocab)
 		}
 		if s.ce.Ignore {
 			y[1], y[n-1] = int64(s.ce.IgnoreIndex), int64(s.ce.IgnoreIndex)
@@ -239,7 +242,8 @@ func tpLosses(t *testing.T, label string, ref tpResult, got []tpResult, rel floa
 var tpSmall = nn.GPTConfig{Vocab: 16, Context: 8, Layers: 2, Heads: 4, Width: 16, Bias: true, Dropout: 0.1}
 
 // TestTensorParallelGPTMatchesUnsplit trains the GPT unsplit and split 2
-// and 4 ways, with and without sequence parallelism, for 20 AdamW steps:
+// and 4 ways, with and without sequence parallelism (untied with biases,
+// tied without), label smoothing and an ignored class, for 20 AdamW steps:
 // the initial parameters are the unsplit ones' parts bit for bit; the first
 // step's gradients, the 20 losses and the final parameters agree within
 // F64 rounding (the row-parallel layers and the parallel cross-entropy sum
@@ -247,7 +251,7 @@ var tpSmall = nn.GPTConfig{Vocab: 16, Context: 8, Layers: 2, Heads: 4, Width: 16
 func TestTensorParallelGPTMatchesUnsplit(t *testing.T) {
 	for _, tie := range []bool{false, true} {
 		cfg := tpSmall
-		cfg.TieEmbeddings = tie
+		cfg.TieEmbeddings, cfg.Bias = tie, !tie
 		ce := autograd.CEOptions{LabelSmoothing: 0.1, Ignore: true, IgnoreIndex: 3}
 		base := tpRun{dt: dtype.F64, cfg: cfg, batch: 2, steps: 20, ce: ce}
 		ref := tpTrain(t, base)[0]

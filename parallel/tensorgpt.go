@@ -317,15 +317,14 @@ func (k *TensorBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return nn.BlockForward(k.Name, x, ln1, k.attention, ln2, k.mlp)
 }
 
-// attention enters the region once for q, k and v, runs nn.SelfAttention
-// over this rank's heads and the residual dropout.
+// attention runs c_attn over this rank's heads (entering the region) and
+// nn.Attend over them, then the residual dropout.
 func (k *TensorBlock) attention(h *autograd.Tensor) *autograd.Tensor {
 	r := k.run
-	in := enter(r.c, r.seq, h)
-	x := in.View(r.b, r.t, in.Dim(in.Rank()-1))
-	in.Release()
-	a := nn.SelfAttention(join(k.Name, "attn"), x, k.Attn.In, k.Heads, k.HeadDim, nn.Func{Name: k.Attn.Name, F: k.Attn.Local}, k.Proj, nil)
-	x.Release()
+	qkv := k.Attn.Forward(h)
+	x := qkv.View(r.b, r.t, qkv.Dim(qkv.Rank()-1))
+	qkv.Release()
+	a := nn.Attend(join(k.Name, "attn"), x, k.Heads, k.HeadDim, k.Proj, nil)
 	defer a.Release()
 	return r.dropout(k.AttnDrop, a)
 }

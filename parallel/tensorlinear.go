@@ -12,13 +12,15 @@ import (
 // rows of W and b of its Out/Size output features — in the default layout
 // rows [Rank·Out/Size, (Rank+1)·Out/Size), for attention's fused q, k, v
 // projection those of its heads in each of the three parts — and computes
-// its columns of y from the whole input. Forward enters the region first:
-// Copy (f) without sequence parallelism, Gather with it (then x is this
-// rank's rows and the result has Size times as many).
+// its columns of y from the whole input. Forward enters the region: Copy
+// (f) without sequence parallelism; with it x is this rank's rows (n, In)
+// and Forward is GatherLinear — the result (Size·n, Out/Size) covers every
+// rank's rows.
 //
 // Memory per rank: parameters (Out·In + Out)·s/Size bytes; forward leaves
-// y (…, Out/Size) and saves its input — x itself, or under sequence
-// parallelism the gathered whole (Size·rows, In), which it allocates.
+// y (…, Out/Size) and saves its input (alive already): x itself, also
+// under sequence parallelism (GatherLinear's whole input is freed at once
+// and gathered again in backward).
 type ColumnLinear struct {
 	Name    string
 	In, Out int              // the whole layer's features
@@ -30,13 +32,17 @@ type ColumnLinear struct {
 
 // Forward returns this rank's output features of x's whole-layer output.
 func (l *ColumnLinear) Forward(x *autograd.Tensor) *autograd.Tensor {
-	in := enter(l.Comm, l.Seq, x)
+	if l.Seq {
+		defer x.Scope().Within(l.Name)()
+		return GatherLinear(l.Comm, x, l.Weight, l.Bias)
+	}
+	in := Copy(l.Comm, x)
 	defer in.Release()
 	return l.Local(in)
 }
 
-// Local is Forward on an input that has entered the region already (one
-// entry feeds q, k and v): x·W_rᵀ + b_r, no communication.
+// Local is Forward on an input that has entered the region already: x·W_rᵀ
+// + b_r, no communication.
 func (l *ColumnLinear) Local(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(l.Name)()
 	return autograd.Linear(x, l.Weight, l.Bias)
@@ -47,6 +53,62 @@ func (l *ColumnLinear) Params() []nn.Param { return params(l.Weight, l.Bias) }
 
 // Train does nothing.
 func (l *ColumnLinear) Train(bool) {}
+
+// GatherLinear is Gather followed by autograd.Linear(·, w, b) — the entry
+// of a sequence-parallel region into a column-parallel Linear — saving
+// this rank's rows x (n, In) instead of the gathered whole (Size·n, In):
+// forward frees the whole as soon as the product is made, and backward
+// all-gathers x again for the weight's gradient (Korthikanti et al.'s
+// trade: one more all-gather for Size−1 of every Size rows of the input).
+// Backward reduce-scatters the input's gradient (Size·n, In) to this
+// rank's rows. w is (Out_r, In), b (Out_r) or nil; the result is (Size·n,
+// Out_r).
+func GatherLinear(c Communicator, x, w, b *autograd.Tensor) *autograd.Tensor {
+	s := scopeOf("parallel.gather_linear", x)
+	contiguous("parallel.gather_linear", x)
+	if x.Rank() != 2 {
+		panic(&autograd.Error{Op: "parallel.gather_linear", Msg: fmt.Sprintf("input %v: want this rank's rows (n, features)", x.Shape())})
+	}
+	var y *autograd.Tensor
+	s.NoGrad(func() {
+		whole := gatherRows(c, x, "gather_linear")
+		defer whole.Release()
+		y = autograd.Linear(whole, w, b)
+	})
+	autograd.Record(autograd.Custom{
+		Name: "tp_gather_linear", Outs: []*autograd.Tensor{y}, Ins: []*autograd.Tensor{x, w, b}, Saved: []*autograd.Tensor{x, w},
+		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
+			return gatherLinearGrad(c, grads[0], saved[0], saved[1], need)
+		},
+	})
+	return y
+}
+
+// gatherLinearGrad is GatherLinear's backward for the output gradient g
+// (Size·n, Out_r): the weight's gradient from the input gathered again,
+// the bias's, and this rank's rows of the input's. Every rank needs the
+// same gradients, so the collectives match.
+func gatherLinearGrad(c Communicator, g, x, w *autograd.Tensor, need []bool) []*autograd.Tensor {
+	res := make([]*autograd.Tensor, 3)
+	if g == nil {
+		return res
+	}
+	if need[1] {
+		whole := gatherRows(c, x, "gather_linear backward")
+		gt := g.T()
+		res[1] = gt.MatMul(whole)
+		release(whole, gt)
+	}
+	if need[2] {
+		res[2] = g.Sum(false, 0)
+	}
+	if need[0] {
+		dx := g.MatMul(w)
+		res[0] = reduceScatter(c, dx, "gather_linear backward")
+		dx.Release()
+	}
+	return res
+}
 
 // RowLinear is a row-parallel Linear (Megatron's RowParallelLinear): this
 // rank holds the columns [Rank·In/Size, (Rank+1)·In/Size) of the whole
@@ -105,15 +167,6 @@ func (l *RowLinear) Params() []nn.Param { return params(l.Weight, l.Bias) }
 
 // Train does nothing.
 func (l *RowLinear) Train(bool) {}
-
-// enter is the entry into a tensor-parallel region: Copy, or Gather under
-// sequence parallelism.
-func enter(c Communicator, seq bool, x *autograd.Tensor) *autograd.Tensor {
-	if seq {
-		return Gather(c, x)
-	}
-	return Copy(c, x)
-}
 
 // params lists the non-nil tensors as nn params named after them.
 func params(ts ...*autograd.Tensor) []nn.Param {
