@@ -25,6 +25,7 @@ type tpRun struct {
 	batch int
 	steps int
 	ce    autograd.CEOptions
+	comm  func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 }
 
 // tpResult is what one rank (or the unsplit model) ended with.
@@ -34,6 +35,7 @@ type tpResult struct {
 	losses              []float64
 	dev                 device.Stats
 	built               device.Stats // after construction
+	stepped             device.Stats // after the first step, before its gradients are freed
 }
 
 // tpData returns steps batches of random tokens and targets that a model
@@ -105,6 +107,9 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 				return autograd.CrossEntropy(l, tgt.View(idx.Len()), s.ce)
 			}
 		} else {
+			if s.comm != nil {
+				c = s.comm(c)
+			}
 			g, err := parallel.NewTensorGPT(b, "gpt", s.cfg, c, gen, parallel.TensorOptions{Sequence: s.seq})
 			if err != nil {
 				return err
@@ -146,6 +151,9 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 			}
 			if err := opt.Step(); err != nil {
 				return err
+			}
+			if step == 0 {
+				res.stepped = dev.Stats()
 			}
 			nn.ZeroGrad(model)
 		}
