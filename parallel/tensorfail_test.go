@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/parallel"
 )
 
@@ -98,6 +101,66 @@ func TestTensorParallelFailingRankStopsEveryRank(t *testing.T) {
 					t.Logf("%s:\n%v", name, err)
 				}
 			}
+		}
+	}
+}
+
+// TestTensorParallelBadInput checks that configurations and batches the
+// split cannot take fail on every rank with an error saying why, before
+// any collective.
+func TestTensorParallelBadInput(t *testing.T) {
+	build := []struct {
+		ranks int
+		edit  func(*nn.GPTConfig)
+		want  string
+	}{
+		{3, func(c *nn.GPTConfig) { c.Vocab = 15 }, "4 heads and vocabulary 15: want both divisible by the 3 ranks"},
+		{2, func(c *nn.GPTConfig) { c.Vocab = 15 }, "vocabulary 15: want both divisible by the 2 ranks"},
+		{2, func(c *nn.GPTConfig) { c.ShareLayers = true }, "ShareLayers is not supported"},
+		{2, func(c *nn.GPTConfig) { c.Width = 10 }, "width 10 with 4 heads"},
+		{2, func(c *nn.GPTConfig) { c.Dropout = 1 }, "dropout 1"},
+	}
+	for _, b := range build {
+		cfg := tpSmall
+		b.edit(&cfg)
+		err := parallel.Run(parallel.NewGroup(b.ranks), func(c parallel.Communicator) error {
+			dev := cpu.New(c.Rank(), device.Options{})
+			_, err := parallel.NewTensorGPT(nn.NewBuilder(dev, dtype.F32, 1), "gpt", cfg, c, autograd.NewGenerator(1), parallel.TensorOptions{})
+			return err
+		})
+		if err == nil || strings.Count(err.Error(), b.want) != b.ranks {
+			t.Errorf("%+v on %d ranks: %v, want every rank to say %q", cfg, b.ranks, err, b.want)
+		}
+	}
+	steps := []struct {
+		seq      bool
+		ids, tgt int64
+		batch    []int
+		want     string
+	}{
+		{true, 1, 1, []int{1, 3}, "tokens B·T 3: want a multiple of the 2"},
+		{false, 16, 1, []int{2, 4}, "index 16 at 0 is outside [0, 16)"},
+		{false, 1, -1, []int{2, 4}, "target -1 of row 0 is outside [0, 16)"},
+	}
+	for _, s := range steps {
+		err := parallel.Run(parallel.NewGroup(2), func(c parallel.Communicator) error {
+			dev := cpu.New(c.Rank(), device.Options{})
+			g, err := parallel.NewTensorGPT(nn.NewBuilder(dev, dtype.F32, 1), "gpt", tpSmall, c, autograd.NewGenerator(1), parallel.TensorOptions{Sequence: s.seq})
+			if err != nil {
+				return err
+			}
+			defer nn.Release(g)
+			sc := autograd.NewScope()
+			return sc.Run(func() error {
+				n := s.batch[0] * s.batch[1]
+				ids, tgt := make([]int64, n), make([]int64, n)
+				ids[0], tgt[0] = s.ids, s.tgt
+				loss := g.Loss(g.Forward(sc.FromInt64s(dev, s.batch, ids)), sc.FromInt64s(dev, s.batch, tgt), autograd.CEOptions{})
+				return loss.Backward()
+			})
+		})
+		if err == nil || strings.Count(err.Error(), s.want) != 2 || strings.Contains(err.Error(), "aborted") {
+			t.Errorf("%+v: %v, want both ranks to say %q themselves", s, err, s.want)
 		}
 	}
 }
