@@ -95,7 +95,7 @@ func NewTensorGPT(b *nn.Builder, name string, cfg nn.GPTConfig, c Communicator, 
 	case cfg.Dropout > 0 && gen == nil:
 		return nil, fmt.Errorf("parallel.NewTensorGPT %s: dropout %g with a nil generator", name, cfg.Dropout)
 	}
-	if err := checkGPT(cfg); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("parallel.NewTensorGPT %s: %w", name, err)
 	}
 	g := &TensorGPT{Name: name, Config: cfg, Comm: c, Options: o}
@@ -112,19 +112,6 @@ func NewTensorGPT(b *nn.Builder, name string, cfg nn.GPTConfig, c Communicator, 
 		return nil, fmt.Errorf("parallel.NewTensorGPT %s: %w", name, err)
 	}
 	return g, nil
-}
-
-// checkGPT returns an error naming the first field of cfg out of range.
-func checkGPT(c nn.GPTConfig) error {
-	switch {
-	case c.Vocab <= 0 || c.Context <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.Width <= 0:
-		return fmt.Errorf("vocab %d, context %d, layers %d, heads %d, width %d: want all > 0", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
-	case c.Width%c.Heads != 0:
-		return fmt.Errorf("width %d with %d heads: want the width divisible by the heads", c.Width, c.Heads)
-	case !(c.Dropout >= 0 && c.Dropout < 1):
-		return fmt.Errorf("dropout %g: want 0 ≤ dropout < 1", c.Dropout)
-	}
-	return nil
 }
 
 // gpt2Std is nn.GPT's initial standard deviation.
@@ -376,9 +363,11 @@ func (r *tensorRun) layerNorm(l *nn.LayerNorm, x *autograd.Tensor) *autograd.Ten
 // sequence parallelism x is this rank's rows, elements [Rank·n,
 // (Rank+1)·n) of the whole: it draws the masks at those positions of the
 // generator's stream and leaves the generator where the whole tensor's
-// draw would, so the masks are the unsplit model's.
+// draw would, so the masks are the unsplit model's. A recomputation
+// (activation checkpointing) replays the recorded draw and leaves the
+// generator alone.
 func (r *tensorRun) dropout(d *nn.Dropout, x *autograd.Tensor) *autograd.Tensor {
-	if !r.seq || !d.Training() || d.P == 0 {
+	if !r.seq || !d.Training() || d.P == 0 || x.Scope().Recomputing() {
 		return d.Forward(x)
 	}
 	st := d.Gen.State()

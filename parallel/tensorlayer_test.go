@@ -50,11 +50,20 @@ func linearRun(x, w, b, g []float64, n, in, out int) layerOut {
 	bt := autograd.Param(dev, dtype.F64, "b", out)
 	bt.SetFloat64s(b)
 	defer freeAll(wt, bt)
-	y := autograd.Linear(xt, wt, bt)
-	if err := y.Mul(s.FromFloat64s(dev, []int{n, out}, g)).Sum(false).Backward(); err != nil {
+	return backOut(s, autograd.Linear(xt, wt, bt), g, xt, wt)
+}
+
+// backOut runs backward from y with output gradient g and returns y and
+// the gradients of x and w (nil x: none).
+func backOut(s *autograd.Scope, y *autograd.Tensor, g []float64, x, w *autograd.Tensor) layerOut {
+	if err := y.Mul(s.FromFloat64s(y.Device(), y.Shape(), g)).Sum(false).Backward(); err != nil {
 		panic(err)
 	}
-	return layerOut{y: y.Float64s(), dx: xt.Grad().Float64s(), dw: wt.Grad().Float64s()}
+	o := layerOut{y: y.Float64s(), dw: w.Grad().Float64s()}
+	if x != nil {
+		o.dx = x.Grad().Float64s()
+	}
+	return o
 }
 
 // freeAll releases ts.
@@ -127,12 +136,8 @@ func TestTensorParallelLinearsExact(t *testing.T) {
 				}
 				xt := s.FromFloat64s(dev, []int{n0, in}, xr).SetRequiresGrad(true)
 				y := l.Forward(xt)
-				gr := cols(g, rows, out, r*ko, ko)
-				if err := y.Mul(s.FromFloat64s(dev, []int{rows, ko}, gr)).Sum(false).Backward(); err != nil {
-					panic(err)
-				}
 				defer freeAll(l.Weight, l.Bias)
-				return layerOut{y: y.Float64s(), dx: xt.Grad().Float64s(), dw: l.Weight.Grad().Float64s()}
+				return backOut(s, y, cols(g, rows, out, r*ko, ko), xt, l.Weight)
 			})
 			for r, o := range col {
 				dx := ref.dx
@@ -150,16 +155,12 @@ func TestTensorParallelLinearsExact(t *testing.T) {
 				l.Bias = param(dev, b, out)
 				xt := s.FromFloat64s(dev, []int{rows, ki}, cols(x, rows, in, r*ki, ki)).SetRequiresGrad(true)
 				y := l.Forward(xt)
-				gr, n0 := g, rows
+				gr := g
 				if seq {
-					n0 = rows / n
-					gr = g[r*n0*out : (r+1)*n0*out]
-				}
-				if err := y.Mul(s.FromFloat64s(dev, []int{n0, out}, gr)).Sum(false).Backward(); err != nil {
-					panic(err)
+					gr = g[r*rows/n*out : (r+1)*rows/n*out]
 				}
 				defer freeAll(l.Weight, l.Bias)
-				return layerOut{y: y.Float64s(), dx: xt.Grad().Float64s(), dw: l.Weight.Grad().Float64s()}
+				return backOut(s, y, gr, xt, l.Weight)
 			})
 			for r, o := range row {
 				y := ref.y
@@ -211,11 +212,7 @@ func TestTensorParallelVocabExact(t *testing.T) {
 	dev := cpu.New(0, device.Options{})
 	s := autograd.NewScope()
 	wt := param(dev, table, vocab, c)
-	y := autograd.Embedding(wt, s.FromInt64s(dev, []int{rows}, ids))
-	if err := y.Mul(s.FromFloat64s(dev, []int{rows, c}, g)).Sum(false).Backward(); err != nil {
-		t.Fatal(err)
-	}
-	ref := layerOut{y: y.Float64s(), dw: wt.Grad().Float64s()}
+	ref := backOut(s, autograd.Embedding(wt, s.FromInt64s(dev, []int{rows}, ids)), g, nil, wt)
 	s.Release()
 	wt.Release()
 	for _, n := range []int{2, 4} {
@@ -230,10 +227,7 @@ func TestTensorParallelVocabExact(t *testing.T) {
 				if seq {
 					gr = g[r*rows/n*c : (r+1)*rows/n*c]
 				}
-				if err := y.Mul(s.FromFloat64s(dev, y.Shape(), gr)).Sum(false).Backward(); err != nil {
-					panic(err)
-				}
-				return layerOut{y: y.Float64s(), dw: e.Weight.Grad().Float64s()}
+				return backOut(s, y, gr, nil, e.Weight)
 			})
 			for r, o := range got {
 				want := ref.y

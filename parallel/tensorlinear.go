@@ -138,16 +138,7 @@ type RowLinear struct {
 func (l *RowLinear) Forward(x *autograd.Tensor) *autograd.Tensor {
 	s := x.Scope()
 	defer s.Within(l.Name)()
-	p := autograd.Linear(x, l.Weight, nil)
-	var y *autograd.Tensor
-	if l.Seq {
-		flat := p.View(p.Len()/l.Out, l.Out)
-		y = Scatter(l.Comm, flat)
-		flat.Release()
-	} else {
-		y = Reduce(l.Comm, p)
-	}
-	p.Release()
+	y := leave(l.Comm, l.Seq, autograd.Linear(x, l.Weight, nil))
 	if l.Bias == nil {
 		return y
 	}
@@ -167,6 +158,20 @@ func (l *RowLinear) Params() []nn.Param { return params(l.Weight, l.Bias) }
 
 // Train does nothing.
 func (l *RowLinear) Train(bool) {}
+
+// leave is the exit from a tensor-parallel region of partial sums p (…,
+// c), released: Reduce, or under sequence parallelism Scatter of p
+// flattened to (rows, c).
+func leave(c Communicator, seq bool, p *autograd.Tensor) *autograd.Tensor {
+	defer p.Release()
+	if !seq {
+		return Reduce(c, p)
+	}
+	w := p.Dim(p.Rank() - 1)
+	flat := p.View(p.Len()/w, w)
+	defer flat.Release()
+	return Scatter(c, flat)
+}
 
 // params lists the non-nil tensors as nn params named after them.
 func params(ts ...*autograd.Tensor) []nn.Param {

@@ -55,16 +55,7 @@ func (e *VocabEmbedding) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	looked := autograd.Embedding(e.Weight, li)
 	part := looked.Mul(m)
 	release(li, m, looked)
-	var out *autograd.Tensor
-	if e.Seq {
-		flat := part.View(part.Len()/e.C, e.C)
-		out = Scatter(e.Comm, flat)
-		flat.Release()
-	} else {
-		out = Reduce(e.Comm, part)
-	}
-	part.Release()
-	return out
+	return leave(e.Comm, e.Seq, part)
 }
 
 // Params returns the table's rows.
