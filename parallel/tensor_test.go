@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
@@ -26,6 +27,7 @@ type tpRun struct {
 	steps int
 	ce    autograd.CEOptions
 	comm  func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
+	ckpt  bool                                              // checkpoint.Sequential over the blocks
 }
 
 // tpResult is what one rank (or the unsplit model) ended with.
@@ -113,6 +115,9 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 			g, err := parallel.NewTensorGPT(b, "gpt", s.cfg, c, gen, parallel.TensorOptions{Sequence: s.seq})
 			if err != nil {
 				return err
+			}
+			if s.ckpt {
+				g.RunBlocks = func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.Sequential(ls, len(ls), x) }
 			}
 			model = g
 			forward = func(idx, tgt *autograd.Tensor) *autograd.Tensor { return g.Loss(g.Forward(idx), tgt, s.ce) }
@@ -290,6 +295,29 @@ func TestTensorParallelGPTF32(t *testing.T) {
 			got := tpTrain(t, s)
 			tpCompare(t, fmt.Sprintf("%d ranks, sequence %v init", n, seq), ref, got, func(r tpResult) map[string][]float64 { return r.init }, true, 0)
 			tpLosses(t, fmt.Sprintf("F32, %d ranks, sequence %v", n, seq), ref, got, 1e-5)
+		}
+	}
+}
+
+// TestTensorParallelCheckpoint recomputes every block but the last in
+// backward (checkpoint.Sequential through RunBlocks) with dropout, 2 and 4
+// ranks, with and without sequence parallelism: the recomputation repeats
+// the block's collectives and dropout masks, so the losses and parameters
+// equal those without checkpointing bit for bit.
+func TestTensorParallelCheckpoint(t *testing.T) {
+	cfg := tpSmall
+	cfg.Layers = 3
+	for _, n := range []int{2, 4} {
+		for _, seq := range []bool{false, true} {
+			s := tpRun{ranks: n, seq: seq, dt: dtype.F64, cfg: cfg, batch: 2, steps: 3}
+			plain := tpTrain(t, s)
+			s.ckpt = true
+			got := tpTrain(t, s)
+			label := fmt.Sprintf("%d ranks, sequence %v, checkpointed", n, seq)
+			tpLosses(t, label, plain[0], got, 0)
+			for r := range got {
+				tpCompare(t, label, plain[r], got[r:r+1], func(r tpResult) map[string][]float64 { return r.params }, true, 0)
+			}
 		}
 	}
 }

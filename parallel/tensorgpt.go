@@ -47,6 +47,11 @@ type TensorGPT struct {
 	Blocks  []*TensorBlock
 	LNF     *nn.LayerNorm // transformer.ln_f: whole
 	Head    *ColumnLinear // lm_head: rows of the vocabulary; nil when tied
+	// RunBlocks, when set, runs the blocks in order instead of a plain
+	// loop (nn.GPT.RunBlocks: activation checkpointing plugs in here; a
+	// recomputed block repeats its collectives on every rank alike). It
+	// must not release its input.
+	RunBlocks func(blocks []nn.Layer, x *autograd.Tensor) *autograd.Tensor
 }
 
 // TensorBlock is one rank's part of an nn.GPTBlock: ln_1, attention over
@@ -207,11 +212,7 @@ func (g *TensorGPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 		x := g.embed(s, idx)
 		h := run.dropout(g.Drop, x)
 		x.Release()
-		for _, k := range g.Blocks {
-			n := k.Forward(h)
-			h.Release()
-			h = n
-		}
+		h = g.blocks(h)
 		y := run.layerNorm(g.LNF, h)
 		h.Release()
 		return y
@@ -228,6 +229,25 @@ func (g *TensorGPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	}
 	defer logits.Release()
 	return logits.View(B, T, logits.Dim(1))
+}
+
+// blocks runs the blocks on h, released.
+func (g *TensorGPT) blocks(h *autograd.Tensor) *autograd.Tensor {
+	if g.RunBlocks != nil {
+		ls := make([]nn.Layer, len(g.Blocks))
+		for i, k := range g.Blocks {
+			ls[i] = k
+		}
+		y := g.RunBlocks(ls, h)
+		h.Release()
+		return y
+	}
+	for _, k := range g.Blocks {
+		n := k.Forward(h)
+		h.Release()
+		h = n
+	}
+	return h
 }
 
 // embed returns the token plus position embeddings: (B, T, C), or this
