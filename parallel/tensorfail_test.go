@@ -69,7 +69,9 @@ func TestTensorParallelFailingRankStopsEveryRank(t *testing.T) {
 		for _, seq := range []bool{false, true} {
 			s := tpRun{ranks: n, seq: seq, dt: dtype.F32, cfg: tpSmall, batch: 2, steps: 1}
 			var calls atomic.Int64
-			s.comm = func(c parallel.Communicator) parallel.Communicator { return &failing{Communicator: c, at: -1, calls: &calls} }
+			s.comm = func(c parallel.Communicator) parallel.Communicator {
+				return &failing{Communicator: c, at: -1, calls: &calls}
+			}
 			tpTrain(t, s)
 			perStep := calls.Load() / int64(n)
 			if perStep == 0 {
