@@ -20,8 +20,10 @@ import (
 // Memory per rank: parameters Vocab·C·s/Size bytes (a dense gradient of
 // that size); forward reads the indices to the host (numel(idx) integers,
 // Go heap) and leaves the local indices (numel(idx)·8 bytes, I64) and the
-// mask (numel(idx)·s) saved by its ops, the lookup (numel(idx)·C·s, freed
-// when reduced) and the result.
+// mask (numel(idx)·s) that its ops save, and the result: the masked
+// lookup reduced in place (numel(idx)·C·s), or this rank's rows of it
+// under sequence parallelism (the masked lookup freed after the
+// reduce-scatter). The lookup before masking is freed at once.
 type VocabEmbedding struct {
 	Name   string
 	Vocab  int // the whole vocabulary
@@ -90,9 +92,11 @@ func release(ts ...*autograd.Tensor) {
 // nothing: the gradient of this rank's logits is softmax − smoothed
 // one-hot on its own classes.
 //
-// Memory per rank: it saves exp(z − max) (N·V/Size in the compute dtype),
-// the per-row values (N each) and the targets' local indices; the targets
-// are read to the host (N integers, Go heap).
+// Memory per rank: it saves exp(z − max) (N·V/Size elements of the
+// compute dtype) and per-row vectors — Σ exp, the target's logit, the
+// masks, the targets' local indices — 5·N elements (measured: 840 bytes
+// with the scalar loss for N = V/Size = 8 in F64); the targets are read
+// to the host (N integers, Go heap).
 func CrossEntropy(c Communicator, logits, target *autograd.Tensor, lo, vocab int, o autograd.CEOptions) *autograd.Tensor {
 	const op = "parallel.cross_entropy"
 	s := scopeOf(op, logits)
