@@ -28,6 +28,7 @@ type tpRun struct {
 	ce    autograd.CEOptions
 	comm  func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 	ckpt  bool                                              // checkpoint.Sequential over the blocks
+	amp   dtype.DType                                       // the forward's autocast dtype (0: none)
 }
 
 // tpResult is what one rank (or the unsplit model) ended with.
@@ -130,7 +131,7 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 		for _, p := range model.Params() {
 			res.shapes[p.Name] = p.T.Shape()
 		}
-		opt, err := optim.NewAdamW(model.Params(), optim.AdamConfig{LR: 0.01})
+		opt, err := optim.NewAdamW(model.Params(), optim.AdamConfig{LR: 0.01, MasterWeights: s.dt.IsLowPrecision()})
 		if err != nil {
 			return err
 		}
@@ -144,7 +145,8 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 			}
 			sc := autograd.NewScope()
 			err := sc.Run(func() error {
-				loss := forward(sc.FromInt64s(dev, shape, xs[step]), sc.FromInt64s(dev, shape, ys[step]))
+				var loss *autograd.Tensor
+				sc.Autocast(s.amp, func() { loss = forward(sc.FromInt64s(dev, shape, xs[step]), sc.FromInt64s(dev, shape, ys[step])) })
 				res.losses = append(res.losses, loss.Item())
 				return loss.Backward()
 			})
@@ -317,6 +319,32 @@ func TestTensorParallelCheckpoint(t *testing.T) {
 			tpLosses(t, label, plain[0], got, 0)
 			for r := range got {
 				tpCompare(t, label, plain[r], got[r:r+1], func(r tpResult) map[string][]float64 { return r.params }, true, 0)
+			}
+		}
+	}
+}
+
+// TestTensorParallelLowPrecision trains with BF16 parameters (F32
+// masters) and with F32 parameters under BF16 and F16 autocast, t = 2 and
+// 4, with and without sequence parallelism, for 20 AdamW steps. The ranks'
+// partial sums are rounded to 16 bits before Reduce adds them (one device
+// rounds the F32 accumulator once), so the losses agree only to 16-bit
+// rounding: the first within tol0, all 20 within tol, relative.
+func TestTensorParallelLowPrecision(t *testing.T) {
+	for _, c := range []struct {
+		dt, amp   dtype.DType
+		tol0, tol float64
+	}{{dtype.BF16, 0, 5e-5, 2.5e-2}, {dtype.F32, dtype.BF16, 5e-5, 2.5e-2}, {dtype.F32, dtype.F16, 1e-5, 1e-3}} {
+		base := tpRun{dt: c.dt, amp: c.amp, cfg: tpSmall, batch: 2, steps: 20}
+		ref := tpTrain(t, base)[0]
+		for _, n := range []int{2, 4} {
+			for _, seq := range []bool{false, true} {
+				s := base
+				s.ranks, s.seq = n, seq
+				got := tpTrain(t, s)
+				label := fmt.Sprintf("%s params, autocast %s, %d ranks, sequence %v", c.dt, c.amp, n, seq)
+				tpLosses(t, label, tpResult{losses: ref.losses[:1]}, []tpResult{{losses: got[0].losses[:1]}}, c.tol0)
+				tpLosses(t, label, ref, got, c.tol)
 			}
 		}
 	}
