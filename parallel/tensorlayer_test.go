@@ -294,3 +294,37 @@ func ceRun(c parallel.Communicator, dt dtype.DType, logits []float64, ids []int6
 	}
 	return layerOut{y: loss.Float64s(), dx: lt.TakeGrad().Float64s()}
 }
+
+// TestTensorParallelGather checks Gather on its own: forward concatenates
+// the ranks' rows in rank order (bit for bit), backward gives each rank
+// its rows of the sum of the ranks' output gradients — here (r+1)·G on
+// rank r, so (1 + … + t)·G's rows.
+func TestTensorParallelGather(t *testing.T) {
+	const rows, c = 8, 3
+	x, g := randoms(8, rows*c), randoms(9, rows*c)
+	for _, n := range []int{2, 4} {
+		k := rows / n
+		got := tpLayer(t, n, func(cm parallel.Communicator, dev *device.Device, s *autograd.Scope) layerOut {
+			r := cm.Rank()
+			xt := s.FromFloat64s(dev, []int{k, c}, x[r*k*c:(r+1)*k*c]).SetRequiresGrad(true)
+			y := parallel.Gather(cm, xt)
+			gr := make([]float64, len(g))
+			for i, v := range g {
+				gr[i] = float64(r+1) * v
+			}
+			if err := y.Mul(s.FromFloat64s(dev, y.Shape(), gr)).Sum(false).Backward(); err != nil {
+				panic(err)
+			}
+			return layerOut{y: y.Float64s(), dx: xt.Grad().Float64s()}
+		})
+		for r, o := range got {
+			want := make([]float64, k*c)
+			for i := range want {
+				for q := range n {
+					want[i] += float64(q+1) * g[r*k*c+i]
+				}
+			}
+			check(t, fmt.Sprintf("gather, %d ranks, rank %d", n, r), []string{"y", "dx"}, [][]float64{o.y, o.dx}, [][]float64{x, want}, []bool{true, false})
+		}
+	}
+}
