@@ -29,6 +29,7 @@ type tpRun struct {
 	comm  func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator
 	ckpt  bool                                              // checkpoint.Sequential over the blocks
 	amp   dtype.DType                                       // the forward's autocast dtype (0: none)
+	lazy  bool                                              // the split model from nn.NewDeferredBuilder
 }
 
 // tpResult is what one rank (or the unsplit model) ended with.
@@ -95,6 +96,9 @@ func tpTrainErr(s tpRun, fault func(rank, step int) error) ([]tpResult, error) {
 	body := func(c parallel.Communicator, r int) error {
 		dev := cpu.New(r, device.Options{})
 		b := nn.NewBuilder(dev, s.dt, 11)
+		if s.lazy && c != nil {
+			b = nn.NewDeferredBuilder(dev, s.dt, 11)
+		}
 		gen := autograd.NewGenerator(5)
 		var model nn.Module
 		var forward func(idx, tgt *autograd.Tensor) *autograd.Tensor
@@ -345,6 +349,32 @@ func TestTensorParallelLowPrecision(t *testing.T) {
 				label := fmt.Sprintf("%s params, autocast %s, %d ranks, sequence %v", c.dt, c.amp, n, seq)
 				tpLosses(t, label, tpResult{losses: ref.losses[:1]}, []tpResult{{losses: got[0].losses[:1]}}, c.tol0)
 				tpLosses(t, label, ref, got, c.tol)
+			}
+		}
+	}
+}
+
+// TestTensorParallelDeferredBuilder builds the split model from a
+// deferred builder: each rank's parameters are its parts of the unsplit
+// model's bit for bit; construction allocates the tensor-parallel layers'
+// parameters only (the row-parallel biases whole), the position table and
+// the LayerNorms materialise at their first use.
+func TestTensorParallelDeferredBuilder(t *testing.T) {
+	base := tpRun{dt: dtype.F32, cfg: tpSmall, batch: 2, steps: 1}
+	ref := tpTrain(t, base)[0]
+	split, whole := gptElements(base.cfg)
+	for _, n := range []int{2, 4} {
+		s := base
+		s.ranks, s.lazy = n, true
+		got := tpTrain(t, s)
+		tpCompare(t, fmt.Sprintf("deferred, %d ranks", n), ref, got, func(r tpResult) map[string][]float64 { return r.init }, true, 0)
+		for r, g := range got {
+			biases := int64(2 * base.cfg.Layers * base.cfg.Width) // the row-parallel layers' whole biases
+			if b, want := g.built.Tag(device.Parameter).Current, (split/int64(n)+biases)*4; b != want {
+				t.Errorf("deferred, %d ranks, rank %d: %d parameter bytes built, want %d", n, r, b, want)
+			}
+			if b, want := g.stepped.Tag(device.Parameter).Current, (split/int64(n)+whole)*4; b != want {
+				t.Errorf("deferred, %d ranks, rank %d: %d parameter bytes after a step, want %d", n, r, b, want)
 			}
 		}
 	}

@@ -88,8 +88,10 @@ type tensorRun struct {
 // masks are the unsplit model's for that state (under sequence
 // parallelism each rank draws its rows' part of the same positions). The
 // heads, 4·Width and Vocab must divide by Comm.Size(); ShareLayers is not
-// supported. A deferred builder's parameters get their storage here
-// (this rank's part only); do not pass such a builder to NewDDP.
+// supported. From a deferred builder the tensor-parallel layers'
+// parameters get their storage here (this rank's parts; the row-parallel
+// biases whole), the position table and the LayerNorms at their first use
+// (nn.NewDeferredBuilder's way); do not pass such a builder to NewDDP.
 func NewTensorGPT(b *nn.Builder, name string, cfg nn.GPTConfig, c Communicator, gen *autograd.Generator, o TensorOptions) (*TensorGPT, error) {
 	n := c.Size()
 	switch {
@@ -122,6 +124,7 @@ func NewTensorGPT(b *nn.Builder, name string, cfg nn.GPTConfig, c Communicator, 
 // gpt2Std is nn.GPT's initial standard deviation.
 const gpt2Std = 0.02
 
+// build makes g's modules, drawing from b in nn.GPT's order.
 func (g *TensorGPT) build(b *nn.Builder, gen *autograd.Generator) {
 	cfg, c, seq := g.Config, g.Comm, g.Options.Sequence
 	tr, rank, n := join(g.Name, "transformer"), c.Rank(), c.Size()
