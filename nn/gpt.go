@@ -37,8 +37,9 @@ type GPTConfig struct {
 	ShareLayers bool
 }
 
-// check returns an error naming the first field out of range.
-func (c GPTConfig) check() error {
+// Check returns an error naming the first field out of range (what
+// NewGPT checks first).
+func (c GPTConfig) Check() error {
 	switch {
 	case c.Vocab <= 0 || c.Context <= 0 || c.Layers <= 0 || c.Heads <= 0 || c.Width <= 0:
 		return fmt.Errorf("vocab %d, context %d, layers %d, heads %d, width %d: want all > 0", c.Vocab, c.Context, c.Layers, c.Heads, c.Width)
@@ -173,7 +174,7 @@ type GPT struct {
 // when cfg.Dropout is 0. A configuration out of range or running out of
 // memory returns an error and leaves nothing allocated.
 func NewGPT(b *Builder, name string, cfg GPTConfig, gen *autograd.Generator) (*GPT, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("nn.NewGPT %s: %w", name, err)
 	}
 	if cfg.Dropout > 0 && gen == nil {

@@ -99,24 +99,35 @@ func SelfAttention(name string, x *autograd.Tensor, c, heads, d int, qkv, proj L
 	if x.Rank() != 3 || x.Dim(2) != c {
 		fail("nn.causal_self_attention", "%s: input %v: want (B, T, %d)", name, x.Shape(), c)
 	}
-	B, T := x.Dim(0), x.Dim(1)
+	return Attend(name, qkv.Forward(x), heads, d, proj, drop)
+}
+
+// Attend is SelfAttention after c_attn: causal attention of the heads of
+// qkv (B, T, 3·heads·d: all heads' q, then k, then v), c_proj and drop,
+// in scope name. It releases qkv as soon as it has copied it (package
+// parallel's tensor-parallel blocks compute qkv their own way).
+func Attend(name string, qkv *autograd.Tensor, heads, d int, proj Layer, drop *Dropout) *autograd.Tensor {
+	defer qkv.Scope().Within(name)()
+	if qkv.Rank() != 3 || qkv.Dim(2) != 3*heads*d {
+		fail("nn.causal_self_attention", "%s: q, k, v %v: want (B, T, %d)", name, qkv.Shape(), 3*heads*d)
+	}
+	B, T := qkv.Dim(0), qkv.Dim(1)
 	// c_attn's output (B, T, 3·H·D) is viewed as (B, T, 3, H, D) and copied
 	// once into head-major (3, B, H, T, D); then it goes.
-	out := qkv.Forward(x)
-	v5 := out.View(B, T, 3, heads, d)
+	v5 := qkv.View(B, T, 3, heads, d)
 	perm := v5.Permute(2, 0, 3, 1, 4)
 	hm := perm.Contiguous()
-	release(x, out, v5, perm)
+	release(nil, qkv, v5, perm)
 	// q, k and v are contiguous (B, H, T, D) views of the copy, which
 	// attention saves with its output y and lse.
 	parts := autograd.Split(hm, 0, 1, 1, 1)
 	q, k, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
 	y := autograd.ScaledDotProductAttention(q, k, v, true)
-	release(x, hm, parts[0], parts[1], parts[2], q, k, v)
+	release(nil, hm, parts[0], parts[1], parts[2], q, k, v)
 	// Back to (B, T, H·D): one more copy, saved by c_proj.
 	yt := y.Transpose(1, 2)
 	yc := yt.Reshape(B, T, heads*d)
-	release(x, y, yt)
+	release(nil, y, yt)
 	p := proj.Forward(yc) // saves yc
 	yc.Release()
 	return dropout(drop, p)

@@ -303,4 +303,144 @@
 // emulator's fake NCCL reduces as NewGroup does, bit for bit: there the
 // DDP engine, every stage and offload run on NCCL unchanged and give the
 // in-process group's results bit for bit, as the tests check).
+//
+// # Tensor parallelism
+//
+// NewTensorGPT splits one nn.GPT across the t ranks of a communicator
+// (Shoeybi et al. 2019, Megatron-LM): each block's attention heads and
+// MLP hidden features, and the vocabulary of the token embedding and the
+// LM head, are divided t ways, so the split layers' parameters, gradients
+// and optimizer state on each rank are 1/t of the model's. Every rank
+// runs the same Forward on the same batch and gets the same loss:
+//
+//	comms := parallel.NewGroup(4)
+//	err := parallel.Run(comms, func(c parallel.Communicator) error {
+//		dev := cpu.New(c.Rank(), device.Options{})
+//		b := nn.NewBuilder(dev, dtype.F32, seed)     // the same seed on every rank
+//		gen := autograd.NewGenerator(dropSeed)       // the same generator state too
+//		g, err := parallel.NewTensorGPT(b, "gpt", cfg, c, gen, parallel.TensorOptions{Sequence: true})
+//		if err != nil { return err }
+//		defer nn.Release(g)
+//		opt, err := optim.NewAdamW(g.Params(), optim.AdamConfig{LR: 3e-4})
+//		…
+//		s := autograd.NewScope()
+//		err = s.Run(func() error { return g.Loss(g.Forward(idx), targets, autograd.CEOptions{}).Backward() })
+//		…                                            // then opt.Step(), nn.ZeroGrad(g)
+//	})
+//
+// The pieces, usable on their own: Copy (f: identity forward, all-reduce
+// backward) and Reduce (g: all-reduce forward, identity backward) enter
+// and leave a region; ColumnLinear holds its rank's output features (rows
+// of W) and RowLinear its input features (columns of W), so that column
+// then row needs one Reduce in forward and one Copy in backward per pair
+// (attention: c_attn split by heads, each rank attends over its own heads
+// with nn.Attend; MLP: c_fc, GELU, c_proj). VocabEmbedding looks up only
+// its rows (the others read as 0) and Reduce sums. CrossEntropy takes
+// each rank's logits (N, V/t): the row maxima are all-gathered (N values
+// per rank), Σ exp, the target's logit and, with label smoothing, Σ
+// logits are reduced, so no rank holds the whole (N, V) logits; backward
+// communicates nothing. Label smoothing, the ignore index and the
+// reductions are autograd.CrossEntropy's. TensorGPT.RunBlocks takes
+// activation checkpointing (a recomputed block repeats its collectives).
+//
+// Sequence parallelism (TensorOptions.Sequence, off by default; Korthikanti
+// et al. 2022) shards what lies between the regions — LayerNorms,
+// dropouts, residual adds, the embeddings' sum, ln_f — by rows of the
+// flattened (N, C) activations, N = B·T: rank r holds rows [r·N/t,
+// (r+1)·N/t) (N must divide by t). A region is entered by GatherLinear
+// (all-gather, then the column-parallel product; only this rank's rows are
+// saved, backward all-gathers them again for the weight's gradient and
+// reduce-scatters the input's) and left by Scatter (reduce-scatter;
+// backward all-gathers). The whole parameters used on a rank's rows (the
+// LayerNorms, the row-parallel biases, the position table) enter by Copy,
+// so their gradients are summed across the ranks in backward and every
+// rank's copy stays the same.
+//
+// Same model, same seed. A split parameter holds exactly its elements of
+// the unsplit one (nn.Init produces any element range: a column shard is
+// one range, or three for q, k, v; each row of a row-parallel shard is a
+// range of its own): every rank's initial parameters are those of
+// nn.NewGPT with the same builder seed, bit for bit. The dropout masks
+// are the unsplit model's for the same generator state: without sequence
+// parallelism every rank draws the whole tensor's mask; with it each rank
+// draws its rows' positions of the same stream and leaves the generator
+// where the whole draw would (a recomputation replays the recorded draw).
+// Caveat: autograd.RewindRNG of a step's log puts rank r > 0 at its own
+// rows' position, not at the step's start; restore a Generator.State
+// saved before the step instead.
+//
+// Which results are the same bits as one device (F64; tested): the
+// column-parallel outputs and weight gradients, the row-parallel weight
+// and input gradients, the embedding and its gradient — each element is
+// the same dot product in the same order. Where the ranks' partial sums
+// are added (row-parallel outputs, column-parallel input gradients, the
+// cross-entropy's sums, the sequence-sharded parameters' gradients) the
+// order differs: 20 AdamW steps of a 2-layer GPT give losses within
+// 3.5e-16 relative of one device's in F64 and 1.3e-7 in F32, t = 2 and 4,
+// with and without sequence parallelism (go test ./parallel -run
+// TestTensorParallel).
+//
+// Communication per training step, L blocks, s bytes per element: without
+// sequence parallelism, forward 1 + 2L all-reduces of N·C·s (the
+// embedding, each block's two regions) and 3 of N elements (the
+// cross-entropy; 4 with label smoothing), backward 2L + 1 all-reduces of
+// N·C·s (Copy's): 13 collectives a step for L = 2. With it, forward
+// 2L + 1 reduce-scatters and 2L + 1 all-gathers of N·C·s in all (a ring
+// all-reduce is one of each: the same bytes) and the cross-entropy's 3;
+// backward as many, plus 2L + 1 all-gathers of GatherLinear's saved rows
+// (1.5× the bytes of backward), plus one all-reduce per whole parameter
+// used on the rows (2 per LayerNorm and each c_proj bias, C elements; the
+// position table, Context·C): 4L + 5 collectives forward and 12L + 6
+// backward, 43 for L = 2 (TestTensorParallelFailingRankStopsEveryRank
+// counts them).
+//
+// Memory per rank, exactly (TestTensorParallelModelStatesPerRank and
+// TestTensorParallelActivationsPerLayer measure it with the allocator).
+// Model states: with Ψ_s the split parameters' elements (the tables,
+// c_attn, c_fc and the c_proj weights: V·C, twice untied, + L·(12·C² +
+// 7·C with biases)) and Ψ_w the whole ones' (the position table, the
+// LayerNorms, the c_proj biases), each rank holds s·(Ψ_s/t + Ψ_w) of
+// parameters, as much gradient and 2·s·(Ψ_s/t + Ψ_w) of AdamW state (F32
+// or F64 parameters). Activations one block leaves for backward (with its
+// result), for a batch (B, T), H heads, cs the statistics' size (4, 8 for
+// F64):
+//
+//	one device (nn.GPTBlock)     17·N·C·s + 4·N·cs + B·H·T·cs
+//	tensor parallel              (4 + 13/t)·N·C·s + 4·N·cs + B·(H/t)·T·cs
+//	tensor + sequence parallel   (17·N·C·s + 4·N·cs + B·H·T·cs)/t
+//
+// less N·C·s/t when each rank holds one head (attention's output back in
+// (B, T, C/t) layout is then a view). The 4 are ln_1's output (c_attn's
+// input), the residual sum (ln_2's input), ln_2's output (c_fc's input)
+// and the result, whole on every rank; the 13/t are q, k, v (3),
+// attention's output and c_proj's input (2) and the MLP's two 4·C-wide
+// tensors (8). Korthikanti et al.'s Table 2 — sbh(34 + 5as/h),
+// sbh(10 + 24/t + 5as/(ht)) and sbh(34 + 5as/h)/t, their s, b, h, a our
+// T, B, C, H — counts bytes of 2-byte activations with the attention
+// scores stored: their 5as/h is the scores, the softmax and its dropout
+// mask (the fused attention here keeps only the log-sum-exp, B·H·T·cs,
+// and its output, one of the 13); their 10 is the same four tensors at 2
+// bytes and two 1-byte dropout masks (regenerated from the seed here: 0
+// bytes); their 24 is q, k, v, c_proj's input and the MLP's 8·C at 2
+// bytes. Sequence parallelism divides everything by t because
+// GatherLinear saves its rank's rows rather than the gathered input
+// (saving the gathered input would add 2·N·C·s per block; the trade is an
+// all-gather more per region in backward). Inside forward the gathered
+// input and the row-parallel partial sums (N·C·s each) live for a moment.
+//
+// Host memory: VocabEmbedding and CrossEntropy read the indices and
+// targets to the host (8 bytes a token) and build their local indices and
+// masks there (16 and 24 bytes a token, Go heap), sequence parallelism
+// the position indices (8 bytes a row of the rank): bounded by the batch,
+// garbage once the step's forward is built. The collectives allocate no
+// device memory (in process).
+//
+// Limits: the heads and the vocabulary must divide by t (no vocabulary
+// padding); ShareLayers is not supported; a deferred builder's split
+// parameters are materialised at once (their records describe the whole
+// tensor: do not pass that builder to NewDDP); tensor and data parallelism
+// are not yet combined (one communicator: the tensor-parallel group); the
+// small gradient all-reduces of sequence parallelism are not bucketed. A
+// rank that fails stops the others at their next collective (Run's
+// Abort), in forward or backward.
 package parallel
