@@ -105,71 +105,81 @@ func (ps pipeSetup) reference(t *testing.T) pipeResult {
 // its own AdamW over its stage's parameters.
 func (ps pipeSetup) pipeline() (pipeResult, error) {
 	res := pipeResult{params: map[string][]float64{}, stats: make([]parallel.PipeStats, ps.stages)}
-	losses := make([][]float64, ps.stages)
-	params := make([][]nn.Param, ps.stages)
+	stages := make([]pipeResult, ps.stages)
 	err := parallel.Run(parallel.NewGroup(ps.stages), func(c parallel.Communicator) error {
-		r := c.Rank()
 		var capacity int64
 		if ps.capOf != nil {
-			capacity = ps.capOf(r)
+			capacity = ps.capOf(c.Rank())
 		}
-		dev := cpu.New(r, device.Options{Capacity: capacity})
-		g, err := nn.NewGPT(nn.NewDeferredBuilder(dev, ps.dt, 7), "gpt", ps.cfg, nil)
-		if err != nil {
-			return err
-		}
-		pp, err := parallel.NewPipe(c, g, parallel.PipeConfig{MicroBatches: ps.m, Batch: ps.batch, Seq: ps.seq, Schedule: ps.sched})
-		if err != nil {
-			return err
-		}
-		opt, err := optim.NewAdamW(pp.Params(), ps.adam)
-		if err != nil {
-			return err
-		}
-		for step := range ps.steps {
-			b := parallel.PipeBatch{
-				Tokens: func(s *autograd.Scope, i int) *autograd.Tensor {
-					idx, _ := ps.tokens(step, i)
-					return s.FromInt64s(dev, []int{ps.batch, ps.seq}, idx)
-				},
-				Loss: func(logits *autograd.Tensor, i int) *autograd.Tensor {
-					if ps.failAt != nil && ps.failAt(r, step, i) {
-						return nil
-					}
-					return ps.loss(logits, step, i)
-				},
-			}
-			loss, err := pp.Step(b)
-			if err != nil {
-				return err
-			}
-			if err := opt.Step(); err != nil {
-				return err
-			}
-			opt.ZeroGrad()
-			losses[r] = append(losses[r], loss)
-		}
-		res.stats[r] = pp.Stats()
-		params[r] = pp.Params()
-		for _, p := range pp.Params() {
-			p.T.Float64s() // materialised: read below, after Run
-		}
-		return nil
+		var err error
+		stages[c.Rank()], err = ps.stage(c, cpu.New(c.Rank(), device.Options{Capacity: capacity}))
+		return err
 	})
 	if err != nil {
 		return res, err
 	}
-	for r := range ps.stages {
-		for step, l := range losses[r] {
-			if l != losses[ps.stages-1][step] {
-				return res, fmt.Errorf("stage %d's loss of step %d = %v, the last stage's %v", r, step, l, losses[ps.stages-1][step])
+	last := stages[ps.stages-1].losses
+	for r, st := range stages {
+		for step, l := range st.losses {
+			if l != last[step] {
+				return res, fmt.Errorf("stage %d's loss of step %d = %v, the last stage's %v", r, step, l, last[step])
 			}
 		}
-		for _, p := range params[r] {
-			res.params[p.Name] = p.T.Float64s()
+		for name, v := range st.params {
+			res.params[name] = v
 		}
+		res.stats[r] = st.stats[0]
 	}
-	res.losses = losses[0]
+	res.losses = last
+	return res, nil
+}
+
+// stage trains this rank's stage on dev over c and returns its losses,
+// its parameters and its last step's statistics.
+func (ps pipeSetup) stage(c parallel.Communicator, dev *device.Device) (pipeResult, error) {
+	res := pipeResult{params: map[string][]float64{}}
+	r := c.Rank()
+	g, err := nn.NewGPT(nn.NewDeferredBuilder(dev, ps.dt, 7), "gpt", ps.cfg, nil)
+	if err != nil {
+		return res, err
+	}
+	pp, err := parallel.NewPipe(c, g, parallel.PipeConfig{MicroBatches: ps.m, Batch: ps.batch, Seq: ps.seq, Schedule: ps.sched})
+	if err != nil {
+		return res, err
+	}
+	defer nn.Release(g)
+	opt, err := optim.NewAdamW(pp.Params(), ps.adam)
+	if err != nil {
+		return res, err
+	}
+	defer opt.Release()
+	for step := range ps.steps {
+		b := parallel.PipeBatch{
+			Tokens: func(s *autograd.Scope, i int) *autograd.Tensor {
+				idx, _ := ps.tokens(step, i)
+				return s.FromInt64s(dev, []int{ps.batch, ps.seq}, idx)
+			},
+			Loss: func(logits *autograd.Tensor, i int) *autograd.Tensor {
+				if ps.failAt != nil && ps.failAt(r, step, i) {
+					return nil
+				}
+				return ps.loss(logits, step, i)
+			},
+		}
+		loss, err := pp.Step(b)
+		if err != nil {
+			return res, err
+		}
+		if err := opt.Step(); err != nil {
+			return res, err
+		}
+		opt.ZeroGrad()
+		res.losses = append(res.losses, loss)
+	}
+	res.stats = []parallel.PipeStats{pp.Stats()}
+	for _, p := range pp.Params() {
+		res.params[p.Name] = p.T.Float64s()
+	}
 	return res, nil
 }
 
