@@ -6,6 +6,7 @@ import (
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/optim"
 )
 
 // PipeBatch supplies a step's micro-batches to the stages that need them.
@@ -253,14 +254,38 @@ func (p *Pipe) backward(m *micro) error {
 
 // shareLoss broadcasts the last stage's loss to every stage.
 func (p *Pipe) shareLoss(loss float64) (float64, error) {
+	return p.scalar(loss, func(t *autograd.Tensor) error { return p.c.Broadcast(t, p.stages-1) })
+}
+
+// scalar runs the collective f on a one-element F64 tensor holding v (8
+// bytes, tag communication, freed after) and returns its result.
+func (p *Pipe) scalar(v float64, f func(*autograd.Tensor) error) (float64, error) {
 	var t *autograd.Tensor
 	if err := autograd.Try(func() { t = autograd.New(p.dev, dtype.F64, device.Communication, 1) }); err != nil {
 		return 0, err
 	}
 	defer t.Release()
-	t.SetFloat64s([]float64{loss})
-	if err := p.c.Broadcast(t, p.stages-1); err != nil {
+	t.SetFloat64s([]float64{v})
+	if err := f(t); err != nil {
 		return 0, err
 	}
 	return t.Float64s()[0], nil
+}
+
+// Optimizer returns o, an optimizer over this stage's Params, as an
+// optim.Sharded whose AllSum adds a value over the stages (an F64
+// all-reduce, every stage calling it at the same point): then
+// optim.ClipGradNormOf clips every stage by the norm of the whole model's
+// gradients, and a loss scaler's overflow check agrees on every stage.
+func (p *Pipe) Optimizer(o optim.Optimizer) optim.Sharded { return pipeOptimizer{o, p} }
+
+// pipeOptimizer is a stage's optimizer whose sums span the stages.
+type pipeOptimizer struct {
+	optim.Optimizer
+	p *Pipe
+}
+
+// AllSum returns the sum of v over the stages.
+func (o pipeOptimizer) AllSum(v float64) (float64, error) {
+	return o.p.scalar(v, func(t *autograd.Tensor) error { return o.p.c.AllReduce(t, Sum) })
 }

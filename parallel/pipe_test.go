@@ -28,6 +28,7 @@ type pipeSetup struct {
 	capOf         func(rank int) int64             // device capacity per rank (0: none)
 	failAt        func(rank, step, micro int) bool // the Loss returns nil there
 	adam          optim.AdamConfig
+	clip          float64 // the global gradient-norm limit (0: none)
 }
 
 func smallPipe(dt dtype.DType, stages int, sched parallel.Schedule) pipeSetup {
@@ -83,7 +84,7 @@ func (ps pipeSetup) reference(t *testing.T) pipeResult {
 		t.Fatal(err)
 	}
 	defer opt.Release()
-	st := &train.Stepper{Opt: opt, Accum: ps.m}
+	st := &train.Stepper{Opt: opt, Accum: ps.m, Clip: ps.clip}
 	res := pipeResult{params: map[string][]float64{}}
 	for step := range ps.steps {
 		loss, _, err := st.Step(func(s *autograd.Scope, i int) *autograd.Tensor {
@@ -170,6 +171,11 @@ func (ps pipeSetup) stage(c parallel.Communicator, dev *device.Device) (pipeResu
 		if err != nil {
 			return res, err
 		}
+		if ps.clip > 0 {
+			if _, err := optim.ClipGradNormOf(pp.Optimizer(opt), ps.clip); err != nil {
+				return res, err
+			}
+		}
 		if err := opt.Step(); err != nil {
 			return res, err
 		}
@@ -190,7 +196,7 @@ func compare(got, want pipeResult, rel float64) error {
 		return fmt.Errorf("%d losses, want %d", len(got.losses), len(want.losses))
 	}
 	for i := range got.losses {
-		if !near(got.losses[i], want.losses[i], rel) {
+		if !near(got.losses[i], want.losses[i], rel) || math.IsNaN(got.losses[i]) {
 			return fmt.Errorf("step %d: loss %v, one device %v", i, got.losses[i], want.losses[i])
 		}
 	}
@@ -239,6 +245,39 @@ func TestPipeMatchesOneDevice(t *testing.T) {
 				}
 				t.Logf("%s, %d stages, %s: 20 steps in %v, losses %.4f → %.4f", dt, stages, sched, time.Since(start).Round(time.Millisecond), got.losses[0], got.losses[len(got.losses)-1])
 			}
+		}
+	}
+}
+
+// TestPipeClipping clips every stage by the norm of the whole model's
+// gradients (Pipe.Optimizer's AllSum): 20 steps on 2 and 4 stages must
+// match one device's train.Stepper with the same Clip — within 1e-9
+// relative in F64 and 1e-5 in F32, not bit for bit: the global sum of
+// squares adds the stages' partial sums, one device the parameters' in
+// one run (another association).
+func TestPipeClipping(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F64, dtype.F32} {
+		rel := map[dtype.DType]float64{dtype.F64: 1e-9, dtype.F32: 1e-5}[dt]
+		ref := smallPipe(dt, 1, parallel.OneFOneB)
+		ref.clip = 0.05 // below every step's norm here: every step clips
+		want := ref.reference(t)
+		for _, stages := range []int{2, 4} {
+			ps := ref
+			ps.stages = stages
+			got, err := ps.pipeline()
+			if err != nil {
+				t.Fatalf("%s, %d stages: %v", dt, stages, err)
+			}
+			if err := compare(got, want, rel); err != nil {
+				t.Errorf("%s, %d stages: %v", dt, stages, err)
+			}
+			worst := 0.0
+			for name, w := range want.params {
+				for i := range w {
+					worst = math.Max(worst, math.Abs(got.params[name][i]-w[i])/math.Max(math.Abs(w[i]), 1e-3))
+				}
+			}
+			t.Logf("%s, %d stages: losses %.4f → %.4f, largest relative parameter difference %.2g", dt, stages, got.losses[0], got.losses[len(got.losses)-1], worst)
 		}
 	}
 }
