@@ -29,6 +29,7 @@ type pipeSetup struct {
 	failAt        func(rank, step, micro int) bool // the Loss returns nil there
 	adam          optim.AdamConfig
 	clip          float64 // the global gradient-norm limit (0: none)
+	split         []int   // blocks per stage (nil: the default)
 }
 
 func smallPipe(dt dtype.DType, stages int, sched parallel.Schedule) pipeSetup {
@@ -144,7 +145,7 @@ func (ps pipeSetup) stage(c parallel.Communicator, dev *device.Device) (pipeResu
 	if err != nil {
 		return res, err
 	}
-	pp, err := parallel.NewPipe(c, g, parallel.PipeConfig{MicroBatches: ps.m, Batch: ps.batch, Seq: ps.seq, Schedule: ps.sched})
+	pp, err := parallel.NewPipe(c, g, parallel.PipeConfig{MicroBatches: ps.m, Batch: ps.batch, Seq: ps.seq, Schedule: ps.sched, Split: ps.split})
 	if err != nil {
 		return res, err
 	}
@@ -278,6 +279,32 @@ func TestPipeClipping(t *testing.T) {
 				}
 			}
 			t.Logf("%s, %d stages: losses %.4f → %.4f, largest relative parameter difference %.2g", dt, stages, got.losses[0], got.losses[len(got.losses)-1], worst)
+		}
+	}
+}
+
+// TestPipeEdges: fewer micro-batches than stages (the warm-up is cut
+// short: min(P−s−1, M)), one micro-batch, and uneven splits, 5 steps each,
+// bit for bit against one device in F64.
+func TestPipeEdges(t *testing.T) {
+	cases := []struct {
+		stages, m int
+		split     []int
+	}{{4, 1, nil}, {4, 2, nil}, {4, 3, nil}, {2, 3, []int{1, 3}}, {2, 2, []int{3, 1}}, {3, 5, []int{2, 1, 1}}}
+	for _, c := range cases {
+		for _, sched := range []parallel.Schedule{parallel.OneFOneB, parallel.GPipe} {
+			ps := smallPipe(dtype.F64, c.stages, sched)
+			ps.m, ps.steps, ps.split = c.m, 5, c.split
+			ref := ps
+			ref.stages = 1
+			want := ref.reference(t)
+			got, err := ps.pipeline()
+			if err != nil {
+				t.Fatalf("%d stages %v, M %d, %s: %v", c.stages, c.split, c.m, sched, err)
+			}
+			if err := compare(got, want, 0); err != nil {
+				t.Errorf("%d stages %v, M %d, %s: %v", c.stages, c.split, c.m, sched, err)
+			}
 		}
 	}
 }
