@@ -86,7 +86,7 @@ func TestMPIPipeRanks(t *testing.T) {
 }
 
 // mpiCheckTransfers moves 1M F32 values each way and checks them bit for
-// bit, then a message shorter than the receive.
+// bit, then a message shorter and one longer than the receive.
 func mpiCheckTransfers(t *testing.T, m *parallel.MPI, dev *device.Device) {
 	const n = 1 << 20
 	r, peer := m.Rank(), 1-m.Rank()
@@ -126,6 +126,18 @@ func mpiCheckTransfers(t *testing.T, m *parallel.MPI, dev *device.Device) {
 	}
 	if want := "rank 0 sent 40 bytes, rank 1 receives 48"; r == 1 && (err == nil || !strings.Contains(err.Error(), want)) || r == 0 && err != nil {
 		t.Errorf("a short message on rank %d: %v (want %q on rank 1, nil on rank 0)", r, err, want)
+	}
+	long := send.Slice(0, 0, 12)
+	defer long.Release()
+	if r == 0 {
+		err = m.Send(long, 1)
+	} else {
+		part := recv.Slice(0, 0, 10)
+		err = m.Recv(part, 0)
+		part.Release()
+	}
+	if want := "MPI_ERR_TRUNCATE"; r == 1 && (err == nil || !strings.Contains(err.Error(), want)) || r == 0 && err != nil {
+		t.Errorf("a long message on rank %d: %v (want MPI's truncation error on rank 1, nil on rank 0)", r, err)
 	}
 	if err := m.Send(send, r); err == nil || !strings.Contains(err.Error(), "names peer") {
 		t.Errorf("Send to itself: %v", err)
