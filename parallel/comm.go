@@ -51,8 +51,8 @@ type Communicator interface {
 // PointToPoint is implemented by communicators that move a tensor from
 // one rank to one other (pipeline parallelism sends activations and their
 // gradients between neighbouring stages). It is optional, so that every
-// Communicator need not have it: the in-process group and MPI do, NCCL
-// does not yet. Send and Recv block until the transfer is done (a send
+// Communicator need not have it: the in-process group (cpu and cuda
+// tensors) and MPI (host tensors) do, NCCL does not yet. Send and Recv block until the transfer is done (a send
 // may wait for the matching receive to begin, as MPI_Ssend), so two ranks
 // that send to each other at once must use SendRecv; a pending call fails
 // with *AbortError (in process) once any rank has called Abort, and with

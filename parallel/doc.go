@@ -361,9 +361,10 @@
 // received for a stage's output is allocated before its backward (tag
 // gradient, B·T·C·s) and the input's gradient it sends back is freed
 // once sent; the loss is broadcast from the last stage in one F64 (tag
-// communication, 8 bytes). Transfers borrow no memory: the in-process
-// group copies from the sender's host memory into the receiver's, MPI
-// sends and receives the tensors' bytes in place.
+// communication, 8 bytes). Transfers borrow no device memory: the
+// in-process group copies from the sender's host memory into the
+// receiver's (a cuda sender's rounds go through its StageBytes staging
+// slice), MPI sends and receives the tensors' bytes in place.
 //
 // Exactness. A stage runs the same ops on the same values as one device
 // would (GPTLayers.Embed, Body and Out are GPT.Forward's parts); the
@@ -386,10 +387,14 @@
 // stages, are refused.
 //
 // Transfers and failures. PointToPoint (Send, Recv, SendRecv) is an
-// optional interface: the in-process group implements it for host
-// tensors (cpu), MPI for host tensors (MPI_Isend and MPI_Irecv of the
-// bytes, polled every 100 µs at most); NCCL does not yet, and NewPipe
-// says so. A stage that fails makes every other stage fail within a
+// optional interface. The in-process group implements it for cpu tensors
+// (the receiver copies from the sender's memory) and cuda tensors (the
+// sender reads rounds of at most StageBytes into its staging slice, the
+// one its collectives use, and the receiver writes each to its device):
+// TestPipeOnCudaRanks trains 2 stages on the two emulated GPUs, bit for
+// bit one emulated GPU's run. MPI implements it for host tensors
+// (MPI_Isend and MPI_Irecv of the bytes, polled every 100 µs at most);
+// NCCL does not yet, and NewPipe says so. A stage that fails makes every other stage fail within a
 // bounded time: in process Run aborts the group and a pending transfer
 // returns the *AbortError; under MPI the failing rank's Abort sends every
 // rank a notice message, on which a rank waiting in a transfer gives it up

@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/cuda/cudatest"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/parallel"
 )
@@ -24,14 +25,24 @@ func p2pValues(r, n int) []float64 {
 	return v
 }
 
-// p2pRun runs f on n in-process ranks (each its own cpu device) and fails
-// the test if Run does not return within limit.
+// p2pRun runs f on n in-process ranks, each on its own cpu device, and
+// fails the test if Run does not return within limit.
 func p2pRun(t *testing.T, n int, limit time.Duration, f func(c parallel.Communicator, p parallel.PointToPoint, dev *device.Device) error) error {
 	t.Helper()
+	return p2pOn(t, func(r int) *device.Device { return cpu.New(r, device.Options{}) }, n, limit, f)
+}
+
+// p2pOn is p2pRun with rank r on dev(r).
+func p2pOn(t *testing.T, dev func(r int) *device.Device, n int, limit time.Duration, f func(c parallel.Communicator, p parallel.PointToPoint, dev *device.Device) error) error {
+	t.Helper()
+	devs := make([]*device.Device, n)
+	for r := range devs {
+		devs[r] = dev(r)
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- parallel.Run(parallel.NewGroup(n), func(c parallel.Communicator) error {
-			return f(c, c.(parallel.PointToPoint), cpu.New(c.Rank(), device.Options{}))
+			return f(c, c.(parallel.PointToPoint), devs[c.Rank()])
 		})
 	}()
 	select {
@@ -50,9 +61,29 @@ func p2pRun(t *testing.T, n int, limit time.Duration, f func(c parallel.Communic
 // equal what was sent bit for bit, and the neighbours of the view must
 // not change.
 func TestSendRecv(t *testing.T) {
-	const n, ranks = 300, 4
+	checkSendRecv(t, func(r int) *device.Device { return cpu.New(r, device.Options{}) }, 4)
+}
+
+// TestSendRecvOnCudaRanks is TestSendRecv with ranks 0 and 1 on the two
+// emulated GPUs (rank 0 only where there is one GPU) and the others on
+// the cpu, with the staging bound lowered to 96 bytes: a cuda rank sends
+// in rounds of at most 96 bytes read into its staging slice.
+func TestSendRecvOnCudaRanks(t *testing.T) {
+	defer parallel.SetStageBytes(96)()
+	gpus := openGPUs(t, cudatest.GPUs(t, 2))
+	checkSendRecv(t, func(r int) *device.Device {
+		if r < len(gpus) {
+			return gpus[r]
+		}
+		return cpu.New(r, device.Options{})
+	}, 4)
+}
+
+func checkSendRecv(t *testing.T, devOf func(r int) *device.Device, ranks int) {
+	t.Helper()
+	const n = 300
 	for _, dt := range []dtype.DType{dtype.F64, dtype.F32, dtype.BF16} {
-		err := p2pRun(t, ranks, 10*time.Second, func(c parallel.Communicator, p parallel.PointToPoint, dev *device.Device) error {
+		err := p2pOn(t, devOf, ranks, 10*time.Second, func(c parallel.Communicator, p parallel.PointToPoint, dev *device.Device) error {
 			r := c.Rank()
 			send := autograd.New(dev, dt, device.Activation, n)
 			send.SetFloat64s(p2pValues(r, n))
@@ -69,8 +100,8 @@ func TestSendRecv(t *testing.T) {
 			}
 			switch r {
 			case 0:
-				return p.Send(send, 3)
-			case 3:
+				return p.Send(send, ranks-1)
+			case ranks - 1:
 				if err := p.Recv(recv, 0); err != nil {
 					return err
 				}
