@@ -393,8 +393,12 @@
 // one its collectives use, and the receiver writes each to its device):
 // TestPipeOnCudaRanks trains 2 stages on the two emulated GPUs, bit for
 // bit one emulated GPU's run. MPI implements it for host tensors
-// (MPI_Isend and MPI_Irecv of the bytes, polled every 100 µs at most);
-// NCCL does not yet, and NewPipe says so. A stage that fails makes every other stage fail within a
+// (MPI_Isend and MPI_Irecv of the bytes, polled every 100 µs at most),
+// and HostStaged over it for cuda tensors, in rounds of at most
+// StageBytes through a host tensor per side (tag communication, freed
+// when the call returns; TestHostStagedPipeOnTwoGPUs runs the pipeline so
+// over the in-process group, bit for bit); NCCL does not yet, and
+// NewPipe says so. A stage that fails makes every other stage fail within a
 // bounded time: in process Run aborts the group and a pending transfer
 // returns the *AbortError; under MPI the failing rank's Abort sends every
 // rank a notice message, on which a rank waiting in a transfer gives it up

@@ -29,9 +29,10 @@ type pipeSetup struct {
 	capOf         func(rank int) int64             // device capacity per rank (0: none)
 	failAt        func(rank, step, micro int) bool // the Loss returns nil there
 	adam          optim.AdamConfig
-	clip          float64                       // the global gradient-norm limit (0: none)
-	split         []int                         // blocks per stage (nil: the default)
-	devOf         func(rank int) *device.Device // rank's device (nil: a cpu, of capOf's capacity); the reference's is devOf(0)
+	clip          float64                                           // the global gradient-norm limit (0: none)
+	split         []int                                             // blocks per stage (nil: the default)
+	wrap          func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator (nil: none)
+	devOf         func(rank int) *device.Device                     // rank's device (nil: a cpu, of capOf's capacity); the reference's is devOf(0)
 }
 
 func smallPipe(dt dtype.DType, stages int, sched parallel.Schedule) pipeSetup {
@@ -115,6 +116,9 @@ func (ps pipeSetup) pipeline() (pipeResult, error) {
 		devs[r] = ps.device(r)
 	}
 	err := parallel.Run(parallel.NewGroup(ps.stages), func(c parallel.Communicator) error {
+		if ps.wrap != nil {
+			c = ps.wrap(c)
+		}
 		var err error
 		stages[c.Rank()], err = ps.stage(c, devs[c.Rank()])
 		return err
@@ -357,6 +361,33 @@ func TestPipeOnCudaRanks(t *testing.T) {
 	for _, g := range gpus {
 		if live := g.Leaks(); len(live) != 0 {
 			t.Errorf("%s: blocks left besides the resident cuBLAS workspace: %v", g.Name(), live)
+		}
+	}
+}
+
+// TestHostStagedPipeOnTwoGPUs is TestPipeOnCudaRanks through HostStaged
+// (what an MPI pipeline of GPUs runs on), 96-byte rounds: bit for bit one
+// emulated GPU's run, every staging tensor freed.
+func TestHostStagedPipeOnTwoGPUs(t *testing.T) {
+	defer parallel.SetStageBytes(96)()
+	cudatest.NeedGPUs(t, 2)
+	gpus := openGPUs(t, 2)
+	hosts := []*device.Device{cpu.New(100, device.Options{}), cpu.New(101, device.Options{})}
+	ps := smallPipe(dtype.F32, 2, parallel.OneFOneB)
+	ps.steps = 3
+	ps.devOf = func(r int) *device.Device { return gpus[r] }
+	ps.wrap = func(c parallel.Communicator) parallel.Communicator { return parallel.HostStaged(c, hosts[c.Rank()]) }
+	want := ps.reference(t)
+	got, err := ps.pipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compare(got, want, 0); err != nil {
+		t.Error(err)
+	}
+	for _, h := range hosts {
+		if st := h.Stats().ByTag[device.Communication]; st.Current != 0 || st.Peak == 0 {
+			t.Errorf("%s: staging bytes current %d peak %d, want 0 and > 0", h, st.Current, st.Peak)
 		}
 	}
 }
