@@ -214,6 +214,12 @@ func (g *GPT) build(b *Builder, gen *autograd.Generator) {
 // position table is attached to it with Scope.Use). T above Context
 // panics with an *autograd.Error (autograd.Try returns it).
 func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
+	return g.Layers().Forward("nn.gpt", idx)
+}
+
+// Layers returns the parts the GPT's forward runs (pipeline parallelism
+// runs a range of its blocks on each stage).
+func (g *GPT) Layers() GPTLayers {
 	ls := make([]Layer, len(g.Blocks))
 	for i, k := range g.Blocks {
 		ls[i] = k
@@ -222,7 +228,7 @@ func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	if g.Head != nil {
 		l.Head = g.Head
 	}
-	return l.Forward("nn.gpt", idx)
+	return l
 }
 
 // Params returns the embeddings, the blocks (a shared block once), ln_f

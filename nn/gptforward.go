@@ -27,8 +27,16 @@ type GPTLayers struct {
 
 // Forward returns the logits (B, T, Vocab) for token indices idx (B, T)
 // (I64 or I32, values in [0, Vocab)), which must belong to a Scope; bad
-// indices panic with an *autograd.Error naming op.
+// indices panic with an *autograd.Error naming op. It is Embed, Body,
+// then Out.
 func (l GPTLayers) Forward(op string, idx *autograd.Tensor) *autograd.Tensor {
+	return l.Out(l.Body(l.Embed(op, idx)))
+}
+
+// Embed returns the token plus position embeddings of idx (B, T), after
+// the dropout: the first part of Forward (pipeline parallelism runs the
+// parts on different stages). It panics as Forward does on bad indices.
+func (l GPTLayers) Embed(op string, idx *autograd.Tensor) *autograd.Tensor {
 	s := idx.Scope()
 	switch {
 	case idx.Rank() != 2 || (idx.DType() != dtype.I64 && idx.DType() != dtype.I32):
@@ -45,18 +53,32 @@ func (l GPTLayers) Forward(op string, idx *autograd.Tensor) *autograd.Tensor {
 	pos := wpe.Slice(0, 0, T) // (T, C), a view
 	x := tok.Add(pos)
 	release(idx, tok, wpe, pos)
-	h := dropout(l.Drop, x)
+	return dropout(l.Drop, x)
+}
+
+// Body runs the blocks on h (RunBlocks, or one after the other) and
+// returns their result, releasing h: the middle part of Forward.
+func (l GPTLayers) Body(h *autograd.Tensor) *autograd.Tensor {
+	defer h.Scope().Within(join(l.Name, "transformer"))()
 	if l.RunBlocks != nil {
 		n := l.RunBlocks(l.Blocks, h)
 		h.Release()
-		h = n
-	} else {
-		for _, k := range l.Blocks {
-			n := k.Forward(h)
-			h.Release()
-			h = n
-		}
+		return n
 	}
+	for _, k := range l.Blocks {
+		n := k.Forward(h)
+		h.Release()
+		h = n
+	}
+	return h
+}
+
+// Out returns the logits of the last block's result h (B, T, C): the
+// final LayerNorm and the LM head (Wte's table when Head is nil), the
+// last part of Forward. It releases h.
+func (l GPTLayers) Out(h *autograd.Tensor) *autograd.Tensor {
+	s := h.Scope()
+	defer s.Within(join(l.Name, "transformer"))()
 	y := l.LNF.Forward(h) // saves h
 	h.Release()
 	var logits *autograd.Tensor

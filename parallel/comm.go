@@ -47,3 +47,24 @@ type Communicator interface {
 	// the others do not wait for it forever.
 	Abort(err error)
 }
+
+// PointToPoint is implemented by communicators that move a tensor from
+// one rank to one other (pipeline parallelism sends activations and their
+// gradients between neighbouring stages). It is optional, so that every
+// Communicator need not have it: the in-process group (cpu and cuda
+// tensors) and MPI (host tensors) do, NCCL does not yet. Send and Recv block until the transfer is done (a send
+// may wait for the matching receive to begin, as MPI_Ssend), so two ranks
+// that send to each other at once must use SendRecv; a pending call fails
+// with *AbortError (in process) once any rank has called Abort, and with
+// an error when the peer has returned from Run without the matching call.
+// The two sides agree on the dtype and element count (not the shape):
+// a mismatch fails both.
+type PointToPoint interface {
+	// Send copies t (contiguous) to rank to's matching Recv.
+	Send(t *autograd.Tensor, to int) error
+	// Recv overwrites t (contiguous) with what rank from Sends.
+	Recv(t *autograd.Tensor, from int) error
+	// SendRecv sends send to rank to and receives recv from rank from,
+	// both at once (MPI_Sendrecv): neither waits for the other to finish.
+	SendRecv(send *autograd.Tensor, to int, recv *autograd.Tensor, from int) error
+}

@@ -443,4 +443,124 @@
 // small gradient all-reduces of sequence parallelism are not bucketed. A
 // rank that fails stops the others at their next collective (Run's
 // Abort), in forward or backward.
+//
+// # Pipeline parallelism
+//
+// NewPipe cuts a GPT (nn.GPT: embeddings, blocks, final LayerNorm and LM
+// head) into P stages of contiguous blocks, one per rank of the
+// communicator (its Size is P): stage 0 also runs the embeddings, stage
+// P−1 the final norm, the head and the loss. Each rank builds the same
+// model with the same seed — with nn.NewDeferredBuilder only its own
+// stage's parameters get storage — and trains its stage's parameters
+// (Pipe.Params) with its own optimizer:
+//
+//	err := parallel.Run(parallel.NewGroup(4), func(c parallel.Communicator) error {
+//		dev := cpu.New(c.Rank(), device.Options{})
+//		g, err := nn.NewGPT(nn.NewDeferredBuilder(dev, dtype.F32, seed), "gpt", cfg, nil)
+//		if err != nil { return err }
+//		p, err := parallel.NewPipe(c, g, parallel.PipeConfig{MicroBatches: 8, Batch: 4, Seq: 256})
+//		if err != nil { return err }
+//		opt, err := optim.NewAdamW(p.Params(), optim.AdamConfig{LR: 3e-4})
+//		if err != nil { return err }
+//		for step := range steps {
+//			loss, err := p.Step(parallel.PipeBatch{Tokens: tokens, Loss: loss})
+//			if err != nil { return err }
+//			if err := opt.Step(); err != nil { return err }
+//			opt.ZeroGrad()
+//		}
+//		return nil
+//	})
+//
+// The trade: a stage holds 1/P of the blocks' parameters, gradients and
+// optimizer state (the embeddings stay on stage 0, the head on stage
+// P−1), and the activations of a few micro-batches of its own blocks;
+// the price is the bubble, the fraction (P−1)/(M+P−1) of a step each
+// stage idles while the pipeline fills and drains (PipeStats.Bubble;
+// 3/11 for P = 4, M = 8), and per step 2·M point-to-point transfers of
+// B·T·C elements across each stage boundary (an activation forward, its
+// gradient back).
+//
+//	PipeConfig.Schedule  OneFOneB (default) or GPipe
+//	PipeConfig.Split     blocks per stage; nil: DefaultSplit, ⌊L/P⌋ each,
+//	                     the L mod P left over one each to stages 1, 2, …
+//	                     (never stage 0, which holds the most micro-batches)
+//
+// Schedules, the order of each stage's passes (Fi: forward of
+// micro-batch i, Bi: its backward), P = 3, M = 4:
+//
+//	1F1B     stage 0  F0 F1 F2 B0 F3 B1 B2 B3
+//	         stage 1  F0 F1 B0 F2 B1 F3 B2 B3
+//	         stage 2  F0 B0 F1 B1 F2 B2 F3 B3
+//	GPipe    stage s  F0 F1 F2 F3 B0 B1 B2 B3
+//
+// Under 1F1B stage s runs min(P−s−1, M) forwards (warm-up), then one
+// forward and one backward at a time, then the backwards left
+// (cool-down). Backwards run in micro-batch order under both schedules,
+// so that each gradient adds the micro-batches' contributions in the
+// order one device with accumulation does. A send followed by a receive
+// from the same neighbour is one SendRecv (Megatron-LM's
+// send_forward_recv_backward and send_backward_recv_forward): two
+// neighbours that send to each other at once do not wait on each other.
+//
+// Memory. One micro-batch (B, T) leaves on a stage of k blocks, until its
+// backward, act = in + k·(17·B·T·C·s + 4·B·T·cs + B·H·T·cs) bytes
+// (StageActivationBytes; s the dtype's size, cs the statistics' 4, or 8
+// for F64; in = 8·B·T + B·T·C·s on stage 0 — the token indices and the
+// embeddings — and B·T·C·s, the received activation, after it; no
+// dropout). 1F1B keeps at most P−s micro-batches alive on stage s — P on
+// the first — and GPipe M on every stage: (P−s)·act against M·act bytes
+// (PipeStats.InFlight and Held measure both). TestPipeMemory (4 blocks of
+// width 16, 2 heads, B = 2, T = 8, F32; P = 4, M = 8) measures on stage 0
+// act = 18,944 B, held 4 × 18,944 = 75,776 B under 1F1B and 8 × 18,944 =
+// 151,552 B under GPipe — the closed form to the byte on stages 0–2 —
+// and activation peaks of 76,800 B and 152,576 B, (M−P)·act apart. The
+// last stage's backward follows each forward, so it holds one
+// micro-batch under 1F1B (its logits, B·T·V·s, among them). The gradient
+// received for a stage's output is allocated before its backward (tag
+// gradient, B·T·C·s) and the input's gradient it sends back is freed
+// once sent; the loss is broadcast from the last stage in one F64 (tag
+// communication, 8 bytes). Transfers borrow no device memory: the
+// in-process group copies from the sender's host memory into the
+// receiver's (a cuda sender's rounds go through its StageBytes staging
+// slice), MPI sends and receives the tensors' bytes in place.
+//
+// Exactness. A stage runs the same ops on the same values as one device
+// would (GPTLayers.Embed, Body and Out are GPT.Forward's parts); the
+// received activation enters the graph as a leaf (Scope.LeafOf) whose
+// gradient adds the same two contributions (the residual's and ln_1's) as
+// the one-device graph adds, and the last stage scales each loss by 1/M
+// before its backward as train.Stepper does. The losses and parameters of
+// 20 AdamW steps on 1, 2 and 4 stages equal one device's with Stepper
+// Accum M bit for bit, in F64 and in F32, under both schedules
+// (TestPipeMatchesOneDevice), and under MPI for 2 stages
+// (TestMPIPipeRanks). That needs every stage on the same kind of device
+// (the same kernels) and dropout 0 (each rank's generator draws its own
+// masks). Clipping by the global norm goes through Pipe.Optimizer, whose
+// AllSum all-reduces the stages' sums of squares (one F64 per step):
+// optim.ClipGradNormOf(p.Optimizer(opt), clip). The stages' partial sums
+// associate differently from one device's, so the clipped run is not bit
+// for bit: TestPipeClipping (every step clipped, 20 steps) measures
+// parameters within 4.4e-11 relative of one device's in F64 and equal in
+// F32. Tied embeddings and shared layers, whose parameters would span
+// stages, are refused.
+//
+// Transfers and failures. PointToPoint (Send, Recv, SendRecv) is an
+// optional interface. The in-process group implements it for cpu tensors
+// (the receiver copies from the sender's memory) and cuda tensors (the
+// sender reads rounds of at most StageBytes into its staging slice, the
+// one its collectives use, and the receiver writes each to its device):
+// TestPipeOnCudaRanks trains 2 stages on the two emulated GPUs, bit for
+// bit one emulated GPU's run. MPI implements it for host tensors
+// (MPI_Isend and MPI_Irecv of the bytes, polled every 100 µs at most),
+// and HostStaged over it for cuda tensors, in rounds of at most
+// StageBytes through a host tensor per side (tag communication, freed
+// when the call returns; TestHostStagedPipeOnTwoGPUs runs the pipeline so
+// over the in-process group, bit for bit); NCCL does not yet, and
+// NewPipe says so. A stage that fails makes every other stage fail within a
+// bounded time: in process Run aborts the group and a pending transfer
+// returns the *AbortError; under MPI the failing rank's Abort sends every
+// rank a notice message, on which a rank waiting in a transfer gives it up
+// and joins the collective header that settles the abort (a rank in a
+// collective is there already). Step ends with the loss broadcast, a
+// collective, so no stage finishes a step that another has failed.
 package parallel

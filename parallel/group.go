@@ -44,7 +44,7 @@ func NewGroup(n int) []Communicator {
 	if n < 1 {
 		panic(fmt.Sprintf("parallel.NewGroup: %d ranks, want ≥ 1", n))
 	}
-	g := &group{n: n, posts: make([]post, n)}
+	g := &group{n: n, posts: make([]post, n), mail: map[[2]int]*letter{}, left: make([]bool, n)}
 	g.cond.L = &g.mu
 	cs := make([]Communicator, n)
 	for r := range n {
@@ -68,6 +68,9 @@ type group struct {
 	ranks   []*local
 	failure error // the first rank's error in the collective ending now
 	result  error // the failure of the collective that ended last
+	// point to point (p2p.go)
+	mail map[[2]int]*letter // the pending send from rank [0] to rank [1]
+	left []bool             // the ranks whose function returned from Run
 }
 
 // post is one rank's part of a collective: its buffers.
@@ -147,6 +150,7 @@ func (c *local) enter(p post) error {
 func (c *local) leave() {
 	g := c.g
 	g.mu.Lock()
+	g.left[c.rank] = true
 	if g.gone == nil {
 		g.gone = fmt.Errorf("parallel: rank %d has returned from Run: every rank must call the same collectives (a ZeRO-3 model that one rank evaluates must be gathered by all first: DDP.Unshard)", c.rank)
 	}

@@ -16,7 +16,10 @@ import (
 // with an error naming this rank and err's message (on this rank the error
 // wraps err), as does every later collective, at once. If this rank makes
 // a collective call or calls Finalize first, that call carries the abort
-// instead; either way this rank joins exactly one more header.
+// instead; either way this rank joins exactly one more header. That header
+// first sends every other rank an abort notice (a point-to-point message),
+// so that a rank waiting in Send or Recv — not in a collective — joins it
+// too.
 func (m *MPI) Abort(err error) {
 	if err == nil {
 		err = errors.New("aborted")
@@ -77,10 +80,15 @@ type mpiCall struct {
 // is called with m.mu held.
 func (m *MPI) exchange(op string, h *mpiHeader, local error) error {
 	m.amu.Lock()
-	if m.abort != nil {
-		h[mpiAborted] = int64(m.rank + 1)
-	}
+	aborting := m.abort != nil
 	m.amu.Unlock()
+	if aborting {
+		h[mpiAborted] = int64(m.rank + 1)
+		if err := m.notify(); err != nil {
+			m.settle(err)
+			return err
+		}
+	}
 	if local != nil {
 		h[mpiFailed] = int64(m.rank + 1)
 	}

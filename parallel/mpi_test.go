@@ -28,9 +28,10 @@ const mpiRanks = 2
 // underMPI reports whether this process is a rank started by mpirun.
 func underMPI() bool { return os.Getenv("OMPI_COMM_WORLD_SIZE") != "" }
 
-// TestMPI runs this test binary under mpirun -np 2 twice: the collectives
-// (TestMPIRanks) and an abort followed by no other call
-// (TestMPIAbortAlone). Each launch must finish within its timeout and
+// TestMPI runs this test binary under mpirun -np 2 three times: the
+// collectives (TestMPIRanks), an abort followed by no other call
+// (TestMPIAbortAlone), and point-to-point transfers with a two-stage
+// pipeline whose failing stage aborts (TestMPIPipeRanks). Each launch must finish within its timeout and
 // every rank must pass. Under mpirun it is skipped: the ranks run the
 // tests it names.
 func TestMPI(t *testing.T) {
@@ -46,7 +47,7 @@ func TestMPI(t *testing.T) {
 		// OpenMPI's default launcher wants ssh or rsh even on one machine
 		args = append(args, "--mca", "plm", "isolated")
 	}
-	for _, name := range []string{"TestMPIRanks", "TestMPIAbortAlone"} {
+	for _, name := range []string{"TestMPIRanks", "TestMPIAbortAlone", "TestMPIPipeRanks"} {
 		start := time.Now()
 		out, err := mpiLaunch(mpirun, args, t.TempDir(), name, 60*time.Second)
 		t.Logf("mpirun %s %s (%v):\n%s", strings.Join(args, " "), name, time.Since(start).Round(time.Millisecond), out)

@@ -1,0 +1,208 @@
+package parallel
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// PipeConfig configures pipeline parallelism (NewPipe).
+type PipeConfig struct {
+	// MicroBatches is the number of micro-batches per step (M ≥ 1).
+	MicroBatches int
+	// Batch and Seq are every micro-batch's shape (B, T): the stages after
+	// the first allocate their inputs from them.
+	Batch, Seq int
+	// Schedule is OneFOneB (the default) or GPipe.
+	Schedule Schedule
+	// Split is the number of blocks of each stage, in stage order (each
+	// ≥ 1, summing to the model's Layers); nil: DefaultSplit.
+	Split []int
+}
+
+// DefaultSplit cuts layers blocks into stages contiguous stages of
+// ⌊layers/stages⌋ blocks each and gives the layers mod stages blocks left
+// over one each to stages 1, 2, … — never to stage 0, which holds the
+// embeddings and, under 1F1B, the activations of the most micro-batches
+// (P of them). It returns nil when layers < stages.
+func DefaultSplit(layers, stages int) []int {
+	if stages < 1 || layers < stages {
+		return nil
+	}
+	split := make([]int, stages)
+	extra := layers % stages
+	for s := range split {
+		split[s] = layers / stages
+		if s >= 1 && s <= extra {
+			split[s]++
+		}
+	}
+	return split
+}
+
+// Pipe is one stage of a GPT trained with pipeline parallelism: rank s of
+// the communicator's P ranks runs blocks [lo, hi) of the model, stage 0
+// also the embeddings and stage P−1 the final LayerNorm and the LM head.
+// Activations go forward and their gradients back through the
+// communicator's PointToPoint transfers. Step runs a step's micro-batches
+// (forward and backward) under the schedule, accumulating the gradients
+// of this stage's parameters (Params); the optimizer step is the
+// caller's, one per stage over Params.
+type Pipe struct {
+	c             Communicator
+	p2p           PointToPoint
+	stage, stages int
+	lo, hi        int // this stage's blocks
+	parts         nn.GPTLayers
+	params        []nn.Param
+	cfg           PipeConfig
+	width         int
+	dt            dtype.DType
+	dev           *device.Device
+	stats         PipeStats
+}
+
+// PipeStats describes a stage's last Step.
+type PipeStats struct {
+	// Bubble is the idle fraction (P−1)/(M+P−1) of the schedule.
+	Bubble float64
+	// Peak is the most bytes live at once on the stage's device during
+	// the step (its allocator's requested bytes, every tag).
+	Peak int64
+	// PeakActivation is the most activation-tagged bytes live at once.
+	PeakActivation int64
+	// InFlight is the most micro-batches whose forward had run and whose
+	// backward had not: at most P−s under 1F1B on stage s, M under GPipe.
+	InFlight int
+	// Held is the most activation bytes, above the step's start, live
+	// right after one of the step's forward passes: InFlight times one
+	// micro-batch's (StageActivationBytes) on the stages before the last.
+	Held int64
+}
+
+// NewPipe makes this rank's stage of model (the same configuration on
+// every rank, built with the same seed: nn.NewDeferredBuilder gives a
+// rank storage for its own stage's parameters only, which materialise
+// when first used). The communicator must implement PointToPoint. Tied
+// embeddings and shared layers, whose parameters would span stages, are
+// refused when there are several stages.
+func NewPipe(c Communicator, model *nn.GPT, cfg PipeConfig) (*Pipe, error) {
+	p2p, ok := c.(PointToPoint)
+	if !ok {
+		return nil, fmt.Errorf("parallel: new_pipe: communicator %T has no point-to-point transfers (PointToPoint)", c)
+	}
+	P, mc := c.Size(), model.Config
+	split := cfg.Split
+	if split == nil {
+		split = DefaultSplit(mc.Layers, P)
+	}
+	if err := checkPipe(cfg, mc, split, P); err != nil {
+		return nil, fmt.Errorf("parallel: new_pipe: %w", err)
+	}
+	p := &Pipe{c: c, p2p: p2p, stage: c.Rank(), stages: P, cfg: cfg, width: mc.Width,
+		dt: model.Wte.Weight.DType(), dev: model.Wte.Weight.Device()}
+	for s := range p.stage {
+		p.lo += split[s]
+	}
+	p.hi = p.lo + split[p.stage]
+	p.parts = model.Layers()
+	p.parts.Blocks = p.parts.Blocks[p.lo:p.hi]
+	var ms []nn.Module
+	if p.stage == 0 {
+		ms = append(ms, model.Wte, model.Wpe)
+	}
+	for _, k := range model.Blocks[p.lo:p.hi] {
+		ms = append(ms, k)
+	}
+	if p.stage == P-1 {
+		ms = append(ms, model.LNF)
+		if model.Head != nil {
+			ms = append(ms, model.Head)
+		}
+	}
+	for _, m := range ms {
+		p.params = append(p.params, m.Params()...)
+	}
+	if err := materialise(p.params); err != nil {
+		return nil, fmt.Errorf("parallel: new_pipe: stage %d's parameters: %w", p.stage, err)
+	}
+	return p, nil
+}
+
+// materialise gives every unbound parameter among ps its storage through
+// its fetch function (a deferred builder's writes its initial values), so
+// that an optimizer can be made over them.
+func materialise(ps []nn.Param) error {
+	s := autograd.NewScope()
+	defer s.Release()
+	return autograd.Try(func() {
+		for _, p := range ps {
+			if p.T.Unbound() {
+				s.Use(p.T).Release()
+			}
+		}
+	})
+}
+
+// checkPipe returns what is wrong with a pipeline's configuration.
+func checkPipe(cfg PipeConfig, mc nn.GPTConfig, split []int, P int) error {
+	switch {
+	case cfg.MicroBatches < 1 || cfg.Batch < 1:
+		return fmt.Errorf("%d micro-batches of %d sequences: want both ≥ 1", cfg.MicroBatches, cfg.Batch)
+	case cfg.Seq < 1 || cfg.Seq > mc.Context:
+		return fmt.Errorf("sequence length %d: want 1 ≤ T ≤ context %d", cfg.Seq, mc.Context)
+	case cfg.Schedule != OneFOneB && cfg.Schedule != GPipe:
+		return fmt.Errorf("unknown %s", cfg.Schedule)
+	case P > 1 && (mc.TieEmbeddings || mc.ShareLayers):
+		return fmt.Errorf("tied embeddings or shared layers would span stages: not supported with %d stages", P)
+	case split == nil:
+		return fmt.Errorf("%d blocks cannot fill %d stages: want at least one block per stage", mc.Layers, P)
+	case len(split) != P:
+		return fmt.Errorf("split %v has %d stages, the communicator %d ranks", split, len(split), P)
+	}
+	sum := 0
+	for s, k := range split {
+		if k < 1 {
+			return fmt.Errorf("split %v gives stage %d %d blocks: want ≥ 1", split, s, k)
+		}
+		sum += k
+	}
+	if sum != mc.Layers {
+		return fmt.Errorf("split %v holds %d blocks, the model %d", split, sum, mc.Layers)
+	}
+	return nil
+}
+
+// Params returns this stage's parameters: the optimizer's.
+func (p *Pipe) Params() []nn.Param { return p.params }
+
+// Stage returns this rank's stage and the range [lo, hi) of its blocks.
+func (p *Pipe) Stage() (stage, lo, hi int) { return p.stage, p.lo, p.hi }
+
+// Stats returns what the last Step measured on this stage.
+func (p *Pipe) Stats() PipeStats { return p.stats }
+
+// StageActivationBytes is the closed form of the activation bytes one
+// micro-batch (B, T) leaves alive on a stage of blocks blocks of a GPT of
+// configuration c without dropout, between its forward and its backward,
+// for a stage other than the last (whose backward follows its forward at
+// once): on stage 0 the token indices (8·B·T, I64) and the embeddings'
+// sum (B·T·C·s), on a later stage the received input (B·T·C·s); then
+// each block's 17·B·T·C·s + 4·B·T·cs + B·H·T·cs (nn.GPTBlock), with s the
+// dtype's size and cs the statistics' (4, or 8 for F64). The output sent
+// on is the last block's result, counted in it.
+func StageActivationBytes(c nn.GPTConfig, B, T, blocks int, dt dtype.DType, first bool) int64 {
+	s, cs := int64(dt.Size()), int64(4)
+	if dt == dtype.F64 {
+		cs = 8
+	}
+	bt, C, H := int64(B*T), int64(c.Width), int64(c.Heads)
+	in := bt * C * s
+	if first {
+		in += 8 * bt
+	}
+	return in + int64(blocks)*(17*bt*C*s+4*bt*cs+H*bt*cs)
+}
