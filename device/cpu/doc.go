@@ -34,8 +34,8 @@
 //     whole of a C of up to 1M elements) through one reused 4 MiB float32
 //     buffer per GEMM in flight;
 //   - Reduce's sums and means over outer axes (a Linear's bias gradient)
-//     of an F16 or BF16 operand read its 16-bit values (F16 widened 512
-//     at a time on the worker's stack);
+//     of an F16 or BF16 operand read its 16-bit values, 512 at a time
+//     widened on the worker's stack;
 //   - LayerNorm's gradient with dense dy, x and dx of one 16-bit dtype
 //     and rows of up to 4096 elements widens a row of dy and x at a time
 //     into three float32 rows of per-worker scratch (48 KiB at most, kept

@@ -58,6 +58,6 @@
 // scratch in free lists, allocated once and reused: LayerNormGradHalf
 // three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
 // heads and AttentionGradHalf eight (at most 8·AttnHalfHeadElems·4 =
-// 1 MiB); ReduceColumnsHalf widens float16 512 values at a time on the
+// 1 MiB); ReduceColumnsHalf widens 512 values at a time on the
 // stack.
 package kernels

@@ -1,18 +1,16 @@
 package kernels
 
-import "math"
-
 // columnHalfChunk is the most elements of a 16-bit row that
-// ReduceColumnsHalf adds at once: float16 ones widened into a float32
-// array on the worker's stack (2 KiB), bfloat16 ones in registers.
+// ReduceColumnsHalf widens at once, into a float32 array on the worker's
+// stack (2 KiB).
 const columnHalfChunk = 512
 
 // ReduceColumnsHalf is Reduce's sum or mean over outer axes (columnSum's
 // case: the kept elements one contiguous block of at least columnSumMin
 // at every reduced position, as a Linear's bias gradient) for a 16-bit
 // src (bfloat16 when bf16, else float16), read as 16-bit: each worker
-// takes its columns of a row columnHalfChunk at a time (bfloat16 widened
-// in registers, float16 on its stack), so no float32 copy of src exists. Widening is exact and the float64 sums
+// widens its columns of a row columnHalfChunk at a time on its stack, so
+// no float32 copy of src exists. Widening is exact and the float64 sums
 // take the same additions in the same order as Reduce on the widened
 // src, so the results are bit for bit the same. It does nothing and
 // reports false for any other reduction.
@@ -30,13 +28,11 @@ func ReduceColumnsHalf(op int, dshape []int, src []uint16, bf16 bool, sl Layout,
 			ac := a[c0 : c0+len(w)]
 			for _, p := range rows {
 				h := src[p+lo+c0 : p+lo+c0+len(w)]
-				if bf16 { // a bfloat16 is the top half of its float32
-					for j, x := range h {
-						ac[j] += float64(math.Float32frombits(uint32(x) << 16))
-					}
-					continue
+				if bf16 {
+					bf16ToF32(w, h)
+				} else {
+					f16ToF32(w, h)
 				}
-				f16ToF32(w, h)
 				for j, v := range w {
 					ac[j] += float64(v)
 				}
