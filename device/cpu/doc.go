@@ -31,8 +31,8 @@
 //     VDPBF16PS where the CPU has AVX512_BF16, KernelPath "+bf16"); a
 //     16-bit C is widened over its footprint, as below, except that a C
 //     from 16-bit A and B (one matrix) runs a band of rows at a time (the
-//     whole of a C of up to 1M elements) through one reused 4 MiB float32
-//     buffer per GEMM in flight;
+//     whole of a C of up to 1M elements) through one 4 MiB float32
+//     buffer per GEMM in flight, kept for reuse;
 //   - Reduce's sums and means over outer axes (a Linear's bias gradient)
 //     of an F16 or BF16 operand read its 16-bit values, 512 at a time
 //     widened on the worker's stack;

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/internal/kernels"
@@ -14,8 +12,10 @@ import (
 // heap, whatever its size.
 const gemmChunk = 1 << 20
 
-// chunks holds the reused gemmChunk buffers, one per GEMM in flight.
-var chunks = sync.Pool{New: func() any { return new([gemmChunk]float32) }}
+// chunks holds the reused gemmChunk buffers, one per GEMM in flight, kept
+// (unlike a sync.Pool's, which a garbage collection drops and the next GEMM
+// allocates again).
+var chunks kernels.FreeList[[gemmChunk]float32]
 
 // gemmHalfRows reports whether g — a 16-bit C from 16-bit A and B, one
 // matrix — is computed by bands of rows through a reused buffer: whenever
@@ -31,7 +31,7 @@ func gemmHalfRows(g device.Gemm) bool {
 // are widened into the buffer (only when beta reads them or the band has
 // gaps between rows), multiplied into it and narrowed back.
 func gemmHalfBands(g device.Gemm, args kernels.GemmArgs, bias []float32) {
-	buf := chunks.Get().(*[gemmChunk]float32)
+	buf := chunks.Get()
 	defer chunks.Put(buf)
 	rows := max(1, (gemmChunk-g.N)/g.LdC+1)
 	a, b := dtype.AsU16(g.A.Block.Bytes()), dtype.AsU16(g.B.Block.Bytes())
