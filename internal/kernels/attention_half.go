@@ -24,32 +24,12 @@ func attnHalfCheck(t, d int) {
 // Attention on the widened operands (out narrowed after). t·d must be at
 // most AttnHalfHeadElems.
 func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, h, t, d int, scale float64, causal bool) {
-	if b*h*t*d == 0 {
-		return
-	}
-	attnHalfCheck(t, d)
-	widen, narrow := halfWiden(bf16), halfNarrow(bf16)
-	hd := t * d
-	attnFor(b*h, b*h*t*t*d, func(lo, hi int) {
-		sc := attnScratches.get()
-		defer attnScratches.put(sc)
-		hb := attnHalfBufs.get()
-		defer attnHalfBufs.put(hb)
-		x := scratchView[float32](&hb.b, 4*hd)
-		hq, hk, hv, ho := x[:hd], x[hd:2*hd], x[2*hd:3*hd], x[3*hd:]
+	attnHalfHeads(bf16, b, h, t, d, [][]uint16{out}, [][]uint16{q, k, v}, func(sc *attnScratch, x [][]float32, bh int) {
 		s := scratchView[float32](&sc.s, attnFQ*attnFK)
 		acc := scratchView[float32](&sc.acc, attnFQ*d)
 		st := scratchView[float64](&sc.row, 2*attnFQ)
-		for bh := lo; bh < hi; bh++ {
-			o := bh * hd
-			widen(hq, q[o:o+hd])
-			widen(hk, k[o:o+hd])
-			widen(hv, v[o:o+hd])
-			ls := lse[bh*t : (bh+1)*t]
-			for i0 := 0; i0 < t; i0 += attnFQ {
-				attnForwardBlock(ho, ls, hq, hk, hv, s, acc, st, 0, i0, t, d, scale, causal)
-			}
-			narrow(out[o:o+hd], ho)
+		for i0 := 0; i0 < t; i0 += attnFQ {
+			attnForwardBlock(x[0], lse[bh*t:(bh+1)*t], x[1], x[2], x[3], s, acc, st, 0, i0, t, d, scale, causal)
 		}
 	})
 }
@@ -61,35 +41,45 @@ func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, 
 // are those of AttentionGrad on the widened operands (gradients narrowed
 // after). t·d must be at most AttnHalfHeadElems.
 func AttentionGradHalf(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	attnHalfHeads(bf16, b, h, t, d, [][]uint16{dq, dk, dv}, [][]uint16{dout, q, k, v, out}, func(sc *attnScratch, x [][]float32, bh int) {
+		s := scratchView[float32](&sc.s, attnBQ*attnBK)
+		p := scratchView[float32](&sc.p, attnBQ*attnBK)
+		delta := scratchView[float64](&sc.row, t)
+		attnBackwardHead(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7],
+			lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal)
+	})
+}
+
+// attnHalfHeads runs the 16-bit attention head by head on the workers: for
+// head bh it widens the head of each of ins into the worker's float32
+// scratch, calls compute with the worker's attention scratch and the
+// float32 heads (those of outs first, then those of ins), then narrows the
+// heads of outs into place.
+func attnHalfHeads(bf16 bool, b, h, t, d int, outs, ins [][]uint16, compute func(sc *attnScratch, x [][]float32, bh int)) {
 	if b*h*t*d == 0 {
 		return
 	}
 	attnHalfCheck(t, d)
 	widen, narrow := halfWiden(bf16), halfNarrow(bf16)
-	hd := t * d
+	hd, n := t*d, len(outs)+len(ins)
 	attnFor(b*h, b*h*t*t*d, func(lo, hi int) {
 		sc := attnScratches.get()
 		defer attnScratches.put(sc)
 		hb := attnHalfBufs.get()
 		defer attnHalfBufs.put(hb)
-		x := scratchView[float32](&hb.b, 8*hd)
-		var heads [8][]float32 // dq, dk, dv, dout, q, k, v, out
-		for i := range heads {
-			heads[i] = x[i*hd : (i+1)*hd]
+		all := scratchView[float32](&hb.b, n*hd)
+		var x [8][]float32
+		for i := range n {
+			x[i] = all[i*hd : (i+1)*hd]
 		}
-		s := scratchView[float32](&sc.s, attnBQ*attnBK)
-		p := scratchView[float32](&sc.p, attnBQ*attnBK)
-		delta := scratchView[float64](&sc.row, t)
 		for bh := lo; bh < hi; bh++ {
 			o := bh * hd
-			for i, src := range [4][]uint16{dout, q, k, v} {
-				widen(heads[3+i], src[o:o+hd])
+			for i, src := range ins {
+				widen(x[len(outs)+i], src[o:o+hd])
 			}
-			widen(heads[7], out[o:o+hd])
-			attnBackwardHead(heads[0], heads[1], heads[2], heads[3], heads[4], heads[5], heads[6], heads[7],
-				lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal)
-			for i, dst := range [3][]uint16{dq, dk, dv} {
-				narrow(dst[o:o+hd], heads[i])
+			compute(sc, x[:n], bh)
+			for i, dst := range outs {
+				narrow(dst[o:o+hd], x[i])
 			}
 		}
 	})
