@@ -41,9 +41,6 @@
 //     into three float32 rows of per-worker scratch (48 KiB at most, kept
 //     for reuse) and narrows each row of dx; w, mean, rstd, dw and db are
 //     widened whole;
-//   - the tanh GELU and its gradient on dense BF16 operands of one length
-//     read and write 16-bit values and convert in registers
-//     (kernels.GeluTanhBF16): no scratch, the bytes of the tile path;
 //   - attention and its gradient with dense operands of one 16-bit dtype
 //     and heads of t·d ≤ 32768 elements (an F32 lse) take whole heads:
 //     each worker widens a head's inputs into per-worker scratch (4 heads

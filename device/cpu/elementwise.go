@@ -14,9 +14,6 @@ func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 		put64(dst, d)
 		return
 	}
-	if geluHalf(op, dst, src) {
-		return
-	}
 	if anyHalf(dst, src) {
 		if op == device.Relu && inRegister && sameHalf(dst, src) {
 			kernels.ReluHalf(half(dst), half(src), dst.DType == dtype.BF16)
@@ -55,9 +52,6 @@ func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float6
 		d := s64(dx)
 		kernels.UnaryGrad(int(op), arg, d, s64(dy), opt64(x), opt64(y))
 		put64(dx, d)
-		return
-	}
-	if geluGradHalf(op, dx, dy, x) {
 		return
 	}
 	if anyHalf(dx, dy, x, y) {
