@@ -42,6 +42,9 @@ func (kern) Attention(out, lse, q, k, v device.Operand, b, h, t, d int, scale fl
 		put64(out, o)
 		return
 	}
+	if attentionHalf(out, lse, q, k, v, b, h, t, d, scale, causal) {
+		return
+	}
 	o := s32(out)
 	kernels.Attention(o, s32(lse), s32(q), s32(k), s32(v), b, h, t, d, scale, causal)
 	put32(out, o)
@@ -57,6 +60,9 @@ func (kern) AttentionGrad(dq, dk, dv, dout, q, k, v, out, lse device.Operand, b,
 		put64(dq, gq)
 		put64(dk, gk)
 		put64(dv, gv)
+		return
+	}
+	if attentionGradHalf(dq, dk, dv, dout, q, k, v, out, lse, b, h, t, d, scale, causal) {
 		return
 	}
 	gq, gk, gv := s32(dq), s32(dk), s32(dv)

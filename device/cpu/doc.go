@@ -30,9 +30,22 @@
 //   - GEMM reads A and B as 16-bit values while it packs (BF16×BF16 on
 //     VDPBF16PS where the CPU has AVX512_BF16, KernelPath "+bf16"); a
 //     16-bit C is widened over its footprint, as below, except that a C
-//     of more than 1M elements from 16-bit A and B (one matrix) runs a
-//     band of rows at a time through one reused 4 MiB float32 buffer per
-//     GEMM in flight;
+//     from 16-bit A and B (one matrix) runs a band of rows at a time (the
+//     whole of a C of up to 1M elements) through one 4 MiB float32
+//     buffer per GEMM in flight, kept for reuse;
+//   - Reduce's sums and means over outer axes (a Linear's bias gradient)
+//     of an F16 or BF16 operand read its 16-bit values, 512 at a time
+//     widened on the worker's stack;
+//   - LayerNorm's gradient with dense dy, x and dx of one 16-bit dtype
+//     and rows of up to 4096 elements widens a row of dy and x at a time
+//     into three float32 rows of per-worker scratch (48 KiB at most, kept
+//     for reuse) and narrows each row of dx; w, mean, rstd, dw and db are
+//     widened whole;
+//   - attention and its gradient with dense operands of one 16-bit dtype
+//     and heads of t·d ≤ 32768 elements (an F32 lse) take whole heads:
+//     each worker widens a head's inputs into per-worker scratch (4 heads
+//     of float32 forward, 8 backward: at most 1 MiB, kept for reuse),
+//     computes it as the F32 kernel does and narrows its outputs;
 //   - convolution (Conv2d and its two gradients) whose two inputs are F16
 //     or BF16, with an F32, F16 or BF16 output, reads them as 16-bit:
 //     im2col copies the 16-bit values into the tile and GemmHalf multiplies
@@ -60,9 +73,9 @@
 //     widened once per call), when a row fits a tile; AdamStep and SGDStep
 //     with the F16 or BF16 gradient of an F32 parameter widen the gradient
 //     the same way, one 4096-element tile at a time into that scratch;
-//   - the other kernels (those three when a row is over 4096 elements,
-//     LayerNorm's gradient, other batch norms, losses, attention, convolution
-//     with other dtypes, pooling, indexing, Where, Reduce, Dropout, Copy between dtypes)
+//   - the other kernels (those four when a row is over 4096 elements,
+//     other batch norms, losses, other attention, convolution
+//     with other dtypes, pooling, indexing, Where, other reductions, Dropout, Copy between dtypes)
 //     widen each operand's extent, the block elements its view reaches,
 //     into a Go slice for the call (4 bytes per element, 8 when the call
 //     computes in F64), and convert outputs back over the same extent.

@@ -147,7 +147,7 @@ func (kern) Reduce(op device.ReduceOp, dst, src device.Operand, arg float64) {
 	if wide(src) {
 		x, xl := f64(src)
 		kernels.Reduce(int(op), arg, dst.Shape, x, lay(xl), store)
-	} else {
+	} else if !reduceHalf(op, dst.Shape, src, store) {
 		x, xl := f32(src)
 		kernels.Reduce(int(op), arg, dst.Shape, x, lay(xl), store)
 	}

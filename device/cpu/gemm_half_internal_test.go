@@ -18,7 +18,21 @@ import (
 // reused band buffer (gemmChunk float32, when the pool must make it again)
 // and 1 MiB more, against 12 MB for C widened whole.
 func TestGemmHalfBands(t *testing.T) {
-	const m, n, k, ldc = 3000, 1000, 20, 1003
+	gemmHalfBandsCase(t, 3000, 1000, 20, 1003)
+}
+
+// TestGemmHalfSmallBands: a 16-bit C that fits the band buffer is one
+// band, byte for byte the whole-C path: one row, odd sizes, a gap between
+// rows, and no Go-heap copy of C.
+func TestGemmHalfSmallBands(t *testing.T) {
+	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 37, 5, 37}, {7, 33, 5, 35}, {12, 32, 64, 32}, {29, 17, 3, 17}} {
+		gemmHalfBandsCase(t, s[0], s[1], s[2], s[3])
+	}
+}
+
+// gemmHalfBandsCase is TestGemmHalfBands for an m×n C (row stride ldc)
+// from a depth of k.
+func gemmHalfBandsCase(t *testing.T, m, n, k, ldc int) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	dev := New(0, device.Options{})
 	defer dev.Close()

@@ -125,6 +125,9 @@ func (kern) LayerNormGrad(dx, dw, db, dy, x, w, mean, rstd device.Operand, rows,
 		out.store()
 		return
 	}
+	if layerNormGradHalf(dx, dw, db, dy, x, w, mean, rstd, rows, cols) {
+		return
+	}
 	out, in := set32(dx, dw, db), set32(dy, x, w, mean, rstd)
 	kernels.LayerNormGrad(out.s[0], out.s[1], out.s[2], in.s[0], in.s[1], in.s[2], in.s[3], in.s[4], rows, cols)
 	out.store()

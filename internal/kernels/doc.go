@@ -54,5 +54,10 @@
 // max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
 // rows by as many when a unit takes several samples); the
 // weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
-// float32 copy of dw.
+// float32 copy of dw. The 16-bit row kernels keep per-worker float32
+// scratch in free lists, allocated once and reused: LayerNormGradHalf
+// three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
+// heads and AttentionGradHalf eight (at most 8·AttnHalfHeadElems·4 =
+// 1 MiB); ReduceColumnsHalf widens 512 values at a time on the
+// stack.
 package kernels

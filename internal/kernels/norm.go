@@ -92,14 +92,26 @@ func meanRstd[T Float](x []T, eps float64) (mu, rstd float64) {
 // each chunk sums dw and db into its own float64 partial sums, which are
 // then added in chunk order.
 func LayerNormGrad[T Float](dx, dw, db, dy, x, w, mean, rstd []T, rows, cols int) {
+	lnGradRows(dw, db, rows, cols, dx != nil, func(lo, hi int, aw, ab []float64) {
+		for r := lo; r < hi; r++ {
+			o := r * cols
+			var dxr []T
+			if dx != nil {
+				dxr = dx[o : o+cols]
+			}
+			layerNormGradRow(dxr, dy[o:o+cols], x[o:o+cols], w, aw, ab, float64(mean[r]), float64(rstd[r]))
+		}
+	})
+}
+
+// lnGradRows is LayerNormGrad's split of the rows: rowsFn(lo, hi, aw, ab)
+// does rows [lo, hi), adding their dw and db terms into aw and ab (nil
+// when neither is wanted), over at most lnChunks chunks whose float64
+// partial sums are then added in chunk order into dw and db.
+func lnGradRows[T Float](dw, db []T, rows, cols int, wantDx bool, rowsFn func(lo, hi int, aw, ab []float64)) {
 	if dw == nil && db == nil {
-		if dx != nil {
-			normFor(rows, cols, func(lo, hi int) {
-				for r := lo; r < hi; r++ {
-					o := r * cols
-					layerNormGradRow(dx[o:o+cols], dy[o:o+cols], x[o:o+cols], w, nil, nil, float64(mean[r]), float64(rstd[r]))
-				}
-			})
+		if wantDx {
+			normFor(rows, cols, func(lo, hi int) { rowsFn(lo, hi, nil, nil) })
 		}
 		return
 	}
@@ -113,14 +125,7 @@ func LayerNormGrad[T Float](dx, dw, db, dy, x, w, mean, rstd []T, rows, cols int
 			aw, ab := part[2*k*cols:(2*k+1)*cols], part[(2*k+1)*cols:(2*k+2)*cols]
 			clear(aw)
 			clear(ab)
-			for r := k * per; r < min(rows, (k+1)*per); r++ {
-				o := r * cols
-				var dxr []T
-				if dx != nil {
-					dxr = dx[o : o+cols]
-				}
-				layerNormGradRow(dxr, dy[o:o+cols], x[o:o+cols], w, aw, ab, float64(mean[r]), float64(rstd[r]))
-			}
+			rowsFn(k*per, min(rows, (k+1)*per), aw, ab)
 		}
 	})
 	for j := range cols {

@@ -17,22 +17,9 @@ const (
 // store(i, v) for each output index i in row-major order. Sums accumulate
 // in float64. arg is Var's correction.
 func Reduce[T Float](op int, arg float64, dshape []int, src []T, sl Layout, store func(i int, v float64)) {
-	sst := stridesOf(sl)
-	var keepShape, keepStr, redShape, redStr []int
-	for i, s := range sl.Shape {
-		if dshape[i] == 1 && s != 1 {
-			redShape = append(redShape, s)
-			redStr = append(redStr, sst[i])
-		} else {
-			keepShape = append(keepShape, s)
-			keepStr = append(keepStr, sst[i])
-		}
-	}
-	count := 1
-	for _, s := range redShape {
-		count *= s
-	}
-	if k := innerBlock(keepShape, keepStr); (op == RSum || op == RMean) && k >= columnSumMin && count > 1 {
+	keepShape, keepStr, redShape, redStr := splitAxes(dshape, sl)
+	count, k := columnBlock(op, keepShape, keepStr, redShape)
+	if k > 0 {
 		columnSum(op == RMean, count, k, src, Layout{Off: sl.Off, Shape: redShape, Strides: redStr}, store)
 		return
 	}
@@ -46,6 +33,35 @@ func Reduce[T Float](op int, arg float64, dshape []int, src []T, sl Layout, stor
 			base += inc[0]
 		}
 	})
+}
+
+// splitAxes splits sl's axes into the kept ones (dshape not 1 there, or
+// sl 1 there) and the reduced ones, each with sl's strides.
+func splitAxes(dshape []int, sl Layout) (keepShape, keepStr, redShape, redStr []int) {
+	sst := stridesOf(sl)
+	for i, s := range sl.Shape {
+		if dshape[i] == 1 && s != 1 {
+			redShape = append(redShape, s)
+			redStr = append(redStr, sst[i])
+		} else {
+			keepShape = append(keepShape, s)
+			keepStr = append(keepStr, sst[i])
+		}
+	}
+	return keepShape, keepStr, redShape, redStr
+}
+
+// columnBlock returns the number of reduced positions and the kept block
+// length k when op is a sum or mean that columnSum takes, else k = 0.
+func columnBlock(op int, keepShape, keepStr, redShape []int) (count, k int) {
+	count = 1
+	for _, s := range redShape {
+		count *= s
+	}
+	if k = innerBlock(keepShape, keepStr); (op == RSum || op == RMean) && k >= columnSumMin && count > 1 {
+		return count, k
+	}
+	return count, 0
 }
 
 func reduceOne[T Float](op int, arg float64, count int, src []T, in Layout) float64 {
@@ -137,6 +153,21 @@ func innerBlock(shape, strides []int) int {
 // Each output gets the same additions in the same order as there, so the
 // result is bit for bit the same. Workers take disjoint column ranges.
 func columnSum[T Float](mean bool, count, k int, src []T, red Layout, store func(i int, v float64)) {
+	columnSumRows(mean, count, k, red, store, func(a []float64, lo int, rows []int) {
+		for _, p := range rows {
+			row := src[p+lo : p+lo+len(a)]
+			for j := range a {
+				a[j] += float64(row[j])
+			}
+		}
+	})
+}
+
+// columnSumRows is columnSum with the elements read by add, which adds
+// into a, for each block offset in rows in order, the block's elements
+// from lo on (len(a) of them); the workers call it on disjoint column
+// ranges.
+func columnSumRows(mean bool, count, k int, red Layout, store func(i int, v float64), add func(a []float64, lo int, rows []int)) {
 	rows := make([]int, 0, count) // the block's offset at every reduced position, in order
 	walk(red.Shape, []Layout{red}, func(o []int, n int, inc []int) {
 		for p := o[0]; n > 0; n-- {
@@ -146,13 +177,7 @@ func columnSum[T Float](mean bool, count, k int, src []T, red Layout, store func
 	})
 	acc := make([]float64, k)
 	ParallelFor(k, max(64, (1<<16)/max(len(rows), 1)), func(lo, hi int) {
-		a := acc[lo:hi]
-		for _, p := range rows {
-			row := src[p+lo : p+hi]
-			for j := range a {
-				a[j] += float64(row[j])
-			}
-		}
+		add(acc[lo:hi], lo, rows)
 	})
 	for i, v := range acc {
 		if mean {

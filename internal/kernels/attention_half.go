@@ -1,0 +1,86 @@
+package kernels
+
+// AttnHalfHeadElems is the largest head (t·d elements) that AttentionHalf
+// and AttentionGradHalf take: their per-worker scratch is 4 (forward) or
+// 8 (backward) float32 heads, 1 MiB at most.
+const AttnHalfHeadElems = 1 << 15
+
+// attnHalfBufs holds the per-worker head scratch of the 16-bit attention.
+var attnHalfBufs freeList[convBuf]
+
+// attnHalfCheck panics unless a head fits AttnHalfHeadElems.
+func attnHalfCheck(t, d int) {
+	if t*d > AttnHalfHeadElems {
+		panic("kernels: 16-bit attention head over AttnHalfHeadElems")
+	}
+}
+
+// AttentionHalf is Attention for 16-bit q, k, v and out (bfloat16 when
+// bf16, else float16) with float32 lse: each worker takes whole heads,
+// widens the head's q, k and v into its scratch, computes its query blocks
+// as Attention does in float32 and narrows the head's output, so no
+// float32 copy of a whole operand exists. Each block's arithmetic is
+// Attention's on the widened head, so out and lse have the bits of
+// Attention on the widened operands (out narrowed after). t·d must be at
+// most AttnHalfHeadElems.
+func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	attnHalfHeads(bf16, b, h, t, d, [][]uint16{out}, [][]uint16{q, k, v}, func(sc *attnScratch, x [][]float32, bh int) {
+		s := scratchView[float32](&sc.s, attnFQ*attnFK)
+		acc := scratchView[float32](&sc.acc, attnFQ*d)
+		st := scratchView[float64](&sc.row, 2*attnFQ)
+		for i0 := 0; i0 < t; i0 += attnFQ {
+			attnForwardBlock(x[0], lse[bh*t:(bh+1)*t], x[1], x[2], x[3], s, acc, st, 0, i0, t, d, scale, causal)
+		}
+	})
+}
+
+// AttentionGradHalf is AttentionGrad for 16-bit dq, dk, dv, dout, q, k, v
+// and out with float32 lse, a head at a time in per-worker scratch as
+// AttentionHalf: the head's dout, q, k, v and out widened, its gradients
+// computed in float32 by AttentionGrad's head loop and narrowed. The bits
+// are those of AttentionGrad on the widened operands (gradients narrowed
+// after). t·d must be at most AttnHalfHeadElems.
+func AttentionGradHalf(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	attnHalfHeads(bf16, b, h, t, d, [][]uint16{dq, dk, dv}, [][]uint16{dout, q, k, v, out}, func(sc *attnScratch, x [][]float32, bh int) {
+		s := scratchView[float32](&sc.s, attnBQ*attnBK)
+		p := scratchView[float32](&sc.p, attnBQ*attnBK)
+		delta := scratchView[float64](&sc.row, t)
+		attnBackwardHead(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7],
+			lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal)
+	})
+}
+
+// attnHalfHeads runs the 16-bit attention head by head on the workers: for
+// head bh it widens the head of each of ins into the worker's float32
+// scratch, calls compute with the worker's attention scratch and the
+// float32 heads (those of outs first, then those of ins), then narrows the
+// heads of outs into place.
+func attnHalfHeads(bf16 bool, b, h, t, d int, outs, ins [][]uint16, compute func(sc *attnScratch, x [][]float32, bh int)) {
+	if b*h*t*d == 0 {
+		return
+	}
+	attnHalfCheck(t, d)
+	widen, narrow := halfWiden(bf16), halfNarrow(bf16)
+	hd, n := t*d, len(outs)+len(ins)
+	attnFor(b*h, b*h*t*t*d, func(lo, hi int) {
+		sc := attnScratches.get()
+		defer attnScratches.put(sc)
+		hb := attnHalfBufs.get()
+		defer attnHalfBufs.put(hb)
+		all := scratchView[float32](&hb.b, n*hd)
+		var x [8][]float32
+		for i := range n {
+			x[i] = all[i*hd : (i+1)*hd]
+		}
+		for bh := lo; bh < hi; bh++ {
+			o := bh * hd
+			for i, src := range ins {
+				widen(x[len(outs)+i], src[o:o+hd])
+			}
+			compute(sc, x[:n], bh)
+			for i, dst := range outs {
+				narrow(dst[o:o+hd], x[i])
+			}
+		}
+	})
+}
