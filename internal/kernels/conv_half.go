@@ -150,7 +150,7 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]
-		im2colSamples(p, j.taps, d, b, j.ha.Bits[xo:], ns, 0, d.crs, oh0, oh1)
+		j.im2col16(b, j.ha.Bits[xo:], ns, d.crs, oh0, oh1)
 		a.LdB = nb
 	}
 	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
@@ -217,11 +217,29 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
 			ns := min(j.spu, n1-n)
-			ga, gb := wgradTile(p, j.taps, d, &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, j.permOrNil(), &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
 			GemmHalf(a, ga, gb, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
 		}
 	}
+}
+
+// im2col16 writes the forward tile of ns samples' band [oh0, oh1) (all
+// crs rows) into col: by permutation when the call has a table.
+func (j *convJob[T]) im2col16(col, x []uint16, ns, crs, oh0, oh1 int) {
+	if j.usePerm {
+		j.perm.im2col(col, x, ns*j.d.ohw, j.d.xs, ns, j.p.R*j.p.S, 0, crs)
+		return
+	}
+	im2colSamples(&j.p, j.taps, &j.d, col, x, ns, 0, crs, oh0, oh1)
+}
+
+// permOrNil is the call's permutation table, nil without one.
+func (j *convJob[T]) permOrNil() *convPerm {
+	if j.usePerm {
+		return &j.perm
+	}
+	return nil
 }
 
 // narrowAll rounds src into the first len(src) elements of h, split

@@ -122,6 +122,10 @@ type convJob[T float32 | float64] struct {
 	// for the kernel kn its GEMMs run, aper elements per group.
 	kn       *gemmKernel[T]
 	jobs     *freeList[gemmJob[T]]
+	// A 16-bit forward or weight-gradient call over small planes: im2col
+	// by permutation (conv_perm.go), perm built for the call.
+	perm    convPerm
+	usePerm bool
 	apack    []T
 	aper     int
 	apackBuf *convBuf
@@ -174,6 +178,7 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 		return
 	}
 	j.taps.set(&j.p)
+	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && !d.pointwise && j.perm.build(&j.p)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
 	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
 	if narrowDW {
@@ -513,7 +518,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 		}
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			ga, gb := wgradTile(p, j.taps, d, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, nil, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
 			Gemm(a, ga, gb, dw)
 			a.Beta = 1
 		}
@@ -524,12 +529,17 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 // band [oh0, oh1) side by side, x and dy starting at the first sample's
 // group: in tile, rows [r0, r1) of the im2col matrix (B) and, when ns > 1,
 // dy's kg rows (A; else A is dy itself). It sets a's K, A's offset and
-// stride and B's.
-func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
+// stride and B's. A non-nil perm (16-bit x, one band) builds the im2col
+// rows by permutation.
+func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, perm *convPerm, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
 	cols := (oh1 - oh0) * p.OW
 	nb := ns * cols
 	gb = tile[:(r1-r0)*nb]
-	im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	if c16, ok := any(gb).([]uint16); ok && perm != nil {
+		perm.im2col(c16, any(x).([]uint16), nb, d.xs, ns, p.R*p.S, r0, r1)
+	} else {
+		im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	}
 	a.K, a.OffA, a.LdA, a.OffB, a.LdB = nb, oh0*p.OW, d.ohw, 0, nb
 	if ns == 1 {
 		return dy, gb

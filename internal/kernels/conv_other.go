@@ -16,3 +16,7 @@ func convGather2RowsU16(dst, src *uint16, rows, n, dstStep, srcStep, blocks int)
 func convScatter2AddRowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks int) {
 	panic("kernels: no assembly")
 }
+
+func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t *convPerm) {
+	panic("kernels: no assembly")
+}

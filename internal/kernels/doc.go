@@ -54,5 +54,8 @@
 // max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
 // rows by as many when a unit takes several samples); the
 // weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
-// float32 copy of dw.
+// float32 copy of dw. A 16-bit forward or weight-gradient call over planes
+// of at most 64 pixels builds its im2col rows by word permutation
+// (conv_perm.go) from a table of 1,256 bytes held in the call's reused job
+// (one per call in flight, no other memory).
 package kernels

@@ -1,0 +1,11 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// im2colPermAVX512 is im2colPerm in assembly (conv_perm_amd64.s): ld and
+// xs in elements, nbs the outputs per sample (t.nbs); every word read or
+// written lies inside the caller's slices (the loads and stores are
+// masked).
+//
+//go:noescape
+func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t *convPerm)

@@ -1,0 +1,45 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkConvPerm times the bfloat16 forward and weight-gradient passes
+// of ResNet-18's convolutions over planes of at most 64 pixels
+// (cifarResNet18Convs at batch 32: 8×8 and 4×4, the stride-2 ones into
+// them), with im2col by permutation and by row copies alternately in each
+// iteration, and reports the best time of each (steadier on a shared
+// machine) in GFLOP/s and their ratio xRows (> 1: the permutation is
+// faster).
+func BenchmarkConvPerm(b *testing.B) {
+	r := rand.New(rand.NewPCG(18, 19))
+	defer func() { convPermOn = true }()
+	for _, c := range cifarResNet18Convs(32) {
+		if c.p.H*c.p.W > 64 {
+			continue
+		}
+		c.alloc(r)
+		passes := convPassFuncs(c, true)
+		for _, pass := range []int{0, 2} {
+			b.Run(fmt.Sprintf("layer=%s/pass=%s", c.name, []string{"fwd", "dgrad", "wgrad"}[pass]), func(b *testing.B) {
+				var best [2]time.Duration
+				best[0], best[1] = time.Hour, time.Hour
+				for b.Loop() {
+					for i, on := range []bool{true, false} {
+						convPermOn = on
+						t0 := time.Now()
+						passes[pass]()
+						best[i] = min(best[i], time.Since(t0))
+					}
+				}
+				convPermOn = true
+				b.ReportMetric(c.flops()/best[0].Seconds()/1e9, "permGFLOP/s")
+				b.ReportMetric(c.flops()/best[1].Seconds()/1e9, "rowsGFLOP/s")
+				b.ReportMetric(best[1].Seconds()/best[0].Seconds(), "xRows")
+			})
+		}
+	}
+}
