@@ -189,7 +189,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 			j.gemmW(a, id, dy, as[T](col))
-			col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+			j.col2im(as[T](dx), as[T](col), nb, a.M, chans, oh0, oh1)
 		}
 	}
 	if j.out == nil {

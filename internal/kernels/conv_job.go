@@ -126,6 +126,10 @@ type convJob[T float32 | float64] struct {
 	// by permutation (conv_perm.go), perm built for the call.
 	perm    convPerm
 	usePerm bool
+	// A float32 or 16-bit input gradient over small planes: col2im by
+	// permutation (conv_unperm.go).
+	unperm    convUnperm
+	useUnperm bool
 	apack    []T
 	aper     int
 	apackBuf *convBuf
@@ -179,6 +183,7 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	}
 	j.taps.set(&j.p)
 	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && !d.pointwise && j.perm.build(&j.p)
+	j.useUnperm = kind == convGradInput && j.filterSize() == 4 && j.bands == 1 && !d.pointwise && j.unperm.build(&j.p)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
 	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
 	if narrowDW {
@@ -447,7 +452,7 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 		j.gemmW(a, id, operand[T]{f: j.a}, col)
-		col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+		j.col2im(dx, col, nb, a.M, chans, oh0, oh1)
 	}
 }
 
@@ -474,12 +479,24 @@ func (j *convJob[T]) gradInputSamples(a GemmArgs, id int, dy operand[T], col, fo
 			}
 		} else {
 			clear(dx)
-			col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+			j.col2im(dx, col[s*d.ohw:], nb, a.M, chans, 0, p.OH)
 		}
 		if j.out == nil {
 			narrowTo(j.ho, xo+s*d.xs, as[float32](dx))
 		}
 	}
+}
+
+// col2im adds the tile's rows [0, rows) of chans channels (ld apart) of
+// band [oh0, oh1) into dx, cleared, as col2imTile does; by permutation,
+// overwriting dx, when the call has a table (then the band is the whole
+// plane, and the planes come out the same).
+func (j *convJob[T]) col2im(dx, col []T, ld, rows, chans, oh0, oh1 int) {
+	if j.useUnperm {
+		j.unperm.col2im(as[float32](dx), as[float32](col), ld, chans, j.p.R*j.p.S)
+		return
+	}
+	col2imTile(&j.p, j.taps, dx, col, ld, rows, oh0, oh1)
 }
 
 // gradWeightUnit returns unit u's GEMM, dw[:, r0:r1] (kg × rows) +=

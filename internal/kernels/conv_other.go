@@ -20,3 +20,5 @@ func convScatter2AddRowsF32(dst, src *float32, rows, n, dstStep, srcStep, blocks
 func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t *convPerm) {
 	panic("kernels: no assembly")
 }
+
+func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm) { panic("kernels: no assembly") }

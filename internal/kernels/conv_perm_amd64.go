@@ -9,3 +9,10 @@ package kernels
 //
 //go:noescape
 func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t *convPerm)
+
+// col2imPermAVX512 is col2imPerm in assembly (conv_perm_amd64.s): ld in
+// elements; every float read or written lies inside the caller's slices
+// (the loads and stores are masked).
+//
+//go:noescape
+func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm)

@@ -60,3 +60,69 @@ next:
 	JNZ  sample
 	VZEROUPPER
 	RET
+
+// Offsets of convUnperm's fields (conv_unperm.go).
+#define UHI 2304
+#define UVALID 2376
+#define ULOAD 2448
+#define USTORE 2456
+
+// UQUARTER(q, acc) adds to acc (merge-masked by the pixels the tap
+// reaches) quarter q of tap AX's row permuted: two VPERMI2PS, over Z0:Z1
+// (columns 0–31) and Z2:Z3 (32–63), the second taken where the column is
+// ≥ 32. R14 is the tap's offset in idx (256 bytes a tap), R15 in hi and
+// valid (8 bytes a tap).
+#define UQUARTER(q, acc) \
+	VMOVDQU32 (q*64)(BX)(R14*1), Z8     \
+	VMOVDQA32 Z8, Z9                    \
+	VPERMI2PS Z1, Z0, Z8                \
+	VPERMI2PS Z3, Z2, Z9                \
+	KMOVW     (UHI+q*2)(BX)(R15*1), K5  \
+	VMOVAPS   Z9, K5, Z8                \
+	KMOVW     (UVALID+q*2)(BX)(R15*1), K6 \
+	VADDPS    Z8, acc, K6, acc
+
+// func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm)
+TEXT ·col2imPermAVX512(SB), NOSPLIT, $0-40
+	MOVQ   dx+0(FP), DI
+	MOVQ   col+8(FP), SI
+	MOVQ   ld+16(FP), R8
+	SHLQ   $2, R8 // bytes from one tap's row to the next
+	MOVQ   rs+24(FP), CX
+	MOVQ   t+32(FP), BX
+	KMOVW  ULOAD(BX), K1
+	KMOVW  ULOAD+2(BX), K2
+	KMOVW  ULOAD+4(BX), K3
+	KMOVW  ULOAD+6(BX), K4
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   R14, R14
+	XORQ   R15, R15
+
+utap:
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z 64(SI), K2, Z1
+	VMOVUPS.Z 128(SI), K3, Z2
+	VMOVUPS.Z 192(SI), K4, Z3
+	UQUARTER(0, Z4)
+	UQUARTER(1, Z5)
+	UQUARTER(2, Z6)
+	UQUARTER(3, Z7)
+	ADDQ R8, SI
+	ADDQ $256, R14
+	ADDQ $8, R15
+	DECQ CX
+	JNZ  utap
+
+	KMOVW   USTORE(BX), K1
+	KMOVW   USTORE+2(BX), K2
+	KMOVW   USTORE+4(BX), K3
+	KMOVW   USTORE+6(BX), K4
+	VMOVUPS Z4, K1, (DI)
+	VMOVUPS Z5, K2, 64(DI)
+	VMOVUPS Z6, K3, 128(DI)
+	VMOVUPS Z7, K4, 192(DI)
+	VZEROUPPER
+	RET

@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// BenchmarkConvPerm times the bfloat16 forward and weight-gradient passes
-// of ResNet-18's convolutions over planes of at most 64 pixels
-// (cifarResNet18Convs at batch 32: 8×8 and 4×4, the stride-2 ones into
-// them), with im2col by permutation and by row copies alternately in each
-// iteration, and reports the best time of each (steadier on a shared
-// machine) in GFLOP/s and their ratio xRows (> 1: the permutation is
-// faster).
+// BenchmarkConvPerm times the passes of ResNet-18's convolutions over
+// planes of at most 64 pixels (cifarResNet18Convs at batch 32: 8×8 and
+// 4×4, the stride-2 ones into them) that take a permutation path — the
+// bfloat16 forward and weight gradient (im2col), the bfloat16 and float32
+// input gradient (col2im) — with it and with the row copies alternately
+// in each iteration, and reports the best time of each (steadier on a
+// shared machine) in GFLOP/s and their ratio xRows (> 1: the permutation
+// is faster).
 func BenchmarkConvPerm(b *testing.B) {
 	r := rand.New(rand.NewPCG(18, 19))
 	defer func() { convPermOn = true }()
@@ -22,9 +23,14 @@ func BenchmarkConvPerm(b *testing.B) {
 			continue
 		}
 		c.alloc(r)
-		passes := convPassFuncs(c, true)
-		for _, pass := range []int{0, 2} {
-			b.Run(fmt.Sprintf("layer=%s/pass=%s", c.name, []string{"fwd", "dgrad", "wgrad"}[pass]), func(b *testing.B) {
+		half, f32 := convPassFuncs(c, true), convPassFuncs(c, false)
+		for _, run := range []struct {
+			dt   string
+			pass int
+		}{{"bf16", 0}, {"bf16", 1}, {"bf16", 2}, {"f32", 1}} {
+			passes := map[string][3]func(){"bf16": half, "f32": f32}[run.dt]
+			pass := run.pass
+			b.Run(fmt.Sprintf("layer=%s/dtype=%s/pass=%s", c.name, run.dt, []string{"fwd", "dgrad", "wgrad"}[pass]), func(b *testing.B) {
 				var best [2]time.Duration
 				best[0], best[1] = time.Hour, time.Hour
 				for b.Loop() {

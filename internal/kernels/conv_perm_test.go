@@ -2,7 +2,9 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -14,6 +16,9 @@ func TestConvPermLayout(t *testing.T) {
 	got := [3]uintptr{unsafe.Offsetof(p.valid), unsafe.Offsetof(p.load), unsafe.Offsetof(p.store)}
 	if want := [3]uintptr{convPermValid, convPermLoad, convPermStore}; got != want {
 		t.Fatalf("offsets %v, want %v", got, want)
+	}
+	if n := unsafe.Sizeof(p); n != 1256 { // the size doc.go states
+		t.Fatalf("convPerm is %d bytes, want 1256", n)
 	}
 }
 
@@ -116,5 +121,77 @@ func im2colSamplesLd(p *ConvArgs, taps convTaps, d *convDims, col, x []uint16, n
 	nb := d.ohw
 	for s := range ns {
 		im2colTile(p, taps, col[s*nb:], ld, x[s*d.xs:s*d.xs+d.cg*d.hw], r0, r1, 0, p.OH)
+	}
+}
+
+// TestConvUnpermLayout: the offsets conv_perm_amd64.s reads convUnperm
+// at are its fields', and its size is the one doc.go states.
+func TestConvUnpermLayout(t *testing.T) {
+	var p convUnperm
+	got := [4]uintptr{unsafe.Offsetof(p.hi), unsafe.Offsetof(p.valid), unsafe.Offsetof(p.load), unsafe.Offsetof(p.store)}
+	if want := [4]uintptr{convUnpermHi, convUnpermValid, convUnpermLoad, convUnpermStore}; got != want {
+		t.Fatalf("offsets %v, want %v", got, want)
+	}
+	if n := unsafe.Sizeof(p); n != 2480 {
+		t.Fatalf("convUnperm is %d bytes, want 2480", n)
+	}
+}
+
+// TestConvUnpermMatchesCol2im: the permutation col2im (assembly and its
+// Go twin) writes the planes col2imTile adds into a cleared dx, bit for
+// bit, over convPermShapes, with −0, infinities and NaNs among the tile's
+// values and rows further apart than the tile's columns; the planes
+// around the channels written are left alone.
+func TestConvUnpermMatchesCol2im(t *testing.T) {
+	if !CPU.AVX512 {
+		t.Skip("no AVX-512: the path is not taken")
+	}
+	r := rand.New(rand.NewPCG(20, 21))
+	var tab convUnperm
+	special := []float32{float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, p := range convPermShapes() {
+		if !tab.build(&p) {
+			t.Fatalf("%+v: not built", p)
+		}
+		var taps convTaps
+		taps.set(&p)
+		d := p.dims()
+		rs := p.R * p.S
+		ld := d.ohw + 5
+		col := make([]float32, d.crs*ld)
+		for i := range col {
+			col[i] = float32(r.NormFloat64())
+			if r.IntN(16) == 0 {
+				col[i] = special[r.IntN(len(special))]
+			}
+		}
+		want := make([]float32, (p.C+1)*d.hw)
+		col2imTile(&p, taps, want[:p.C*d.hw], slices.Clone(col), ld, d.crs, 0, p.OH)
+		for _, impl := range []string{"asm", "go"} {
+			got := make([]float32, len(want))
+			for i := range got {
+				got[i] = 7
+			}
+			for i := p.C * d.hw; i < len(want); i++ {
+				want[i] = 7
+			}
+			if impl == "asm" {
+				tab.col2im(got, col, ld, p.C, rs)
+			} else {
+				for c := range p.C {
+					col2imPermGo(got[c*d.hw:], col[c*rs*ld:], ld, rs, &tab)
+				}
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want[i]))) {
+					t.Fatalf("%s %dx%d k%dx%d s%d p%d d%d: dx[%d] = %v, want %v", impl, p.H, p.W, p.R, p.S, p.StrideH, p.PadH, p.DilH, i, got[i], want[i])
+				}
+			}
+			for i := p.C * d.hw; i < len(got); i++ {
+				if got[i] != 7 {
+					t.Fatalf("%s: wrote past the planes at %d", impl, i)
+				}
+			}
+		}
 	}
 }

@@ -54,8 +54,10 @@
 // max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
 // rows by as many when a unit takes several samples); the
 // weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
-// float32 copy of dw. A 16-bit forward or weight-gradient call over planes
-// of at most 64 pixels builds its im2col rows by word permutation
-// (conv_perm.go) from a table of 1,256 bytes held in the call's reused job
-// (one per call in flight, no other memory).
+// float32 copy of dw. Over planes of at most 64 pixels a 16-bit forward or
+// weight-gradient call builds its im2col rows by word permutation
+// (conv_perm.go), and a float32 or 16-bit input gradient its dx planes by
+// float permutation (conv_unperm.go), from tables of 1,256 and 2,480 bytes
+// held in the call's reused job (one job per call in flight; no other
+// memory).
 package kernels
