@@ -217,7 +217,7 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
 			ns := min(j.spu, n1-n)
-			ga, gb := wgradTile(p, j.taps, d, j.permOrNil(), &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
 			GemmHalf(a, ga, gb, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
 		}
@@ -234,10 +234,21 @@ func (j *convJob[T]) im2col16(col, x []uint16, ns, crs, oh0, oh1 int) {
 	im2colSamples(&j.p, j.taps, &j.d, col, x, ns, 0, crs, oh0, oh1)
 }
 
-// permOrNil is the call's permutation table, nil without one.
-func (j *convJob[T]) permOrNil() *convPerm {
-	if j.usePerm {
-		return &j.perm
+// convPerms are a call's permutation tables for wgradTile: h for 16-bit
+// x, f for float32.
+type convPerms struct {
+	h *convPerm
+	f *convUnperm
+}
+
+// permsOrNil is the call's permutation tables for its weight gradient,
+// nil without one.
+func (j *convJob[T]) permsOrNil() *convPerms {
+	switch {
+	case j.usePerm:
+		return &convPerms{h: &j.perm}
+	case j.useUnperm:
+		return &convPerms{f: &j.unperm}
 	}
 	return nil
 }

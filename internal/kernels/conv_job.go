@@ -120,19 +120,19 @@ type convJob[T float32 | float64] struct {
 
 	// Forward: every group's filters packed once per call (pack_whole.go)
 	// for the kernel kn its GEMMs run, aper elements per group.
-	kn       *gemmKernel[T]
-	jobs     *freeList[gemmJob[T]]
+	kn   *gemmKernel[T]
+	jobs *freeList[gemmJob[T]]
 	// A 16-bit forward or weight-gradient call over small planes: im2col
 	// by permutation (conv_perm.go), perm built for the call.
 	perm    convPerm
 	usePerm bool
-	// A float32 or 16-bit input gradient over small planes: col2im by
-	// permutation (conv_unperm.go).
+	// A float32 call over small planes, or a 16-bit input gradient: im2col
+	// or col2im by permutation (conv_unperm.go).
 	unperm    convUnperm
 	useUnperm bool
-	apack    []T
-	aper     int
-	apackBuf *convBuf
+	apack     []T
+	aper      int
+	apackBuf  *convBuf
 
 	next  atomic.Int64
 	phase func(lo, hi int)
@@ -183,7 +183,8 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	}
 	j.taps.set(&j.p)
 	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && !d.pointwise && j.perm.build(&j.p)
-	j.useUnperm = kind == convGradInput && j.filterSize() == 4 && j.bands == 1 && !d.pointwise && j.unperm.build(&j.p)
+	j.useUnperm = (kind == convGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 && !d.pointwise &&
+		j.unperm.build(&j.p, kind != convGradInput)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
 	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
 	if narrowDW {
@@ -382,7 +383,11 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		return
 	}
 	col := tile[:d.crs*a.N]
-	im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
+	if j.useUnperm {
+		j.unperm.im2col(as[float32](col), as[float32](j.a[xo:]), a.N, d.xs, ns, p.R*p.S, 0, d.crs)
+	} else {
+		im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
+	}
 	a.LdB = a.N
 	if ns == 1 {
 		j.gemmW(a, g, operand[T]{f: col}, j.out)
@@ -535,7 +540,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 		}
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			ga, gb := wgradTile(p, j.taps, d, nil, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
 			Gemm(a, ga, gb, dw)
 			a.Beta = 1
 		}
@@ -546,15 +551,20 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 // band [oh0, oh1) side by side, x and dy starting at the first sample's
 // group: in tile, rows [r0, r1) of the im2col matrix (B) and, when ns > 1,
 // dy's kg rows (A; else A is dy itself). It sets a's K, A's offset and
-// stride and B's. A non-nil perm (16-bit x, one band) builds the im2col
-// rows by permutation.
-func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, perm *convPerm, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
+// stride and B's. Non-nil perms (one band) build the im2col rows by
+// permutation: perms.h for 16-bit x, perms.f for float32.
+func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, perms *convPerms, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
 	cols := (oh1 - oh0) * p.OW
 	nb := ns * cols
 	gb = tile[:(r1-r0)*nb]
-	if c16, ok := any(gb).([]uint16); ok && perm != nil {
-		perm.im2col(c16, any(x).([]uint16), nb, d.xs, ns, p.R*p.S, r0, r1)
-	} else {
+	c16, is16 := any(gb).([]uint16)
+	c32, is32 := any(gb).([]float32)
+	switch {
+	case perms != nil && is16:
+		perms.h.im2col(c16, any(x).([]uint16), nb, d.xs, ns, p.R*p.S, r0, r1)
+	case perms != nil && is32:
+		perms.f.im2col(c32, any(x).([]float32), nb, d.xs, ns, p.R*p.S, r0, r1)
+	default:
 		im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
 	}
 	a.K, a.OffA, a.LdA, a.OffB, a.LdB = nb, oh0*p.OW, d.ohw, 0, nb

@@ -16,3 +16,9 @@ func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t
 //
 //go:noescape
 func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm)
+
+// im2colPermF32AVX512 is im2colPermF in assembly (conv_perm_amd64.s), as
+// im2colPermAVX512 for float32 tiles.
+//
+//go:noescape
+func im2colPermF32AVX512(dst *float32, ld int, x *float32, xs, ns, nbs, t0, t1 int, t *convUnperm)

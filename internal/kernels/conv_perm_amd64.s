@@ -126,3 +126,81 @@ utap:
 	VMOVUPS Z7, K4, 192(DI)
 	VZEROUPPER
 	RET
+
+// GQUARTER(q, k) stores quarter q of the current tap's row (R14: the
+// tap's offset in idx, R15 in hi and valid) permuted from the plane in
+// Z0..Z3, zero where the tap reads padding, under the row's mask for that
+// quarter (k), at (q·64)(R13). K1 is scratch.
+#define GQUARTER(q, k) \
+	VMOVDQU32   (q*64)(BX)(R14*1), Z8     \
+	VMOVDQA32   Z8, Z9                    \
+	VPERMI2PS   Z1, Z0, Z8                \
+	VPERMI2PS   Z3, Z2, Z9                \
+	KMOVW       (UHI+q*2)(BX)(R15*1), K1  \
+	VMOVAPS     Z9, K1, Z8                \
+	KMOVW       (UVALID+q*2)(BX)(R15*1), K1 \
+	VMOVAPS.Z   Z8, K1, Z8                \
+	VMOVUPS     Z8, k, (q*64)(R13)
+
+// func im2colPermF32AVX512(dst *float32, ld int, x *float32, xs, ns, nbs, t0, t1 int, t *convUnperm)
+// For each of the ns samples: the plane's floats (masked) into Z0..Z3,
+// then per tap and quarter of the ⌈nbs/16⌉ of its row, GQUARTER.
+TEXT ·im2colPermF32AVX512(SB), NOSPLIT, $0-72
+	MOVQ  dst+0(FP), DI
+	MOVQ  ld+8(FP), R8
+	SHLQ  $2, R8 // bytes from one tap's row to the next
+	MOVQ  x+16(FP), SI
+	MOVQ  xs+24(FP), R9
+	SHLQ  $2, R9 // bytes from one sample's plane to the next
+	MOVQ  ns+32(FP), CX
+	MOVQ  nbs+40(FP), R10
+	SHLQ  $2, R10 // bytes of one sample's outputs
+	MOVQ  t0+48(FP), R11
+	MOVQ  t1+56(FP), R12
+	MOVQ  t+64(FP), BX
+	KMOVW USTORE(BX), K5
+	KMOVW USTORE+2(BX), K6
+	KMOVW USTORE+4(BX), K7
+
+gsample:
+	KMOVW     ULOAD(BX), K2
+	KMOVW     ULOAD+2(BX), K3
+	KMOVW     ULOAD+4(BX), K4
+	KMOVW     ULOAD+6(BX), K1
+	VMOVUPS.Z (SI), K2, Z0
+	VMOVUPS.Z 64(SI), K3, Z1
+	VMOVUPS.Z 128(SI), K4, Z2
+	VMOVUPS.Z 192(SI), K1, Z3
+	KMOVW     USTORE+6(BX), K4 // the last quarter's row mask (the load masks are reloaded per sample)
+	MOVQ      DI, R13
+	MOVQ      R11, R14
+	SHLQ      $8, R14 // 256 bytes of indices per tap
+	MOVQ      R11, R15
+	SHLQ      $3, R15 // 8 bytes of hi (and valid) per tap
+	MOVQ      R11, AX // the tap
+
+gtap:
+	GQUARTER(0, K5)
+	CMPQ R10, $64
+	JLE  gnext
+	GQUARTER(1, K6)
+	CMPQ R10, $128
+	JLE  gnext
+	GQUARTER(2, K7)
+	CMPQ R10, $192
+	JLE  gnext
+	GQUARTER(3, K4)
+
+gnext:
+	ADDQ R8, R13
+	ADDQ $256, R14
+	ADDQ $8, R15
+	INCQ AX
+	CMPQ AX, R12
+	JLT  gtap
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ  gsample
+	VZEROUPPER
+	RET

@@ -9,9 +9,9 @@ import (
 
 // BenchmarkConvPerm times the passes of ResNet-18's convolutions over
 // planes of at most 64 pixels (cifarResNet18Convs at batch 32: 8×8 and
-// 4×4, the stride-2 ones into them) that take a permutation path — the
-// bfloat16 forward and weight gradient (im2col), the bfloat16 and float32
-// input gradient (col2im) — with it and with the row copies alternately
+// 4×4, the stride-2 ones into them), which take a permutation path — the
+// forward and weight gradient (im2col) and the input gradient (col2im),
+// bfloat16 and float32 — with it and with the row copies alternately
 // in each iteration, and reports the best time of each (steadier on a
 // shared machine) in GFLOP/s and their ratio xRows (> 1: the permutation
 // is faster).
@@ -27,7 +27,7 @@ func BenchmarkConvPerm(b *testing.B) {
 		for _, run := range []struct {
 			dt   string
 			pass int
-		}{{"bf16", 0}, {"bf16", 1}, {"bf16", 2}, {"f32", 1}} {
+		}{{"bf16", 0}, {"bf16", 1}, {"bf16", 2}, {"f32", 0}, {"f32", 1}, {"f32", 2}} {
 			passes := map[string][3]func(){"bf16": half, "f32": f32}[run.dt]
 			pass := run.pass
 			b.Run(fmt.Sprintf("layer=%s/dtype=%s/pass=%s", c.name, run.dt, []string{"fwd", "dgrad", "wgrad"}[pass]), func(b *testing.B) {

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -48,79 +47,107 @@ func convPermShapes() []ConvArgs {
 	return ps
 }
 
-// TestConvPermMatchesIm2col: the permutation path (assembly and its Go
-// twin) writes the rows im2colSamples writes, bit for bit, for 1 to 3
-// samples side by side and row ranges that start and end inside a
-// channel, with every 16-bit pattern among the inputs; the columns and
-// rows around the tile are left alone.
+// TestConvPermMatchesIm2col: the permutation im2col — 16-bit (convPerm)
+// and float32 (convUnperm built with gather), assembly and Go twin —
+// writes the rows im2colSamples writes, bit for bit, for 1 to 3 samples
+// side by side and row ranges that start and end inside a channel, with
+// every 16-bit pattern among the 16-bit inputs and −0, ±Inf, NaN among the
+// float ones; the columns after each row are left alone.
 func TestConvPermMatchesIm2col(t *testing.T) {
 	if !CPU.AVX512 {
 		t.Skip("no AVX-512: the path is not taken")
 	}
 	r := rand.New(rand.NewPCG(16, 17))
 	var tab convPerm
+	var tabF convUnperm
 	for _, p := range convPermShapes() {
-		if !tab.build(&p) {
+		if !tab.build(&p) || !tabF.build(&p, true) {
 			t.Fatalf("%+v: not built", p)
 		}
-		var taps convTaps
-		taps.set(&p)
-		d := p.dims()
-		x := make([]uint16, p.N*d.xs)
+		rs, hw, xs := p.R*p.S, p.H*p.W, p.C*p.H*p.W
+		x := make([]uint16, p.N*xs)
 		for i := range x {
 			x[i] = uint16(r.Uint32())
 		}
-		rs := p.R * p.S
-		for ns := 1; ns <= p.N; ns++ {
-			for _, rows := range [][2]int{{0, d.crs}, {min(1, d.crs-1), d.crs}, {0, max(1, d.crs-rs/2-1)}} {
-				r0, r1 := rows[0], rows[1]
-				ld := ns*d.ohw + 3 // a gap after each row, left alone
-				want := make([]uint16, (r1-r0)*ld)
-				im2colSamplesLd(&p, taps, &d, want, x, ns, ld, r0, r1)
-				for _, impl := range []string{"asm", "go"} {
-					got := make([]uint16, len(want))
-					for i := range got {
-						got[i] = 0xabcd
-					}
-					fill := func(dst []uint16) { // the gaps, as want has them
-						for i := range r1 - r0 {
-							copy(dst[i*ld+ns*d.ohw:(i+1)*ld], want[i*ld+ns*d.ohw:(i+1)*ld])
-						}
-					}
-					if impl == "asm" {
-						tab.im2col(got, x, ld, d.xs, ns, rs, r0, r1)
-					} else {
-						for row := r0; row < r1; {
-							c, t0 := row/rs, row%rs
-							t1 := min(rs, t0+r1-row)
-							im2colPermGo(got[(row-r0)*ld:], ld, x[c*d.hw:], d.xs, ns, t0, t1, &tab)
-							row += t1 - t0
-						}
-					}
-					name := fmt.Sprintf("%s %dx%d k%dx%d s%d p%d d%d ns %d rows [%d,%d)", impl, p.H, p.W, p.R, p.S, p.StrideH, p.PadH, p.DilH, ns, r0, r1)
-					for i := range r1 - r0 {
-						for c := ns * d.ohw; c < ld; c++ {
-							if got[i*ld+c] != 0xabcd {
-								t.Fatalf("%s: wrote past the tile at row %d column %d", name, i, c)
-							}
-						}
-					}
-					fill(got)
-					if j := firstDiff16(got, want); j >= 0 {
-						t.Fatalf("%s: tile[%d] = %#04x, want %#04x", name, j, got[j], want[j])
+		checkPermIm2col(t, &p, x, map[string]func(col, x []uint16, ld, ns, r0, r1 int){
+			"asm": func(col, x []uint16, ld, ns, r0, r1 int) { tab.im2col(col, x, ld, xs, ns, rs, r0, r1) },
+			"go": func(col, x []uint16, ld, ns, r0, r1 int) {
+				for row := r0; row < r1; {
+					c, t0 := row/rs, row%rs
+					t1 := min(rs, t0+r1-row)
+					im2colPermGo(col[(row-r0)*ld:], ld, x[c*hw:], xs, ns, t0, t1, &tab)
+					row += t1 - t0
+				}
+			},
+		})
+		xf := randomSpecials(r, p.N*xs)
+		checkPermIm2col(t, &p, xf, map[string]func(col, x []float32, ld, ns, r0, r1 int){
+			"asm": func(col, x []float32, ld, ns, r0, r1 int) { tabF.im2col(col, x, ld, xs, ns, rs, r0, r1) },
+			"go": func(col, x []float32, ld, ns, r0, r1 int) {
+				for row := r0; row < r1; {
+					c, t0 := row/rs, row%rs
+					t1 := min(rs, t0+r1-row)
+					im2colPermFGo(col[(row-r0)*ld:], ld, x[c*hw:], xs, ns, t0, t1, &tabF)
+					row += t1 - t0
+				}
+			},
+		})
+	}
+}
+
+// randomSpecials returns n normal floats, one in 16 of them −0, ±Inf or
+// NaN instead.
+func randomSpecials(r *rand.Rand, n int) []float32 {
+	special := []float32{float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+		if r.IntN(16) == 0 {
+			v[i] = special[r.IntN(len(special))]
+		}
+	}
+	return v
+}
+
+// checkPermIm2col compares each of impls with im2colTile over p and x
+// (TestConvPermMatchesIm2col), bit for bit.
+func checkPermIm2col[T uint16 | float32](t *testing.T, p *ConvArgs, x []T, impls map[string]func(col, x []T, ld, ns, r0, r1 int)) {
+	t.Helper()
+	var taps convTaps
+	taps.set(p)
+	d := p.dims()
+	rs := p.R * p.S
+	bits := func(v T) uint32 {
+		if f, ok := any(v).(float32); ok {
+			return math.Float32bits(f)
+		}
+		return uint32(any(v).(uint16))
+	}
+	for ns := 1; ns <= p.N; ns++ {
+		for _, rows := range [][2]int{{0, d.crs}, {min(1, d.crs-1), d.crs}, {0, max(1, d.crs-rs/2-1)}} {
+			r0, r1 := rows[0], rows[1]
+			ld := ns*d.ohw + 3 // a gap after each row, left alone
+			want := make([]T, (r1-r0)*ld)
+			for i := range want {
+				want[i] = 7
+			}
+			for s := range ns {
+				im2colTile(p, taps, want[s*d.ohw:], ld, x[s*d.xs:s*d.xs+d.cg*d.hw], r0, r1, 0, p.OH)
+			}
+			for name, impl := range impls {
+				got := make([]T, len(want))
+				for i := range got {
+					got[i] = 7
+				}
+				impl(got, x, ld, ns, r0, r1)
+				for i := range want {
+					if bits(got[i]) != bits(want[i]) {
+						t.Fatalf("%s %T %dx%d k%dx%d s%d p%d d%d ns %d rows [%d,%d): tile[%d] = %v, want %v (gap after %d per row)",
+							name, x[0], p.H, p.W, p.R, p.S, p.StrideH, p.PadH, p.DilH, ns, r0, r1, i, got[i], want[i], ns*d.ohw)
 					}
 				}
 			}
 		}
-	}
-}
-
-// im2colSamplesLd is im2colSamples with rows ld elements apart (ld ≥
-// ns·OH·OW), over the whole plane as one band: the reference.
-func im2colSamplesLd(p *ConvArgs, taps convTaps, d *convDims, col, x []uint16, ns, ld, r0, r1 int) {
-	nb := d.ohw
-	for s := range ns {
-		im2colTile(p, taps, col[s*nb:], ld, x[s*d.xs:s*d.xs+d.cg*d.hw], r0, r1, 0, p.OH)
 	}
 }
 
@@ -148,9 +175,8 @@ func TestConvUnpermMatchesCol2im(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(20, 21))
 	var tab convUnperm
-	special := []float32{float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	for _, p := range convPermShapes() {
-		if !tab.build(&p) {
+		if !tab.build(&p, false) {
 			t.Fatalf("%+v: not built", p)
 		}
 		var taps convTaps
@@ -158,13 +184,7 @@ func TestConvUnpermMatchesCol2im(t *testing.T) {
 		d := p.dims()
 		rs := p.R * p.S
 		ld := d.ohw + 5
-		col := make([]float32, d.crs*ld)
-		for i := range col {
-			col[i] = float32(r.NormFloat64())
-			if r.IntN(16) == 0 {
-				col[i] = special[r.IntN(len(special))]
-			}
-		}
+		col := randomSpecials(r, d.crs*ld)
 		want := make([]float32, (p.C+1)*d.hw)
 		col2imTile(&p, taps, want[:p.C*d.hw], slices.Clone(col), ld, d.crs, 0, p.OH)
 		for _, impl := range []string{"asm", "go"} {

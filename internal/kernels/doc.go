@@ -56,8 +56,9 @@
 // weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
 // float32 copy of dw. Over planes of at most 64 pixels a 16-bit forward or
 // weight-gradient call builds its im2col rows by word permutation
-// (conv_perm.go), and a float32 or 16-bit input gradient its dx planes by
-// float permutation (conv_unperm.go), from tables of 1,256 and 2,480 bytes
+// (conv_perm.go), and a float32 call its im2col rows, or a float32 or
+// 16-bit input gradient its dx planes, by float permutation
+// (conv_unperm.go), from tables of 1,256 and 2,480 bytes
 // held in the call's reused job (one job per call in flight; no other
 // memory).
 package kernels
