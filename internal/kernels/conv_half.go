@@ -208,7 +208,7 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
-		if d.pointwise {
+		if d.pointwise && j.spu == 1 {
 			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
 			GemmHalf(a, j.ha.Bits, j.hb.Bits, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1

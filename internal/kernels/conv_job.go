@@ -182,8 +182,8 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 		return
 	}
 	j.taps.set(&j.p)
-	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && !d.pointwise && j.perm.build(&j.p)
-	j.useUnperm = (kind == convGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 && !d.pointwise &&
+	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && j.perm.build(&j.p)
+	j.useUnperm = (kind == convGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 &&
 		j.unperm.build(&j.p, kind != convGradInput)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
 	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
@@ -295,11 +295,13 @@ func (j *convJob[T]) plan() {
 // band of fewer than convMinCols outputs, then as many as make
 // convMinCols columns. A pointwise convolution takes one (its GEMMs read
 // x or dy in place) unless its planes have fewer than convDirectCols
-// outputs and it is a float32 or float64 forward or input gradient (the
-// 16-bit GEMM has a 16-column kernel for narrow products).
+// outputs and it is a weight gradient (whose GEMMs' depth would be one
+// small plane, each reading and writing all of dw) or a float32 or
+// float64 forward or input gradient (the 16-bit GEMM has a 16-column
+// kernel for narrow products).
 func (j *convJob[T]) samplesPerUnit(most int) int {
 	d := &j.d
-	direct := d.pointwise && (j.kind == convGradWeight || j.half || d.ohw >= convDirectCols)
+	direct := d.pointwise && (d.ohw >= convDirectCols || j.half && j.kind != convGradWeight)
 	if direct || j.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
@@ -532,7 +534,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
-		if d.pointwise {
+		if d.pointwise && j.spu == 1 {
 			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
 			Gemm(a, j.a, j.b, dw)
 			a.Beta = 1
