@@ -33,7 +33,7 @@ const (
 //     up to convMinCols columns but no fewer units than convUnits where
 //     the batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns). Pointwise
-//     units do so below convDirectCols outputs, in float32 and float64.
+//     units do so below convDirectCols outputs.
 //   - Such an input-gradient unit's block of channels has packed filters
 //     of about convFilters bytes (at least convMinRows rows), and the
 //     units of one block come one after another: the filters of all the
@@ -70,7 +70,7 @@ const (
 	convPanel = 12
 )
 
-// convDirectCols: a pointwise forward or input-gradient unit whose planes
+// convDirectCols: a pointwise unit (any of the three kernels) whose planes
 // have fewer outputs than this (two of the 32-column kernel's panels)
 // gathers several samples into its tile like any other. (A variable so
 // that the tests can compare both paths.)
@@ -295,13 +295,15 @@ func (j *convJob[T]) plan() {
 // band of fewer than convMinCols outputs, then as many as make
 // convMinCols columns. A pointwise convolution takes one (its GEMMs read
 // x or dy in place) unless its planes have fewer than convDirectCols
-// outputs and it is a weight gradient (whose GEMMs' depth would be one
-// small plane, each reading and writing all of dw) or a float32 or
-// float64 forward or input gradient (the 16-bit GEMM has a 16-column
-// kernel for narrow products).
+// outputs: one GEMM per sample would stream all the filters (forward,
+// input gradient) or read and write all of dw (weight gradient) for a
+// few columns, or a depth, of one small plane. (For 16-bit operands
+// too: over ResNet-50's 4×4 planes BenchmarkConvVsGemmResNet50 measured
+// the bfloat16 forward at 0.54–0.72 of the GEMM one sample at a time,
+// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.)
 func (j *convJob[T]) samplesPerUnit(most int) int {
 	d := &j.d
-	direct := d.pointwise && (d.ohw >= convDirectCols || j.half && j.kind != convGradWeight)
+	direct := d.pointwise && d.ohw >= convDirectCols
 	if direct || j.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
