@@ -40,26 +40,40 @@ const (
 // lowBits returns a mask of the low n bits (n ≤ 32).
 func lowBits(n int) uint32 { return uint32(uint64(1)<<max(0, n) - 1) }
 
-// build fills t for p and reports whether p can use it: the AVX-512
-// words permutes, at most convPermTaps taps, and input and output planes
-// of 1 to 64 elements.
-func (t *convPerm) build(p *ConvArgs) bool {
-	hw, nbs, rs := p.H*p.W, p.OH*p.OW, p.R*p.S
-	if !convPermOn || !CPU.AVX512 || hw == 0 || hw > 64 || nbs == 0 || nbs > 64 || rs > convPermTaps {
-		return false
-	}
-	*t = convPerm{hw: hw, nbs: nbs}
-	for tap := range rs {
+// permFits reports whether p can take a permutation path: the AVX-512
+// permutes, at most convPermTaps taps, and input and output planes of 1
+// to 64 elements.
+func permFits(p *ConvArgs) bool {
+	hw, nbs := p.H*p.W, p.OH*p.OW
+	return convPermOn && CPU.AVX512 && hw > 0 && hw <= 64 && nbs > 0 && nbs <= 64 && p.R*p.S <= convPermTaps
+}
+
+// forEachRead calls f for every kernel tap, output i of the plane and the
+// input j it reads, where that lies inside the plane (not in the padding).
+func forEachRead(p *ConvArgs, f func(tap, i, j int)) {
+	for tap := range p.R * p.S {
 		r, s := tap/p.S, tap%p.S
-		for i := range nbs {
+		for i := range p.OH * p.OW {
 			ih := i/p.OW*p.StrideH + r*p.DilH - p.PadH
 			iw := i%p.OW*p.StrideW + s*p.DilW - p.PadW
 			if ih >= 0 && ih < p.H && iw >= 0 && iw < p.W {
-				t.idx[tap][i/32][i%32] = uint16(ih*p.W + iw)
-				t.valid[tap][i/32] |= 1 << (i % 32)
+				f(tap, i, ih*p.W+iw)
 			}
 		}
 	}
+}
+
+// build fills t for p and reports whether p can use it (permFits).
+func (t *convPerm) build(p *ConvArgs) bool {
+	if !permFits(p) {
+		return false
+	}
+	hw, nbs := p.H*p.W, p.OH*p.OW
+	*t = convPerm{hw: hw, nbs: nbs}
+	forEachRead(p, func(tap, i, j int) {
+		t.idx[tap][i/32][i%32] = uint16(j)
+		t.valid[tap][i/32] |= 1 << (i % 32)
+	})
 	t.load = [2]uint32{lowBits(min(hw, 32)), lowBits(hw - 32)}
 	t.store = [2]uint32{lowBits(min(nbs, 32)), lowBits(nbs - 32)}
 	return true
@@ -70,15 +84,25 @@ func (t *convPerm) build(p *ConvArgs) bool {
 // at the first sample's group of channels, samples xs elements apart; rs
 // is R·S. It is im2colSamples' result over one band of the whole plane.
 func (t *convPerm) im2col(col, x []uint16, ld, xs, ns, rs, r0, r1 int) {
+	permRows(col, x, ld, xs, ns, rs, r0, r1, t.hw, t.nbs, func(dst, x []uint16, t0, t1 int) {
+		im2colPerm(dst, ld, x, xs, ns, t0, t1, t)
+	})
+}
+
+// permRows cuts rows [r0, r1) of an im2col tile (rows ld apart in col,
+// ns samples of nbs columns, planes of hw elements in x, samples xs
+// apart, rs taps a channel) into runs of one channel's taps [t0, t1),
+// and runs each: its rows from dst, its channel's plane from x.
+func permRows[T uint16 | float32](col, x []T, ld, xs, ns, rs, r0, r1, hw, nbs int, run func(dst, x []T, t0, t1 int)) {
 	if r0 >= r1 || ns == 0 {
 		return
 	}
-	_ = col[(r1-r0-1)*ld+ns*t.nbs-1]
-	_ = x[(ns-1)*xs+((r1-1)/rs+1)*t.hw-1]
+	_ = col[(r1-r0-1)*ld+ns*nbs-1]
+	_ = x[(ns-1)*xs+((r1-1)/rs+1)*hw-1]
 	for row := r0; row < r1; {
 		c, t0 := row/rs, row%rs
 		t1 := min(rs, t0+r1-row)
-		im2colPerm(col[(row-r0)*ld:], ld, x[c*t.hw:], xs, ns, t0, t1, t)
+		run(col[(row-r0)*ld:], x[c*hw:], t0, t1)
 		row += t1 - t0
 	}
 }

@@ -72,24 +72,18 @@ func TestConvPermMatchesIm2col(t *testing.T) {
 		checkPermIm2col(t, &p, x, map[string]func(col, x []uint16, ld, ns, r0, r1 int){
 			"asm": func(col, x []uint16, ld, ns, r0, r1 int) { tab.im2col(col, x, ld, xs, ns, rs, r0, r1) },
 			"go": func(col, x []uint16, ld, ns, r0, r1 int) {
-				for row := r0; row < r1; {
-					c, t0 := row/rs, row%rs
-					t1 := min(rs, t0+r1-row)
-					im2colPermGo(col[(row-r0)*ld:], ld, x[c*hw:], xs, ns, t0, t1, &tab)
-					row += t1 - t0
-				}
+				permRows(col, x, ld, xs, ns, rs, r0, r1, hw, tab.nbs, func(dst, x []uint16, t0, t1 int) {
+					im2colPermGo(dst, ld, x, xs, ns, t0, t1, &tab)
+				})
 			},
 		})
 		xf := randomSpecials(r, p.N*xs)
 		checkPermIm2col(t, &p, xf, map[string]func(col, x []float32, ld, ns, r0, r1 int){
 			"asm": func(col, x []float32, ld, ns, r0, r1 int) { tabF.im2col(col, x, ld, xs, ns, rs, r0, r1) },
 			"go": func(col, x []float32, ld, ns, r0, r1 int) {
-				for row := r0; row < r1; {
-					c, t0 := row/rs, row%rs
-					t1 := min(rs, t0+r1-row)
-					im2colPermFGo(col[(row-r0)*ld:], ld, x[c*hw:], xs, ns, t0, t1, &tabF)
-					row += t1 - t0
-				}
+				permRows(col, x, ld, xs, ns, rs, r0, r1, hw, tabF.nbs, func(dst, x []float32, t0, t1 int) {
+					im2colPermFGo(dst, ld, x, xs, ns, t0, t1, &tabF)
+				})
 			},
 		})
 	}

@@ -37,31 +37,24 @@ const (
 )
 
 // build fills t for p, from the plane to the tile rows when gather (else
-// back), and reports whether p can use it (as convPerm's).
+// back), and reports whether p can use it (permFits).
 func (t *convUnperm) build(p *ConvArgs, gather bool) bool {
-	hw, nbs, rs := p.H*p.W, p.OH*p.OW, p.R*p.S
-	if !convPermOn || !CPU.AVX512 || hw == 0 || hw > 64 || nbs == 0 || nbs > 64 || rs > convPermTaps {
+	if !permFits(p) {
 		return false
 	}
+	hw, nbs := p.H*p.W, p.OH*p.OW
 	*t = convUnperm{hw: hw, nbs: nbs}
-	for tap := range rs {
-		r, s := tap/p.S, tap%p.S
-		for i := range nbs {
-			ih := i/p.OW*p.StrideH + r*p.DilH - p.PadH
-			iw := i%p.OW*p.StrideW + s*p.DilW - p.PadW
-			if ih >= 0 && ih < p.H && iw >= 0 && iw < p.W {
-				src, dst := i, ih*p.W+iw
-				if gather {
-					src, dst = dst, src
-				}
-				t.idx[tap][dst/16][dst%16] = uint32(src)
-				t.valid[tap][dst/16] |= 1 << (dst % 16)
-				if src >= 32 {
-					t.hi[tap][dst/16] |= 1 << (dst % 16)
-				}
-			}
+	forEachRead(p, func(tap, i, j int) {
+		src, dst := i, j
+		if gather {
+			src, dst = j, i
 		}
-	}
+		t.idx[tap][dst/16][dst%16] = uint32(src)
+		t.valid[tap][dst/16] |= 1 << (dst % 16)
+		if src >= 32 {
+			t.hi[tap][dst/16] |= 1 << (dst % 16)
+		}
+	})
 	srcs, dsts := nbs, hw
 	if gather {
 		srcs, dsts = hw, nbs
@@ -77,17 +70,9 @@ func (t *convUnperm) build(p *ConvArgs, gather bool) bool {
 // (whole planes, sample s at column s·nbs of rows ld apart) into col, as
 // convPerm.im2col does for 16-bit values (t built with gather).
 func (t *convUnperm) im2col(col, x []float32, ld, xs, ns, rs, r0, r1 int) {
-	if r0 >= r1 || ns == 0 {
-		return
-	}
-	_ = col[(r1-r0-1)*ld+ns*t.nbs-1]
-	_ = x[(ns-1)*xs+((r1-1)/rs+1)*t.hw-1]
-	for row := r0; row < r1; {
-		c, t0 := row/rs, row%rs
-		t1 := min(rs, t0+r1-row)
-		im2colPermF(col[(row-r0)*ld:], ld, x[c*t.hw:], xs, ns, t0, t1, t)
-		row += t1 - t0
-	}
+	permRows(col, x, ld, xs, ns, rs, r0, r1, t.hw, t.nbs, func(dst, x []float32, t0, t1 int) {
+		im2colPermF(dst, ld, x, xs, ns, t0, t1, t)
+	})
 }
 
 // im2colPermF is im2colPerm for float32 tiles: assembly on AVX-512
