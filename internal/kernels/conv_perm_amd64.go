@@ -11,11 +11,12 @@ package kernels
 func im2colPermAVX512(dst *uint16, ld int, x *uint16, xs, ns, nbs, t0, t1 int, t *convPerm)
 
 // col2imPermAVX512 is col2imPerm in assembly (conv_perm_amd64.s): ld in
-// elements; every float read or written lies inside the caller's slices
-// (the loads and stores are masked).
+// elements, quarters ⌈hw/16⌉, wide 1 when a tile row has more than 32
+// columns (else 0); every float read or written lies inside the caller's
+// slices (the loads and stores are masked).
 //
 //go:noescape
-func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm)
+func col2imPermAVX512(dx, col *float32, ld, rs, quarters, wide int, t *convUnperm)
 
 // im2colPermF32AVX512 is im2colPermF in assembly (conv_perm_amd64.s), as
 // im2colPermAVX512 for float32 tiles.

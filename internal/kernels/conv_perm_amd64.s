@@ -68,10 +68,11 @@ next:
 #define USTORE 2456
 
 // UQUARTER(q, acc) adds to acc (merge-masked by the pixels the tap
-// reaches) quarter q of tap AX's row permuted: two VPERMI2PS, over Z0:Z1
-// (columns 0–31) and Z2:Z3 (32–63), the second taken where the column is
-// ≥ 32. R14 is the tap's offset in idx (256 bytes a tap), R15 in hi and
-// valid (8 bytes a tap).
+// reaches) quarter q of the current tap's row permuted: two VPERMI2PS,
+// over Z0:Z1 (columns 0–31) and Z2:Z3 (32–63), the second taken where the
+// column is ≥ 32. R14 is the tap's offset in idx (256 bytes a tap), R15
+// in hi and valid (8 bytes a tap). UQUARTER1 is UQUARTER for rows of at
+// most 32 columns: one VPERMI2PS.
 #define UQUARTER(q, acc) \
 	VMOVDQU32 (q*64)(BX)(R14*1), Z8     \
 	VMOVDQA32 Z8, Z9                    \
@@ -82,14 +83,48 @@ next:
 	KMOVW     (UVALID+q*2)(BX)(R15*1), K6 \
 	VADDPS    Z8, acc, K6, acc
 
-// func col2imPermAVX512(dx, col *float32, ld, rs int, t *convUnperm)
-TEXT ·col2imPermAVX512(SB), NOSPLIT, $0-40
+#define UQUARTER1(q, acc) \
+	VMOVDQU32 (q*64)(BX)(R14*1), Z8     \
+	VPERMI2PS Z1, Z0, Z8                \
+	KMOVW     (UVALID+q*2)(BX)(R15*1), K6 \
+	VADDPS    Z8, acc, K6, acc
+
+// UTAPS(Q, lbl, next) is the loop over the rs taps (CX) with quarter
+// macro Q over the plane's R9 quarters.
+#define UTAPS(Q, lbl, next) \
+lbl:                              \
+	VMOVUPS.Z (SI), K1, Z0        \
+	VMOVUPS.Z 64(SI), K2, Z1      \
+	VMOVUPS.Z 128(SI), K3, Z2     \
+	VMOVUPS.Z 192(SI), K4, Z3     \
+	Q(0, Z4)                      \
+	CMPQ R9, $1                   \
+	JLE  next                     \
+	Q(1, Z5)                      \
+	CMPQ R9, $2                   \
+	JLE  next                     \
+	Q(2, Z6)                      \
+	CMPQ R9, $3                   \
+	JLE  next                     \
+	Q(3, Z7)                      \
+next:                             \
+	ADDQ R8, SI                   \
+	ADDQ $256, R14                \
+	ADDQ $8, R15                  \
+	DECQ CX                       \
+	JNZ  lbl
+
+// func col2imPermAVX512(dx, col *float32, ld, rs, quarters, wide int, t *convUnperm)
+// quarters: ⌈hw/16⌉; wide: whether a tile row has more than 32 columns.
+TEXT ·col2imPermAVX512(SB), NOSPLIT, $0-56
 	MOVQ   dx+0(FP), DI
 	MOVQ   col+8(FP), SI
 	MOVQ   ld+16(FP), R8
 	SHLQ   $2, R8 // bytes from one tap's row to the next
 	MOVQ   rs+24(FP), CX
-	MOVQ   t+32(FP), BX
+	MOVQ   quarters+32(FP), R9
+	MOVQ   wide+40(FP), R10
+	MOVQ   t+48(FP), BX
 	KMOVW  ULOAD(BX), K1
 	KMOVW  ULOAD+2(BX), K2
 	KMOVW  ULOAD+4(BX), K3
@@ -100,22 +135,15 @@ TEXT ·col2imPermAVX512(SB), NOSPLIT, $0-40
 	VPXORD Z7, Z7, Z7
 	XORQ   R14, R14
 	XORQ   R15, R15
+	TESTQ  R10, R10
+	JNZ    wide
+	UTAPS(UQUARTER1, narrowtap, narrownext)
+	JMP    ustore
 
-utap:
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS.Z 64(SI), K2, Z1
-	VMOVUPS.Z 128(SI), K3, Z2
-	VMOVUPS.Z 192(SI), K4, Z3
-	UQUARTER(0, Z4)
-	UQUARTER(1, Z5)
-	UQUARTER(2, Z6)
-	UQUARTER(3, Z7)
-	ADDQ R8, SI
-	ADDQ $256, R14
-	ADDQ $8, R15
-	DECQ CX
-	JNZ  utap
+wide:
+	UTAPS(UQUARTER, widetap, widenext)
 
+ustore:
 	KMOVW   USTORE(BX), K1
 	KMOVW   USTORE+2(BX), K2
 	KMOVW   USTORE+4(BX), K3

@@ -122,7 +122,11 @@ func (t *convUnperm) col2im(dx []float32, col []float32, ld, chans, rs int) {
 // col2imPermGo.
 func col2imPerm(dx, col []float32, ld, rs int, t *convUnperm) {
 	if CPU.AVX512 {
-		col2imPermAVX512(unsafe.SliceData(dx), unsafe.SliceData(col), ld, rs, t)
+		wide := 0
+		if t.nbs > 32 {
+			wide = 1
+		}
+		col2imPermAVX512(unsafe.SliceData(dx), unsafe.SliceData(col), ld, rs, ceilDiv(t.hw, 16), wide, t)
 		return
 	}
 	col2imPermGo(dx, col, ld, rs, t)
