@@ -72,9 +72,8 @@ func (p ConvArgs) dims() convDims {
 // band into a tile, then one GEMM y_band (K/G × band) = w_g (K/G ×
 // C/G·R·S) · tile (over small planes, of several samples side by side,
 // into a tile then copied to y). Pointwise convolutions read x directly,
-// except over planes of fewer than 64 outputs (float32 and float64, not
-// the 16-bit kernels), whose samples they gather side by side like the
-// others. ws holds Workspace elements (unused and may be nil when pointwise).
+// except over planes of fewer than 64 outputs, whose samples they gather
+// side by side like the others. ws holds Workspace elements (unused and may be nil when pointwise).
 func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 	runConvJob(convForward, p, y, x, w, ws)
 }

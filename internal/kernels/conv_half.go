@@ -150,7 +150,7 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
 	} else {
 		b = col16[:d.crs*nb]
-		im2colSamples(p, j.taps, d, b, j.ha.Bits[xo:], ns, 0, d.crs, oh0, oh1)
+		j.im2col16(b, j.ha.Bits[xo:], ns, d.crs, oh0, oh1)
 		a.LdB = nb
 	}
 	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
@@ -189,7 +189,7 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 			col := colF[:a.M*nb]
 			a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 			j.gemmW(a, id, dy, as[T](col))
-			col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+			j.col2im(as[T](dx), as[T](col), nb, a.M, chans, oh0, oh1)
 		}
 	}
 	if j.out == nil {
@@ -208,7 +208,7 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
-		if d.pointwise {
+		if d.pointwise && j.spu == 1 {
 			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
 			GemmHalf(a, j.ha.Bits, j.hb.Bits, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
@@ -217,11 +217,40 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
 			ns := min(j.spu, n1-n)
-			ga, gb := wgradTile(p, j.taps, d, &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, col16, j.hb.Bits[xo:], j.ha.Bits[yo:], ns, r0, r1, oh0, oh1)
 			GemmHalf(a, ga, gb, j.ha.BF16, j.hb.BF16, dw)
 			a.Beta = 1
 		}
 	}
+}
+
+// im2col16 writes the forward tile of ns samples' band [oh0, oh1) (all
+// crs rows) into col: by permutation when the call has a table.
+func (j *convJob[T]) im2col16(col, x []uint16, ns, crs, oh0, oh1 int) {
+	if j.usePerm {
+		j.perm.im2col(col, x, ns*j.d.ohw, j.d.xs, ns, j.p.R*j.p.S, 0, crs)
+		return
+	}
+	im2colSamples(&j.p, j.taps, &j.d, col, x, ns, 0, crs, oh0, oh1)
+}
+
+// convPerms are a call's permutation tables for wgradTile: h for 16-bit
+// x, f for float32.
+type convPerms struct {
+	h *convPerm
+	f *convUnperm
+}
+
+// permsOrNil is the call's permutation tables for its weight gradient,
+// nil without one.
+func (j *convJob[T]) permsOrNil() *convPerms {
+	switch {
+	case j.usePerm:
+		return &convPerms{h: &j.perm}
+	case j.useUnperm:
+		return &convPerms{f: &j.unperm}
+	}
+	return nil
 }
 
 // narrowAll rounds src into the first len(src) elements of h, split

@@ -33,7 +33,7 @@ const (
 //     up to convMinCols columns but no fewer units than convUnits where
 //     the batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns). Pointwise
-//     units do so below convDirectCols outputs, in float32 and float64.
+//     units do so below convDirectCols outputs.
 //   - Such an input-gradient unit's block of channels has packed filters
 //     of about convFilters bytes (at least convMinRows rows), and the
 //     units of one block come one after another: the filters of all the
@@ -70,7 +70,7 @@ const (
 	convPanel = 12
 )
 
-// convDirectCols: a pointwise forward or input-gradient unit whose planes
+// convDirectCols: a pointwise unit (any of the three kernels) whose planes
 // have fewer outputs than this (two of the 32-column kernel's panels)
 // gathers several samples into its tile like any other. (A variable so
 // that the tests can compare both paths.)
@@ -120,11 +120,19 @@ type convJob[T float32 | float64] struct {
 
 	// Forward: every group's filters packed once per call (pack_whole.go)
 	// for the kernel kn its GEMMs run, aper elements per group.
-	kn       *gemmKernel[T]
-	jobs     *freeList[gemmJob[T]]
-	apack    []T
-	aper     int
-	apackBuf *convBuf
+	kn   *gemmKernel[T]
+	jobs *freeList[gemmJob[T]]
+	// A 16-bit forward or weight-gradient call over small planes: im2col
+	// by permutation (conv_perm.go), perm built for the call.
+	perm    convPerm
+	usePerm bool
+	// A float32 call over small planes, or a 16-bit input gradient: im2col
+	// or col2im by permutation (conv_unperm.go).
+	unperm    convUnperm
+	useUnperm bool
+	apack     []T
+	aper      int
+	apackBuf  *convBuf
 
 	next  atomic.Int64
 	phase func(lo, hi int)
@@ -174,6 +182,9 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 		return
 	}
 	j.taps.set(&j.p)
+	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && j.perm.build(&j.p)
+	j.useUnperm = (kind == convGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 &&
+		j.unperm.build(&j.p, kind != convGradInput)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
 	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
 	if narrowDW {
@@ -284,11 +295,15 @@ func (j *convJob[T]) plan() {
 // band of fewer than convMinCols outputs, then as many as make
 // convMinCols columns. A pointwise convolution takes one (its GEMMs read
 // x or dy in place) unless its planes have fewer than convDirectCols
-// outputs and it is a float32 or float64 forward or input gradient (the
-// 16-bit GEMM has a 16-column kernel for narrow products).
+// outputs: one GEMM per sample would stream all the filters (forward,
+// input gradient) or read and write all of dw (weight gradient) for a
+// few columns, or a depth, of one small plane. (For 16-bit operands
+// too: over ResNet-50's 4×4 planes BenchmarkConvVsGemmResNet50 measured
+// the bfloat16 forward at 0.54–0.72 of the GEMM one sample at a time,
+// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.)
 func (j *convJob[T]) samplesPerUnit(most int) int {
 	d := &j.d
-	direct := d.pointwise && (j.kind == convGradWeight || j.half || d.ohw >= convDirectCols)
+	direct := d.pointwise && d.ohw >= convDirectCols
 	if direct || j.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
@@ -372,7 +387,11 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		return
 	}
 	col := tile[:d.crs*a.N]
-	im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
+	if j.useUnperm {
+		j.unperm.im2col(as[float32](col), as[float32](j.a[xo:]), a.N, d.xs, ns, p.R*p.S, 0, d.crs)
+	} else {
+		im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
+	}
 	a.LdB = a.N
 	if ns == 1 {
 		j.gemmW(a, g, operand[T]{f: col}, j.out)
@@ -442,7 +461,7 @@ func (j *convJob[T]) gradInput(u int, tile []T) {
 		col := tile[:a.M*nb]
 		a.N, a.OffB, a.LdC = nb, yo+oh0*p.OW, nb
 		j.gemmW(a, id, operand[T]{f: j.a}, col)
-		col2imTile(p, j.taps, dx, col, nb, a.M, oh0, oh1)
+		j.col2im(dx, col, nb, a.M, chans, oh0, oh1)
 	}
 }
 
@@ -469,12 +488,24 @@ func (j *convJob[T]) gradInputSamples(a GemmArgs, id int, dy operand[T], col, fo
 			}
 		} else {
 			clear(dx)
-			col2imTile(p, j.taps, dx, col[s*d.ohw:], nb, a.M, 0, p.OH)
+			j.col2im(dx, col[s*d.ohw:], nb, a.M, chans, 0, p.OH)
 		}
 		if j.out == nil {
 			narrowTo(j.ho, xo+s*d.xs, as[float32](dx))
 		}
 	}
+}
+
+// col2im adds the tile's rows [0, rows) of chans channels (ld apart) of
+// band [oh0, oh1) into dx, cleared, as col2imTile does; by permutation,
+// overwriting dx, when the call has a table (then the band is the whole
+// plane, and the planes come out the same).
+func (j *convJob[T]) col2im(dx, col []T, ld, rows, chans, oh0, oh1 int) {
+	if j.useUnperm {
+		j.unperm.col2im(as[float32](dx), as[float32](col), ld, chans, j.p.R*j.p.S)
+		return
+	}
+	col2imTile(&j.p, j.taps, dx, col, ld, rows, oh0, oh1)
 }
 
 // gradWeightUnit returns unit u's GEMM, dw[:, r0:r1] (kg × rows) +=
@@ -505,7 +536,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 	for n := ck * p.N / j.chunks; n < n1; n += j.spu {
 		xo := n*d.xs + g*d.cg*d.hw
 		yo := n*d.ys + g*d.kg*d.ohw
-		if d.pointwise {
+		if d.pointwise && j.spu == 1 {
 			a.K, a.OffA, a.OffB, a.LdB = d.ohw, yo, xo+r0*d.hw, d.hw
 			Gemm(a, j.a, j.b, dw)
 			a.Beta = 1
@@ -513,7 +544,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 		}
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			ga, gb := wgradTile(p, j.taps, d, &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
+			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
 			Gemm(a, ga, gb, dw)
 			a.Beta = 1
 		}
@@ -524,12 +555,22 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 // band [oh0, oh1) side by side, x and dy starting at the first sample's
 // group: in tile, rows [r0, r1) of the im2col matrix (B) and, when ns > 1,
 // dy's kg rows (A; else A is dy itself). It sets a's K, A's offset and
-// stride and B's.
-func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
+// stride and B's. Non-nil perms (one band) build the im2col rows by
+// permutation: perms.h for 16-bit x, perms.f for float32.
+func wgradTile[E convElem](p *ConvArgs, taps convTaps, d *convDims, perms *convPerms, a *GemmArgs, tile, x, dy []E, ns, r0, r1, oh0, oh1 int) (ga, gb []E) {
 	cols := (oh1 - oh0) * p.OW
 	nb := ns * cols
 	gb = tile[:(r1-r0)*nb]
-	im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	c16, is16 := any(gb).([]uint16)
+	c32, is32 := any(gb).([]float32)
+	switch {
+	case perms != nil && is16:
+		perms.h.im2col(c16, any(x).([]uint16), nb, d.xs, ns, p.R*p.S, r0, r1)
+	case perms != nil && is32:
+		perms.f.im2col(c32, any(x).([]float32), nb, d.xs, ns, p.R*p.S, r0, r1)
+	default:
+		im2colSamples(p, taps, d, gb, x, ns, r0, r1, oh0, oh1)
+	}
 	a.K, a.OffA, a.LdA, a.OffB, a.LdB = nb, oh0*p.OW, d.ohw, 0, nb
 	if ns == 1 {
 		return dy, gb

@@ -60,4 +60,11 @@
 // heads and AttentionGradHalf eight (at most 8·AttnHalfHeadElems·4 =
 // 1 MiB); ReduceColumnsHalf widens 512 values at a time on the
 // stack.
+// Over planes of at most 64 pixels a 16-bit forward or
+// weight-gradient call builds its im2col rows by word permutation
+// (conv_perm.go), and a float32 call its im2col rows, or a float32 or
+// 16-bit input gradient its dx planes, by float permutation
+// (conv_unperm.go), from tables of 1,256 and 2,480 bytes
+// held in the call's reused job (one job per call in flight; no other
+// memory).
 package kernels

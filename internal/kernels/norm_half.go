@@ -63,9 +63,21 @@ func asmBody(n, mult int) int {
 	return n - n%mult
 }
 
+// zmmBody returns how many leading elements of an n-element run the
+// AVX-512 loops take (a multiple of 16), 0 without AVX-512.
+func zmmBody(n int) int {
+	if !CPU.AVX512 {
+		return 0
+	}
+	return n &^ 15
+}
+
 func sumLanesBF16(acc *[16]float64, x []uint16) {
 	k := asmBody(len(x), 16)
-	if k > 0 {
+	switch {
+	case zmmBody(k) > 0:
+		vecSumBF16Z(&x[0], k, acc)
+	case k > 0:
 		vecSumBF16(&x[0], k, acc)
 	}
 	var buf [bf16Chunk]float32
@@ -76,7 +88,10 @@ func sumLanesBF16(acc *[16]float64, x []uint16) {
 
 func sqDevBF16(acc *[16]float64, x []uint16, mu float64) {
 	k := asmBody(len(x), 16)
-	if k > 0 {
+	switch {
+	case zmmBody(k) > 0:
+		normSqDevBF16Z(&x[0], k, mu, acc)
+	case k > 0:
 		normSqDevBF16(&x[0], k, mu, acc)
 	}
 	var buf [bf16Chunk]float32
@@ -88,6 +103,10 @@ func sqDevBF16(acc *[16]float64, x []uint16, mu float64) {
 func dotDevBF16(a, ax *[8]float64, dy, x []uint16, mu float64) {
 	x = x[:len(dy)]
 	k := asmBody(len(dy), 8)
+	if z := zmmBody(k); z > 0 {
+		normDotDevBF16Z(&dy[0], &x[0], z, mu, a, ax)
+		dy, x, k = dy[z:], x[z:], k-z // a multiple of 8 left: lanes stay in step
+	}
 	if k > 0 {
 		normDotDevBF16(&dy[0], &x[0], k, mu, a, ax)
 	}
@@ -101,6 +120,14 @@ func dotDevBF16(a, ax *[8]float64, dy, x []uint16, mu float64) {
 func affineBF16(y, x []uint16, scale, shift float64, relu bool) {
 	y = y[:len(x)]
 	k := asmBody(len(x), 8)
+	if z := zmmBody(k); z > 0 {
+		if relu {
+			normAffineReluBF16Z(&y[0], &x[0], z, scale, shift)
+		} else {
+			normAffineBF16Z(&y[0], &x[0], z, scale, shift)
+		}
+		y, x, k = y[z:], x[z:], k-z
+	}
 	switch {
 	case k > 0 && relu:
 		normAffineReluBF16(&y[0], &x[0], k, scale, shift)
@@ -123,6 +150,10 @@ func affineBF16(y, x []uint16, scale, shift float64, relu bool) {
 func bnGradRunBF16(dx, dy, x []uint16, mu, a, b, c float64) {
 	dy, x = dy[:len(dx)], x[:len(dx)]
 	k := asmBody(len(dx), 8)
+	if z := zmmBody(k); z > 0 {
+		normGradBF16Z(&dx[0], &dy[0], &x[0], z, mu, a, b, c)
+		dx, dy, x, k = dx[z:], dy[z:], x[z:], k-z
+	}
 	if k > 0 {
 		normGradBF16(&dx[0], &dy[0], &x[0], k, mu, a, b, c)
 	}

@@ -136,3 +136,92 @@ func TestBatchNormReluMatchesUnfused(t *testing.T) {
 		}
 	}
 }
+
+// bnLoopOutputs runs the bfloat16 batch-norm loops over x and dy (one run
+// each) and returns their outputs: the affine map with and without ReLU,
+// the gradient map, and the bits of the sums (16 lanes of sum and sqDev,
+// 8 of dotDev's two).
+func bnLoopOutputs(x, dy []uint16) (y, yr, dx []uint16, sums []uint64) {
+	n := len(x)
+	y, yr, dx = make([]uint16, n), make([]uint16, n), make([]uint16, n)
+	affineBF16(y, x, 1.7, -0.3, false)
+	affineBF16(yr, x, -0.9, 0.25, true)
+	bnGradRunBF16(dx, dy, x, 0.4, 1.3, -0.7, 0.05)
+	var s, q [16]float64
+	var a, ax [8]float64
+	sumLanesBF16(&s, x)
+	sqDevBF16(&q, x, 0.4)
+	dotDevBF16(&a, &ax, dy, x, 0.4)
+	for _, v := range append(append(append(s[:], q[:]...), a[:]...), ax[:]...) {
+		sums = append(sums, math.Float64bits(v))
+	}
+	return y, yr, dx, sums
+}
+
+// TestBatchNormBF16LoopsAllPatterns: the AVX-512 and AVX2 loops of the
+// bfloat16 batch norm equal the Go loops (their twin) bit for bit, over
+// every bfloat16 pattern as x (NaNs, infinities, subnormals, outputs
+// that round to and past the largest finite value) with a shifted copy
+// as dy, in runs whose lengths take each path's body and tails; the sums
+// see only finite values, so that they stay comparable. A NaN output
+// only has to be a NaN: which operand's payload survives when both dy and
+// x are NaNs depends on the order the Go compiler gives the operands.
+func TestBatchNormBF16LoopsAllPatterns(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	all := halfPatternsAll(r, 13)
+	var finite []uint16
+	for _, v := range all {
+		if v&0x7f80 != 0x7f80 && v&0x7fff < 0x5000 { // finite, below 2^33: squares stay finite
+			finite = append(finite, v)
+		}
+	}
+	type result struct {
+		y, yr, dx []uint16
+		sums      []uint64
+	}
+	runs := func() []result {
+		var out []result
+		for _, src := range [][]uint16{all, finite} {
+			for _, n := range []int{len(src), 37, 24, 16, 9} {
+				x := src[len(src)-n:]
+				dy := append(slices.Clone(x[n/3:]), x[:n/3]...)
+				var res result
+				res.y, res.yr, res.dx, res.sums = bnLoopOutputs(x, dy)
+				out = append(out, res)
+			}
+		}
+		return out
+	}
+	saved := CPU
+	defer func() { CPU = saved }()
+	CPU = Features{}
+	want := runs()
+	for _, f := range []Features{saved, {AVX2FMA: saved.AVX2FMA}} {
+		CPU = f
+		if !f.AVX2FMA {
+			continue
+		}
+		for i, got := range runs() {
+			for _, o := range [][2][]uint16{{got.y, want[i].y}, {got.yr, want[i].yr}, {got.dx, want[i].dx}} {
+				if j := firstDiffBF16(o[0], o[1]); j >= 0 {
+					t.Errorf("%s run %d: output[%d] = %#04x, want %#04x", f.Path(), i, j, o[0][j], o[1][j])
+				}
+			}
+			if i >= 5 && !slices.Equal(got.sums, want[i].sums) { // the finite runs
+				t.Errorf("%s run %d: sums %x, want %x", f.Path(), i, got.sums, want[i].sums)
+			}
+		}
+	}
+}
+
+// firstDiffBF16 is firstDiff16 with every bfloat16 NaN equal to every
+// other.
+func firstDiffBF16(a, b []uint16) int {
+	nan := func(v uint16) bool { return v&0x7fff > 0x7f80 }
+	for i := range a {
+		if a[i] != b[i] && !(nan(a[i]) && nan(b[i])) {
+			return i
+		}
+	}
+	return -1
+}

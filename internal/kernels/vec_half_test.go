@@ -54,14 +54,19 @@ func refTiled(c halfCase, n int, f func(d []float32, in [][]float32), ins ...[]u
 	return out
 }
 
-// forEachPath runs f with the assembly (when the CPU has it) and with the
-// Go loops.
+// forEachPath runs f with the assembly (when the CPU has it), with the
+// AVX2 assembly alone when the CPU has AVX-512 too, and with the Go
+// loops.
 func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run(CPU.Path(), f)
+	saved := CPU
+	defer func() { CPU = saved }()
+	if CPU.AVX512 {
+		CPU.AVX512, CPU.AVX512BF16, CPU.AVX512VNNI = false, false, false
+		t.Run(CPU.Path(), f)
+	}
 	if CPU.AVX2FMA {
-		saved := CPU
-		CPU.AVX2FMA = false
-		defer func() { CPU = saved }()
+		CPU = Features{}
 		t.Run("go", f)
 	}
 }
