@@ -8,11 +8,16 @@ type offloaded struct {
 	dev  *device.Device
 }
 
-// OffloadHooks returns saved-tensor hooks that move every tensor an op
-// saves for backward to host (tag activation there) and free it on its
-// own device; backward copies it back (tag activation) when the op that
-// saved it runs. The copy is synchronous: no prefetch yet. Gradients are
-// bit-identical to keeping the tensors, since only bytes move.
+// OffloadHooks returns saved-tensor hooks that copy every tensor an op
+// saves for backward to host (tag activation there) and release the
+// op's saved handle; backward copies it back (tag activation, op
+// offload_fetch) when the op that saved it runs, and the host copy is
+// freed with the graph. The device block itself is freed only when no
+// other handle holds it: the forward's own results keep theirs until the
+// caller releases them, so this is a building block for layer offload
+// (issue #18), not yet a memory saving on its own. The copy is
+// synchronous: no prefetch yet. Gradients are bit-identical to keeping
+// the tensors, since only bytes move.
 //
 //	s.PushSavedHooks(autograd.OffloadHooks(host))
 //	defer s.PopSavedHooks()
