@@ -90,6 +90,18 @@
 // while the leaf is bound and is saved through the leaf's hooks
 // (castshard.go), so no 16-bit copy outlives the gathered buffer.
 //
+// # Fused linear cross-entropy
+//
+// LinearCrossEntropy(x, w, b, target, o) is CrossEntropy(Linear(x, w, b))
+// without the (N, V) logits: it computes them o.Chunk rows at a time
+// (DefaultLCEChunk, 256, when 0; not yet chosen by a speed measurement)
+// into one workspace, saves only the per-row log-sum-exp (N floats) beside
+// x, w and b, and recomputes each chunk's logits in backward. The trade is
+// one more head GEMM per step (the forward's, again in backward) for
+// memory: the loss's peak holds 2·chunk·V elements (a chunk's logits and
+// their gradient, in backward) instead of the 2·N·V of the plain path
+// (logits saved and their gradient), plus N for the log-sum-exp.
+//
 // # Devices
 //
 // Ops never touch device memory themselves. They allocate through the
