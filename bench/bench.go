@@ -73,6 +73,10 @@ type Config struct {
 	// device/cuda: without a GPU, Run fails at once with a
 	// *train.DeviceError).
 	Device string
+	// ISA is "native" (or "", the CPU's widest kernels) or "avx2": both
+	// sides on their AVX2 kernels (CheckISA, TorchISAEnv), a proxy for an
+	// AVX2-only CPU.
+	ISA string
 }
 
 // Setup is one model's bench configuration.
@@ -161,6 +165,8 @@ type Result struct {
 	Speed []SpeedRow `json:"speed,omitempty"`
 	// Torch is the PyTorch comparison, when it ran (RunTorch).
 	Torch *TorchResult `json:"torch,omitempty"`
+	// ISA is Config.ISA when it restricted both sides ("avx2"), else "".
+	ISA string `json:"isa,omitempty"`
 }
 
 // Run benches every technique of c on every model: for each, plan.Measure
@@ -193,8 +199,11 @@ func Run(c Config) (*Result, error) {
 	if err := c.checkSpeed(); err != nil {
 		return nil, err
 	}
+	if err := CheckISA(c.ISA); err != nil {
+		return nil, err
+	}
 	res := &Result{Mode: c.Mode.String(), CPUs: runtime.NumCPU(), Arch: runtime.GOARCH, Device: c.device(), Kernels: cpu.KernelPath(),
-		CPUModel: CPUModel(), Threads: runtime.GOMAXPROCS(0)}
+		CPUModel: CPUModel(), Threads: runtime.GOMAXPROCS(0), ISA: c.isa()}
 	for _, s := range setups {
 		var plain *Row
 		for _, t := range techs {

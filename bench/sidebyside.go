@@ -72,6 +72,8 @@ func SideBySide(r *Result, t *TorchResult) string {
 			fmt.Fprintf(&b, "- WARNING: OpenBLAS ran its %s kernels, not AVX-512 ones, on an AVX-512 CPU: PyTorch's F32 matmuls and convolutions are slower than they could be (OPENBLAS_CORETYPE=SkylakeX)\n", t.OpenBLASCore)
 		}
 	}
+	fmt.Fprintf(&b, "- PyTorch kernels: ATen %s, oneDNN %s, OpenBLAS core %s\n", orDash(t.ATenCapability), orDash(t.OneDNNISA), orDash(t.OpenBLASCore))
+	b.WriteString(isaNotes(r, t))
 	warm := 0
 	for _, tr := range t.Rows {
 		warm = max(warm, tr.Warmup)
@@ -122,10 +124,36 @@ func SideBySide(r *Result, t *TorchResult) string {
 	return b.String()
 }
 
+// isaNotes are the lines of the ISA restriction (Result.ISA): what each
+// side was told and that it is a proxy, and a warning for each PyTorch
+// kernel path that is still wider than AVX2.
+func isaNotes(r *Result, t *TorchResult) string {
+	if r.ISA == "" {
+		return ""
+	}
+	var b strings.Builder
+	torch := ""
+	if t != nil {
+		torch = ", PyTorch under " + strings.Join(torchISAEnv, " ")
+	}
+	fmt.Fprintf(&b, "- ISA restricted to %s (--isa %s): headroom under GODEBUG=%s (kernels %s)%s; a proxy for an AVX2-only CPU such as Zen 3, not a measurement of one (this CPU's clocks, caches and memory)\n",
+		r.ISA, r.ISA, ISAGodebug, r.Kernels, torch)
+	if t == nil {
+		return b.String()
+	}
+	for _, w := range []struct{ what, got string }{{"ATen", t.ATenCapability}, {"oneDNN", t.OneDNNISA}, {"OpenBLAS", t.OpenBLASCore}} {
+		if strings.Contains(strings.ToUpper(w.got), "512") || slices.Contains(avx512Cores, w.got) {
+			fmt.Fprintf(&b, "- WARNING: PyTorch's %s still ran %s under --isa %s\n", w.what, w.got, r.ISA)
+		}
+	}
+	return b.String()
+}
+
 // speedTable renders the speed rows alone (a bench without PyTorch).
 func speedTable(r *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "speed rows: CPU %s, kernels %s, %d threads; s/step the median of the timed steps after the warm-ups\n\n", orDash(r.CPUModel), r.Kernels, r.Threads)
+	b.WriteString(isaNotes(r, nil))
 	b.WriteString("| model | technique | params | batch | peak | s/step | samples/s | timed steps | warm-up |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range r.Speed {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %.3f | %.1f | %d | %d |\n", s.Model, s.Technique, s.Params, s.Batch,

@@ -17,10 +17,28 @@ import (
 
 // SpeedModels are the models of the speed-only rows, in order: ResNet-18
 // and ResNet-50 with the small (CIFAR) stem on 3×32×32 images, 10 classes,
-// batch 32, Adam; and a byte-level GPT of 6 layers × 256, 4 heads,
+// batch 32, Adam; the same two on 3×64×64 images (resnet18-64,
+// resnet50-64: same stem, so every feature map has four times the
+// pixels, and batch 32); and a byte-level GPT of 6 layers × 256, 4 heads,
 // context 256, batch 16, AdamW with gradient-norm clipping at 1.
 // scripts/bench_torch.py builds the same models under the same names.
-func SpeedModels() []string { return []string{"resnet18", "resnet50", "gpt6x256"} }
+func SpeedModels() []string {
+	names := make([]string, 0, len(speedResNets)+1)
+	for _, r := range speedResNets {
+		names = append(names, r.name)
+	}
+	return append(names, "gpt6x256")
+}
+
+// speedResNet is one ResNet speed model: depth 18 or 50, small stem,
+// size×size RGB inputs, batch 32, Adam.
+type speedResNet struct {
+	name        string
+	depth, size int
+}
+
+// speedResNets are the ResNet speed models, in SpeedModels' order.
+var speedResNets = []speedResNet{{"resnet18", 18, 32}, {"resnet50", 50, 32}, {"resnet18-64", 18, 64}, {"resnet50-64", 50, 64}}
 
 // gpt6x256 is the speed GPT's configuration.
 var gpt6x256 = nn.GPTConfig{Vocab: 256, Context: 256, Layers: 6, Heads: 4, Width: 256, Bias: true, TieEmbeddings: true}
@@ -44,17 +62,20 @@ func NewSpeedStep(model string, dt dtype.DType) (*SpeedStep, error) {
 	if dt != dtype.F32 && dt != dtype.BF16 {
 		return nil, fmt.Errorf("bench: speed step in %s: want f32 or bf16", dt)
 	}
+	if !slices.Contains(SpeedModels(), model) {
+		return nil, fmt.Errorf("bench: unknown speed model %q (want one of %v)", model, SpeedModels())
+	}
 	s := &SpeedStep{Model: model, dev: cpu.New(0, device.Options{})}
 	b := nn.NewBuilder(s.dev, dtype.F32, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var err error
-	switch model {
-	case "resnet18", "resnet50":
-		err = s.resnet(b, rng)
-	case "gpt6x256":
+	if model == "gpt6x256" {
 		err = s.gpt(b, rng)
-	default:
-		return nil, fmt.Errorf("bench: unknown speed model %q (want one of %v)", model, SpeedModels())
+	}
+	for _, r := range speedResNets {
+		if r.name == model {
+			err = s.resnet(b, rng, r)
+		}
 	}
 	if err != nil {
 		s.Release()
@@ -67,12 +88,13 @@ func NewSpeedStep(model string, dt dtype.DType) (*SpeedStep, error) {
 	return s, nil
 }
 
-// resnet builds a ResNet-18 or -50 with the small stem and Adam.
-func (s *SpeedStep) resnet(b *nn.Builder, rng *rand.Rand) error {
-	const size = 32
+// resnet builds the ResNet-18 or -50 of spec with the small stem and
+// Adam, and its batch of spec's image size.
+func (s *SpeedStep) resnet(b *nn.Builder, rng *rand.Rand, spec speedResNet) error {
+	size := spec.size
 	s.Batch = 32
 	f := nn.ResNet18
-	if s.Model == "resnet50" {
+	if spec.depth == 50 {
 		f = nn.ResNet50
 	}
 	r, err := f(b, "resnet", nn.ResNetConfig{Stem: "small", Classes: 10})

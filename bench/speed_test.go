@@ -7,10 +7,11 @@ import (
 )
 
 // TestSpeedModels: each speed model's parameter count is its PyTorch
-// twin's (scripts/bench_torch.py, torch 1.13: sum of p.numel()), and
-// one BF16 step runs with a finite time.
+// twin's (scripts/bench_torch.py, torch 1.13: sum of p.numel(); the 64×64
+// ResNets have the 32×32 ones' parameters), and one BF16 step runs with a
+// finite time.
 func TestSpeedModels(t *testing.T) {
-	torch := map[string]int64{"resnet18": 11173962, "resnet50": 23520842, "gpt6x256": 4870144}
+	torch := map[string]int64{"resnet18": 11173962, "resnet50": 23520842, "resnet18-64": 11173962, "resnet50-64": 23520842, "gpt6x256": 4870144}
 	for _, m := range SpeedModels() {
 		s, err := NewSpeedStep(m, dtype.BF16)
 		if err != nil {

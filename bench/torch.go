@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -49,8 +50,14 @@ type TorchEnv struct {
 	// OpenBLASThreads its threads ("", 0: not OpenBLAS).
 	OpenBLASCore    string `json:"openblas_core"`
 	OpenBLASThreads int    `json:"openblas_threads"`
-	Threads         int    `json:"threads"`
-	InteropThreads  int    `json:"interop_threads"`
+	// ATenCapability is the vector width of ATen's own kernels ("AVX2",
+	// "AVX512"; ATEN_CPU_CAPABILITY caps it) and OneDNNISA the instruction
+	// set oneDNN's convolutions ran ("Intel AVX2"; ONEDNN_MAX_CPU_ISA caps
+	// it), "" where the script could not tell.
+	ATenCapability string `json:"aten_capability"`
+	OneDNNISA      string `json:"onednn_isa"`
+	Threads        int    `json:"threads"`
+	InteropThreads int    `json:"interop_threads"`
 }
 
 // TorchResult is the script's output.
@@ -86,11 +93,12 @@ func FindPython() string {
 	return ""
 }
 
-// ProbeTorch runs the script's --probe at c's thread count: PyTorch's
-// versions, BLAS and threads, in seconds, before any work.
+// ProbeTorch runs the script's --probe at c's thread count and ISA:
+// PyTorch's versions, BLAS, kernel paths and threads, in seconds, before
+// any work.
 func ProbeTorch(python, script string, c Config) (*TorchEnv, error) {
 	var e TorchEnv
-	if err := runScript(python, script, []string{"--probe", "--threads=" + strconv.Itoa(c.threads())}, &e); err != nil {
+	if err := runScript(python, script, c, []string{"--probe", "--threads=" + strconv.Itoa(c.threads())}, &e); err != nil {
 		return nil, err
 	}
 	return &e, nil
@@ -99,7 +107,7 @@ func ProbeTorch(python, script string, c Config) (*TorchEnv, error) {
 // RunTorch runs the PyTorch script with python for c's models in c's
 // mode, with the techniques both sides have: plain, amp bf16 and
 // checkpoint √n (the speed models: plain and amp bf16), at c's threads,
-// warm-up and timed steps.
+// warm-up and timed steps, in the environment of c's ISA.
 func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	setups, err := c.setups()
 	if err != nil {
@@ -129,15 +137,17 @@ func RunTorch(python, script string, c Config) (*TorchResult, error) {
 		args = append(args, "--mnist="+dir)
 	}
 	var r TorchResult
-	if err := runScript(python, script, args, &r); err != nil {
+	if err := runScript(python, script, c, args, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-// runScript runs python script args and decodes its JSON output into v.
-func runScript(python, script string, args []string, v any) error {
+// runScript runs python script args in the environment of c's ISA
+// (TorchISAEnv) and decodes its JSON output into v.
+func runScript(python, script string, c Config, args []string, v any) error {
 	cmd := exec.Command(python, append([]string{script}, args...)...)
+	cmd.Env = TorchISAEnv(c.ISA, os.Environ())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -29,7 +29,7 @@ peak_note says why.
 Speed models (headroom's bench.SpeedModels, on a fixed random batch, no loss
 run): resnet18 and resnet50 (torchvision's, with headroom's small stem: conv
 3×3 stride 1 → 64, BN, ReLU, no max pool; 3×32×32, 10 classes, batch 32, Adam
-lr 1e-3) and gpt6x256 (the GPT below with 6 layers × 256, 4 heads, context 256,
+lr 1e-3), resnet18-64 and resnet50-64 (the same on 3×64×64, batch 32) and gpt6x256 (the GPT below with 6 layers × 256, 4 heads, context 256,
 batch 16, AdamW as above with clipping). Techniques plain and amp bf16.
 
 Timing: --threads intra-op and inter-op threads (default 2, headroom's
@@ -40,7 +40,9 @@ after them, untimed.
 Output: JSON on stdout: the environment (torch, onednn, build_blas,
 blas_paths: the resolved BLAS-like libraries mapped into this process after a
 matmul, openblas_core and openblas_threads: OpenBLAS's kernel core and its
-threads, set to --threads, threads, interop_threads) and "rows": [{model, technique, params,
+threads, set to --threads, aten_capability: the vector width of ATen's own
+kernels (ATEN_CPU_CAPABILITY caps it), onednn_isa: the instruction set of
+oneDNN's convolutions (ONEDNN_MAX_CPU_ISA caps it), threads, interop_threads) and "rows": [{model, technique, params,
 batch, steps, warmup, step_seconds, seconds_per_step (the median),
 samples_per_sec, speed, final_loss (0 for a speed row), peak_bytes,
 peak_note}]. --probe prints the environment alone.
@@ -312,8 +314,35 @@ def openblas(paths, threads):
     return "", 0
 
 
+def onednn_isa():
+    """The instruction set oneDNN's CPU primitives run (its verbose
+    header's isa: field, as ONEDNN_MAX_CPU_ISA caps it), read by turning
+    verbose mode on for one convolution with this process's stdout
+    redirected into a file; "" when oneDNN prints none."""
+    import tempfile
+
+    x, w = torch.randn(2, 64, 16, 16), torch.randn(64, 64, 3, 3)
+    F.conv2d(x, w)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+") as f:
+        os.dup2(f.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                F.conv2d(x, w)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        for line in f:
+            if ",isa:" in line:
+                return line.split(",isa:", 1)[1].strip()
+    return ""
+
+
 def environment(threads):
     cfg = torch.__config__.show()
+    capability = re.search(r"CPU capability usage: (\S+)", cfg)
     onednn = re.search(r"(?:oneDNN|MKL-DNN) v([0-9][0-9.]*)", cfg)
     build_blas = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
     paths = blas_paths()
@@ -325,6 +354,8 @@ def environment(threads):
         "blas_paths": paths,
         "openblas_core": core,
         "openblas_threads": blas_threads,
+        "aten_capability": capability.group(1) if capability else "",
+        "onednn_isa": onednn_isa(),
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
     }
@@ -394,11 +425,12 @@ def speed_setup(model_name):
     """The speed models (headroom's bench.SpeedModels) on a fixed random
     batch: (model, optimizer, batch, next_batch, loss_of, clip)."""
     g = torch.Generator().manual_seed(1)
-    if model_name in ("resnet18", "resnet50"):
-        model = CifarResNet(model_name == "resnet50", (2, 2, 2, 2) if model_name == "resnet18" else (3, 4, 6, 3))
+    if model_name in SPEED_RESNETS:
+        deep, size = SPEED_RESNETS[model_name]
+        model = CifarResNet(deep, (3, 4, 6, 3) if deep else (2, 2, 2, 2))
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         batch = 32
-        x, y = torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g)
+        x, y = torch.randn(batch, 3, size, size, generator=g), torch.randint(0, 10, (batch,), generator=g)
         return model, opt, batch, lambda: (x, y), classify(model), False
     model = GPT(vocab=256, context=256, layers=6, width=256, heads=4)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1)
@@ -419,7 +451,9 @@ def next_token(model):
     return loss_of
 
 
-SPEED_MODELS = ("resnet18", "resnet50", "gpt6x256")
+# The ResNet speed models: name → (ResNet-50 rather than -18, image size).
+SPEED_RESNETS = {"resnet18": (False, 32), "resnet50": (True, 32), "resnet18-64": (False, 64), "resnet50-64": (True, 64)}
+SPEED_MODELS = tuple(SPEED_RESNETS) + ("gpt6x256",)
 
 
 def bench(model_name, technique, args, data):

@@ -8,14 +8,15 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/headroom-ml/headroom/bench"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/train"
 )
 
-const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer,resnet18,resnet50,gpt6x256]
-       [--techniques LIST] [--steps N] [--device cpu|cuda] [--threads N] [--warmup N] [--timed N]
+const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer,resnet18,resnet50,resnet18-64,resnet50-64,gpt6x256]
+       [--techniques LIST] [--steps N] [--device cpu|cuda] [--threads N] [--warmup N] [--timed N] [--isa native|avx2]
 
 Runs every memory technique for real on the CPU (--device cuda: on the
 GPU), for the ResNet (SmallResNet on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
@@ -28,9 +29,14 @@ python3 imports torch) and prints both side by side, at the same thread
 count (--threads, default GOMAXPROCS), each row's time the median of
 --timed steps after --warmup untimed ones on both sides. It first checks
 PyTorch's BLAS and refuses a PyTorch that loaded the reference (netlib)
-BLAS. resnet18, resnet50 (small stem, 3×32×32, batch 32, Adam) and gpt6x256
-(6 layers × 256, context 256, batch 16, AdamW) are speed-only models: F32
-and BF16 autocast on synthetic data, no loss run.`
+BLAS. resnet18, resnet50 (small stem, 3×32×32, batch 32, Adam), resnet18-64,
+resnet50-64 (the same on 3×64×64) and gpt6x256 (6 layers × 256, context
+256, batch 16, AdamW) are speed-only models: F32 and BF16 autocast on
+synthetic data, no loss run. --isa avx2 runs both sides on their AVX2
+kernels on an AVX-512 CPU, a proxy for an AVX2-only one: headroom restarts
+itself under GODEBUG=cpu.avx512f=off, PyTorch runs under
+ONEDNN_MAX_CPU_ISA=AVX2, ATEN_CPU_CAPABILITY=avx2 and
+OPENBLAS_CORETYPE=Haswell, and the table prints both sides' kernel paths.`
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench")
@@ -49,6 +55,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	mnist := fs.String("mnist", "", "folder of the MNIST files (default: the Go module cache's copy)")
 	corpus := fs.String("corpus", "", "the transformer's text, a file or folder (default: $GOROOT/src/fmt)")
 	dev := fs.String("device", "cpu", "where every run trains: cpu or cuda (cuda:0; cuda:1 too for the 2-rank techniques; exit status 69 without a GPU)")
+	isa := fs.String("isa", "native", "kernels of both sides: native (the CPU's widest) or avx2 (AVX2 only on both sides, a proxy for an AVX2-only CPU)")
 	pos, err := parse(fs, benchSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -77,6 +84,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if c.Techniques, err = bench.Select(list(*techs)); err != nil {
 		return train.Usagef("--techniques: %s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
+	if c.ISA, err = benchISA(*isa); err != nil {
+		return err
+	}
 	python := ""
 	if *torch {
 		if python = bench.FindPython(); python == "" {
@@ -95,8 +105,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err := env.Check(runtime.GOMAXPROCS(0)); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s, BLAS %s (OpenBLAS core %q), %d threads; headroom kernels %s, %d threads; %s\n", env.Torch,
-			env.OneDNN, env.BLAS(), env.OpenBLASCore, env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
+		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s (%s), ATen %s, BLAS %s (OpenBLAS core %q), %d threads; headroom kernels %s, %d threads; %s\n", env.Torch,
+			env.OneDNN, env.OneDNNISA, env.ATenCapability, env.BLAS(), env.OpenBLASCore, env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
 	}
 	res, err := bench.Run(c)
 	if err != nil {
@@ -152,6 +162,36 @@ func benchTiming(c *bench.Config, torch bool, warmup, timed int, models []string
 		c.Timed = timed
 	}
 	return nil
+}
+
+// benchISA checks --isa and, for avx2 on a CPU whose kernels run wider
+// than AVX2, restarts the process under GODEBUG=cpu.avx512f=off (the
+// kernels choose their path once, at start-up), which does not return
+// when it succeeds. It returns the ISA for bench.Config.
+func benchISA(isa string) (string, error) {
+	if !slices.Contains(bench.ISAs(), isa) {
+		return "", train.Usagef("--isa %s: want one of %s", isa, strings.Join(bench.ISAs(), ", "))
+	}
+	if isa == "avx2" && strings.HasPrefix(cpu.KernelPath(), "avx512") {
+		env, added := bench.WithGodebug(os.Environ(), bench.ISAGodebug)
+		if !added {
+			return "", fmt.Errorf("--isa avx2: GODEBUG has %s, yet the kernels run %s", bench.ISAGodebug, cpu.KernelPath())
+		}
+		if err := restart(env); err != nil {
+			return "", fmt.Errorf("--isa avx2: restarting under GODEBUG=%s: %w (set it yourself and run again)", bench.ISAGodebug, err)
+		}
+	}
+	return isa, bench.CheckISA(isa)
+}
+
+// restart replaces the process with a new run of the same program and
+// arguments in environment env (a variable for the tests).
+var restart = func(env []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(exe, os.Args, env)
 }
 
 func techniqueNames() []string {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/bench"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/train"
 )
 
 // TestBenchTiming: --models splits into loss and speed models, --torch or
@@ -45,5 +48,43 @@ func TestBenchTiming(t *testing.T) {
 	c = bench.Config{Threads: 1}
 	if err := benchTiming(&c, true, 2, 5, []string{"resnet"}); err != nil || runtime.GOMAXPROCS(0) != 1 {
 		t.Errorf("--threads 1: GOMAXPROCS %d, %v", runtime.GOMAXPROCS(0), err)
+	}
+}
+
+// TestBenchISA: --isa takes native or avx2 only (a usage error
+// otherwise, before any restart); avx2 on a CPU whose kernels run AVX-512
+// restarts the program with GODEBUG=cpu.avx512f=off added to its
+// environment, and a failed restart is an error that says how to do it
+// by hand.
+func TestBenchISA(t *testing.T) {
+	saved := restart
+	defer func() { restart = saved }()
+	var got [][]string
+	restart = func(env []string) error {
+		got = append(got, env)
+		return errors.New("no exec in tests")
+	}
+	var usage *train.UsageError
+	if _, err := benchISA("avx512"); !errors.As(err, &usage) || !strings.Contains(err.Error(), "want one of native, avx2") || len(got) != 0 {
+		t.Errorf("--isa avx512: %v (restarts %d)", err, len(got))
+	}
+	if isa, err := benchISA("native"); isa != "native" || err != nil || len(got) != 0 {
+		t.Errorf("--isa native: %q, %v (restarts %d)", isa, err, len(got))
+	}
+	_, err := benchISA("avx2")
+	if !strings.HasPrefix(cpu.KernelPath(), "avx512") {
+		if len(got) != 0 {
+			t.Errorf("--isa avx2 with kernels %s: restarted", cpu.KernelPath())
+		}
+		return
+	}
+	if len(got) != 1 || !slices.ContainsFunc(got[0], func(kv string) bool {
+		v, ok := strings.CutPrefix(kv, "GODEBUG=")
+		return ok && slices.Contains(strings.Split(v, ","), bench.ISAGodebug)
+	}) {
+		t.Errorf("--isa avx2 on %s: restarts %q, want one with GODEBUG=…%s", cpu.KernelPath(), got, bench.ISAGodebug)
+	}
+	if err == nil || !strings.Contains(err.Error(), "set it yourself") {
+		t.Errorf("--isa avx2, restart failing: %v", err)
 	}
 }

@@ -37,12 +37,13 @@
 //
 // Memory. GEMM scratch is host memory outside the device allocator, kept
 // between calls for reuse like a stack: each worker that has run a GEMM
-// holds an mc×kc packed A block, a kc×nc packed B block (batch mode), an
-// mr×nr tile and a widening strip of max(kc, mc, nr) float32 values, sized
-// for the largest kernel it has run — 4·(240·192 + 192·2048 + 12·32 + 240)
-// bytes ≈ 1.7 MiB for the float32 AVX-512 kernel, 4·(240·384 + 384·2048 +
-// 12·32 + 384) ≈ 3.4 MiB for the bfloat16 pair kernel, whose pair panels
-// use half of the float32 slots they sit in — and each GEMM in flight holds
+// holds an mc×kc packed A block, a kc×nc packed B block (batch mode; nc
+// cut so that kc·nc ≤ 384·2048), an mr×nr tile and a widening strip of
+// max(kc, mc, nr) float32 values, sized for the largest kernel it has run
+// — 4·(240·512 + 512·1536 + 12·32 + 512) bytes ≈ 3.5 MiB for the float32
+// AVX-512 kernel (depth slices of 512), 4·(240·384 + 384·2048 + 12·32 +
+// 384) ≈ 3.4 MiB for the bfloat16 pair kernel, whose pair panels use half
+// of the float32 slots they sit in — and each GEMM in flight holds
 // a shared B block of at most gemmBBudget values (8 MiB of float32) and,
 // when several column chunks or blocks of C read its op(A), that op(A)
 // packed once, at most gemmABudget values (4 MiB of float32). The cpu device's

@@ -3,7 +3,10 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 )
 
 // gemmBench is one benchmarked shape: batch products of op(A) (M×K) and
@@ -125,4 +128,58 @@ func BenchmarkGEMMKernel(b *testing.B) {
 			b.ReportMetric(2*6*16*k*24*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// BenchmarkGEMMDepth times the float32 GEMM with the kernel's depth
+// blocking (kcFor's even slices of up to kc) and with the blocking it
+// replaced (xKC192: fixed slices of 192, a short last one), in turn in
+// one loop, on 1024³, 2048³ and ResNet-18's forward conv GEMMs. Run it
+// with -test.cpu 1: the product then runs on the calling goroutine,
+// which is locked to its thread, and each call is timed by that thread's
+// processor time (wall time where the system cannot tell), so that
+// other processes on a shared machine do not count. It reports the
+// current blocking's GFLOP/s at its median and the old one's median time
+// over the current one's.
+func BenchmarkGEMMDepth(b *testing.B) {
+	base := sgemm
+	defer func() { sgemm, gemmEvenDepth = base, true }()
+	set := func(i int) {
+		sgemm, gemmEvenDepth = base, i == 0
+		if i == 1 {
+			sgemm.kc = 192
+		}
+	}
+	shapes := append([]gemmBench{{name: "1024", m: 1024, n: 1024, k: 1024}, {name: "2048", m: 2048, n: 2048, k: 2048}}, resnet18GemmShapes[:4]...)
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range shapes {
+		g, la, lb, lc := s.args()
+		x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
+		b.Run(s.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			clock := threadCPUTime
+			if clock() == 0 {
+				clock = func() time.Duration { return time.Duration(time.Now().UnixNano()) }
+			}
+			var ts [2][]float64
+			for n := 0; b.Loop(); n++ {
+				for v := range 2 {
+					i := (n + v) % 2
+					set(i)
+					t0 := clock()
+					Gemm(g, x, y, c)
+					ts[i] = append(ts[i], float64(clock()-t0))
+				}
+			}
+			set(0)
+			b.ReportMetric(s.flops()/median(ts[0]), "GFLOP/s")
+			b.ReportMetric(median(ts[1])/median(ts[0]), "xKC192")
+		})
+	}
+}
+
+// median is the middle value of xs (sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

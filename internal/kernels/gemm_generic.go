@@ -48,7 +48,8 @@ import (
 // job in flight holds the shared B block, at most gemmBBudget values
 // (8 MiB for float32), and the shared A, at most gemmABudget (4 MiB);
 // each worker's scratch holds an mc×kc A block, a
-// kc×nc B block for batch mode (2 MiB for float32 with AVX2) and a tile.
+// kc×nc B block for batch mode (at most gemmBatchB values: 3 MiB of
+// float32) and a tile.
 
 // gemmKernel is a micro-kernel and the blocking that feeds it.
 type gemmKernel[T Float] struct {
@@ -162,6 +163,22 @@ func storePair[T Float](c []T, v0, v1, beta T, mode int) {
 	}
 }
 
+// kcFor is the depth of the kc slices a product of depth k is cut into:
+// the fewest slices of at most kn.kc, made as even as multiples of 8
+// allow (1024 with kc 384: three slices of 344, 344 and 336, not 384,
+// 384 and 256), so that no short last slice pays a whole pass over C for
+// little work. packWholeA and the driver both cut by it.
+func (kn *gemmKernel[T]) kcFor(k int) int {
+	if !gemmEvenDepth || k <= kn.kc {
+		return kn.kc
+	}
+	return min(kn.kc, roundUp(ceilDiv(k, ceilDiv(k, kn.kc)), 8))
+}
+
+// gemmEvenDepth turns kcFor's even slices on (a variable so that the
+// benchmarks can compare with fixed kc slices: false).
+var gemmEvenDepth = true
+
 // gemmJob is one blocked GEMM call in flight. Jobs are reused, and the
 // phase functions handed to ParallelFor are built once per job, so a call
 // in steady state allocates nothing.
@@ -176,6 +193,7 @@ type gemmJob[T Float] struct {
 	abuf        []byte // backs the shared A
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
+	kc          int // the call's depth step (kern.kcFor)
 
 	next   atomic.Int64   // next task to claim in the current phase
 	ntasks int            // tasks in the current phase
@@ -255,8 +273,8 @@ func (j *gemmJob[T]) perSlice() int { return j.bGroups + j.aRows }
 func (j *gemmJob[T]) packTask(s *gemmScratch, t int) {
 	g, kn := &j.g, j.kern
 	si, q := t/j.perSlice(), t%j.perSlice()
-	pc := si * kn.kc
-	kc := min(kn.kc, g.K-pc)
+	pc := si * j.kc
+	kc := min(j.kc, g.K-pc)
 	if q >= j.bGroups {
 		j.packRows(s, q-j.bGroups, pc, kc)
 		return
@@ -268,7 +286,7 @@ func (j *gemmJob[T]) packTask(s *gemmScratch, t int) {
 	if j.b.h != nil {
 		strip = scratchView[float32](&s.strip, max(kc, kn.nr))
 	}
-	dst := j.bpack[si*kn.kc*j.ncPad+j0*kc:]
+	dst := j.bpack[si*j.kc*j.ncPad+j0*kc:]
 	packB(kn, dst, j.b, g.OffB+j.bi*g.StrideB, g.LdB, g.TransB, pc, kc, j.jc+j0, ncols, strip)
 }
 
@@ -331,7 +349,7 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 	if m0 >= m1 || n0 >= n1 {
 		return
 	}
-	kcMax := min(kn.kc, g.K)
+	kcMax := min(j.kc, g.K)
 	mcMax := roundUp(min(kn.mc, m1-m0), mr)
 	pa := scratchView[T](&s.a, mcMax*kcMax)
 	tmp := scratchView[T](&s.tile, mr*nr)
@@ -340,13 +358,13 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 		strip = scratchView[float32](&s.strip, max(kcMax, mcMax))
 	}
 	oa, oc := g.OffA+j.bi*g.StrideA, g.OffC+j.bi*g.StrideC+j.jc+n0
-	for pc := 0; pc < g.K; pc += kn.kc {
-		kc := min(kn.kc, g.K-pc)
+	for pc := 0; pc < g.K; pc += j.kc {
+		kc := min(j.kc, g.K-pc)
 		mode := 1
 		if pc == 0 {
 			mode = j.firstMode
 		}
-		j.waitSlice(pc / kn.kc)
+		j.waitSlice(pc / j.kc)
 		pb := j.bpack[pc*j.ncPad+n0*kc:]
 		for ic := m0; ic < m1; ic += kn.mc {
 			mc := min(kn.mc, m1-ic)
@@ -386,9 +404,10 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 	g, kn := &j.g, j.kern
 	mr, nr := kn.mr, kn.nr
 	oa, ob, oc := g.OffA+bi*g.StrideA, g.OffB+bi*g.StrideB, g.OffC+bi*g.StrideC
-	kcMax := min(kn.kc, g.K)
+	kcMax := min(j.kc, g.K)
 	mcMax := roundUp(min(kn.mc, g.M), mr)
-	ncMax := roundUp(min(kn.nc, g.N), nr)
+	step := min(kn.nc, max(nr, gemmBatchB/kcMax/nr*nr))
+	ncMax := roundUp(min(step, g.N), nr)
 	pa := scratchView[T](&s.a, mcMax*kcMax)
 	pb := scratchView[T](&s.b, ncMax*kcMax)
 	tmp := scratchView[T](&s.tile, mr*nr)
@@ -396,10 +415,10 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 	if j.a.h != nil || j.b.h != nil {
 		strip = scratchView[float32](&s.strip, max(kcMax, mcMax, nr))
 	}
-	for jc := 0; jc < g.N; jc += kn.nc {
-		nc := min(kn.nc, g.N-jc)
-		for pc := 0; pc < g.K; pc += kn.kc {
-			kc := min(kn.kc, g.K-pc)
+	for jc := 0; jc < g.N; jc += step {
+		nc := min(step, g.N-jc)
+		for pc := 0; pc < g.K; pc += j.kc {
+			kc := min(j.kc, g.K-pc)
 			packB(kn, pb, j.b, ob, g.LdB, g.TransB, pc, kc, jc, nc, strip)
 			mode := 1
 			if pc == 0 {
@@ -485,6 +504,8 @@ func mergeTile[T Float](c []T, at, ldc, rows int, src []T, ld, cols int, beta T,
 // VM this was tuned on, so one core wins up to about 190³), and B is
 // packed by several tasks from gemmPackPar
 // values. Shared B blocks hold at most gemmBBudget values (K·nc), a
+// batch-mode worker's B block at most gemmBatchB (kc·nc: nc shrinks when
+// kc is deep, so that the worker's scratch stays what it was), a
 // shared A at most gemmABudget (roundUp(M, mr)·K), compute
 // aims at gemmTasksPer tasks per worker, and a row chunk keeps at least
 // gemmMinRows rows so that each B panel brought into L1 serves several
@@ -494,6 +515,7 @@ const (
 	gemmPart     = 160 * 160 * 160
 	gemmPackPar  = 1 << 15
 	gemmBBudget  = 1 << 21
+	gemmBatchB   = 384 * 2048
 	gemmTasksPer = 4
 	gemmMinRows  = 48
 )
@@ -521,6 +543,7 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 		j.ready.L = &j.mu
 	}
 	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack = kn, g, a, b, c, bias, apack
+	j.kc = kn.kcFor(g.K)
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
 	j.firstMode = betaMode(g.Beta)
 	// C matrices that overlap (StrideC 0 accumulates into one C) must be
@@ -543,8 +566,8 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 	g, kn := &j.g, j.kern
 	mr, nr := kn.mr, kn.nr
 	j.bi = bi
-	slices := ceilDiv(g.K, kn.kc)
-	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*kn.kc)/nr*nr))
+	slices := ceilDiv(g.K, j.kc)
+	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*j.kc)/nr*nr))
 	// Compute tasks: at least one row chunk per mc rows; more, down to
 	// gemmMinRows, to reach the task target; then columns; and a multiple
 	// of parts in all, so the last round of tasks leaves no worker idle.
@@ -576,7 +599,7 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 		if jc == 0 && j.shareA(cols, ncMax) {
 			j.aRows = r
 		}
-		j.bpack = scratchView[T](&j.bbuf, slices*kn.kc*j.ncPad)
+		j.bpack = scratchView[T](&j.bbuf, slices*j.kc*j.ncPad)
 		// Pack tasks: groups of panels small enough to share out.
 		j.bGroup = cp
 		if parts > 1 && g.K*j.ncPad >= gemmPackPar {

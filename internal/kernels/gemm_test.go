@@ -303,9 +303,12 @@ func TestGemmKernelsSmallBlocks(t *testing.T) {
 		{m: 20, n: 40, k: 30, alpha: 1, beta: 0.5, batch: 5, pad: [3]int{2, 1, 0}},
 	}
 	for _, kn := range kernels {
-		kn.mc, kn.kc, kn.nc = 12, 8, 32
-		for _, tc := range cases {
-			gemmRunCase(t, r, tc, &kn)
+		// kc 24: kcFor cuts depth 45 into 24 + 21 and 64 into 24 + 24 + 16.
+		for _, kc := range []int{8, 24} {
+			kn.mc, kn.kc, kn.nc = 12, kc, 32
+			for _, tc := range cases {
+				gemmRunCase(t, r, tc, &kn)
+			}
 		}
 	}
 	dk := dgemmKernel
@@ -571,5 +574,34 @@ func TestGemmPanics(t *testing.T) {
 			}()
 			Gemm(tc.g, make([]float32, tc.la), make([]float32, tc.lb), make([]float32, tc.lc))
 		}()
+	}
+}
+
+// TestKCFor: kcFor cuts a depth into the fewest slices of at most kc
+// (one when it fits), all but the last a multiple of 8 of the same size,
+// the last shorter by less than 8 per slice, and into fixed kc slices
+// when gemmEvenDepth is off.
+func TestKCFor(t *testing.T) {
+	for _, kc := range []int{8, 24, 192, 256, 512} {
+		kn := gemmKernel[float32]{kc: kc}
+		for k := 1; k <= 5000; k++ {
+			s := kn.kcFor(k)
+			n := ceilDiv(k, kc)
+			last := k - (ceilDiv(k, s)-1)*s
+			if k <= kc {
+				if s != kc {
+					t.Fatalf("kc %d, depth %d: step %d, want one slice (%d)", kc, k, s, kc)
+				}
+				continue
+			}
+			if s > kc || s%8 != 0 || ceilDiv(k, s) != n || last <= 0 || s-last >= 8*n {
+				t.Fatalf("kc %d, depth %d: step %d (%d slices, last %d), want %d slices of ≤ %d, multiples of 8, the last within 8·%d", kc, k, s, ceilDiv(k, s), last, n, kc, n)
+			}
+		}
+	}
+	defer func() { gemmEvenDepth = true }()
+	gemmEvenDepth = false
+	if s := (&gemmKernel[float32]{kc: 192}).kcFor(1024); s != 192 {
+		t.Errorf("fixed slices: step %d, want 192", s)
 	}
 }

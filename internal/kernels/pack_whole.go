@@ -20,8 +20,9 @@ func wholeASize[T Float](kn *gemmKernel[T], m, k int) int { return roundUp(m, kn
 // strip is widening scratch of max(kc, M) values for 16-bit operands.
 func packWholeA[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs, strip []float32) {
 	mp := roundUp(g.M, kn.mr)
-	for pc := 0; pc < g.K; pc += kn.kc {
-		kc := min(kn.kc, g.K-pc)
+	step := kn.kcFor(g.K)
+	for pc := 0; pc < g.K; pc += step {
+		kc := min(step, g.K-pc)
 		packA(kn, dst[pc*mp:], a, g.OffA, g.LdA, g.TransA, 0, g.M, pc, kc, T(g.Alpha), strip)
 	}
 }
