@@ -167,3 +167,79 @@ func TestLinearCrossEntropyRefuses(t *testing.T) {
 		}
 	}
 }
+
+// lceAutocast runs the fused or plain loss of F32 x (n, c) and head w
+// (v, c) with bias under autocast to dt, forward and backward, and returns
+// the loss and the F32 gradients of x, w and b.
+func lceAutocast(t *testing.T, dt dtype.DType, fused bool, n, c, v, chunk int) [][]float64 {
+	t.Helper()
+	dev := cpu.New(0, device.Options{})
+	r := rand.New(rand.NewPCG(5, 6))
+	s := autograd.NewScope()
+	defer s.Release()
+	x := s.FromFloat64s(dev, []int{n, c}, randVals(r, n*c)).Cast(dtype.F32).SetRequiresGrad(true)
+	w := s.FromFloat64s(dev, []int{v, c}, randVals(r, v*c)).Cast(dtype.F32).SetRequiresGrad(true)
+	b := s.FromFloat64s(dev, []int{v}, randVals(r, v)).Cast(dtype.F32).SetRequiresGrad(true)
+	y := s.FromInt64s(dev, []int{n}, nslTargets(9, n, v, false, -100))
+	o := autograd.LCEOptions{CEOptions: autograd.CEOptions{LabelSmoothing: 0.1}, Chunk: chunk}
+	var loss *autograd.Tensor
+	s.Autocast(dt, func() {
+		if fused {
+			loss = autograd.LinearCrossEntropy(x, w, b, y, o)
+		} else {
+			loss = autograd.CrossEntropy(autograd.Linear(x, w, b), y, o.CEOptions)
+		}
+	})
+	if loss.DType() != dtype.F32 {
+		t.Fatalf("autocast %s fused=%v: loss dtype %s, want f32", dt, fused, loss.DType())
+	}
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	out := [][]float64{loss.Float64s()}
+	for _, l := range []*autograd.Tensor{x, w, b} {
+		if l.Grad().DType() != dtype.F32 {
+			t.Fatalf("autocast %s fused=%v: gradient dtype %s, want f32", dt, fused, l.Grad().DType())
+		}
+		out = append(out, l.Grad().Float64s())
+	}
+	return out
+}
+
+// TestLinearCrossEntropyAutocast checks the fused loss under BF16 and F16
+// autocast against CrossEntropy(Linear) under the same autocast: the head
+// GEMM runs in 16 bits on both sides, the loss in F32. With one chunk the
+// two compute the same roundings, so the results are equal; with smaller
+// chunks the 16-bit dW and db are rounded once per chunk instead of once,
+// so each element may differ by a few units of the 16-bit format's last
+// place (tolerance: chunks × 2^-p relative to the largest element, p = 8
+// for BF16, 11 for F16).
+func TestLinearCrossEntropyAutocast(t *testing.T) {
+	const n, c, v = 40, 16, 24
+	for _, dt := range []dtype.DType{dtype.BF16, dtype.F16} {
+		ulp := math.Ldexp(1, -8)
+		if dt == dtype.F16 {
+			ulp = math.Ldexp(1, -11)
+		}
+		want := lceAutocast(t, dt, false, n, c, v, 0)
+		for _, chunk := range []int{n, 7} {
+			got := lceAutocast(t, dt, true, n, c, v, chunk)
+			chunks := float64((n + chunk - 1) / chunk)
+			for i := range want {
+				top := 0.0
+				for _, x := range want[i] {
+					top = math.Max(top, math.Abs(x))
+				}
+				tol := 2 * chunks * ulp * top
+				if chunk == n {
+					tol = 0
+				}
+				for j := range want[i] {
+					if d := math.Abs(got[i][j] - want[i][j]); d > tol {
+						t.Fatalf("%s chunk %d: result %d [%d] = %v fused, %v plain (tolerance %g)", dt, chunk, i, j, got[i][j], want[i][j], tol)
+					}
+				}
+			}
+		}
+	}
+}
