@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ type meshSetup struct {
 	zero       int
 	sequence   bool
 	checkpoint bool
+	wrapData   func(parallel.Communicator) parallel.Communicator // wraps each rank's Data group (nil: none)
 }
 
 func smallMesh(dt dtype.DType, shape parallel.MeshShape) meshSetup {
@@ -43,6 +45,7 @@ type meshRank struct {
 	stepped device.Stats
 	flat    int // the DDP's flat elements, and its shard's
 	shard   int
+	buckets int
 }
 
 // reference is pipeSetup.reference over Data·M micro-batches, with every
@@ -124,7 +127,11 @@ func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 		return res, err
 	}
 	defer nn.Release(pp)
-	d, err := parallel.NewDDP(m.Data, pp, parallel.DDPConfig{Zero: ms.zero})
+	data := m.Data
+	if ms.wrapData != nil {
+		data = ms.wrapData(data)
+	}
+	d, err := parallel.NewDDP(data, pp, parallel.DDPConfig{Zero: ms.zero})
 	if err != nil {
 		return res, err
 	}
@@ -135,7 +142,7 @@ func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 		return res, err
 	}
 	defer opt.Release()
-	res.flat, res.shard = d.FlatLen(), d.ShardLen()
+	res.flat, res.shard, res.buckets = d.FlatLen(), d.ShardLen(), len(d.Buckets())
 	for step := range ms.steps {
 		first := m.DataRank * ms.m
 		l, err := pp.Step(parallel.PipeBatch{
@@ -288,5 +295,90 @@ func TestMeshMatchesOneDevice(t *testing.T) {
 			t.Logf("%s %v: 20 steps in %v, losses %.4f → %.4f, largest relative difference: losses %.2g, parameters %.2g", dt, sh,
 				time.Since(start).Round(time.Millisecond), want.losses[0], want.losses[len(want.losses)-1], ld, pd)
 		}
+	}
+}
+
+// TestMeshModelStatesPerRank holds every rank's model-state bytes after
+// the first step (its allocator's, by tag) against Megatron's count for a
+// distributed optimizer, in its F32 form: F32 parameters and gradients
+// (4 + 4 bytes per element) and AdamW's two F32 moments sharded over the
+// data-parallel group (8/DP), (4 + 4 + 8/DP)·Ψ_rank, where Ψ_rank is the
+// rank's stage's elements, a tensor-parallel 1/TP of the split ones —
+// counted here from the unsplit model's shapes. The shapes divide evenly,
+// so no bucket is padded (checked: the flat buffer is Ψ_rank elements).
+func TestMeshModelStatesPerRank(t *testing.T) {
+	for _, sh := range []parallel.MeshShape{{2, 2, 1}, {2, 1, 2}, {2, 2, 2}, {1, 2, 2}} {
+		ms := smallMesh(dtype.F32, sh)
+		ms.steps = 1
+		_, shapes := ms.reference(t)
+		got, err := ms.run()
+		if err != nil {
+			t.Fatalf("%v: %v", sh, err)
+		}
+		for r, g := range got {
+			_, tp, pp := sh.Coords(r)
+			var psi int64
+			for name, shape := range shapes {
+				if stageOf(name, ms.cfg.Layers, sh.Pipe) == pp {
+					n := 1
+					for _, d := range shape {
+						n *= d
+					}
+					psi += int64(len(shardOf(name, make([]float64, n), shape, tp, sh.Tensor)))
+				}
+			}
+			if int64(g.flat) != psi || int64(g.shard*sh.Data) != psi {
+				t.Fatalf("%v rank %d: flat %d, shard %d elements, want Ψ_rank %d and Ψ_rank/%d", sh, r, g.flat, g.shard, psi, sh.Data)
+			}
+			want := map[device.Tag]int64{device.Parameter: 4 * psi, device.Gradient: 4 * psi, device.Optimizer: 8 * psi / int64(sh.Data)}
+			for tag, w := range want {
+				if b := g.stepped.ByTag[tag].Current; b != w {
+					t.Errorf("%v rank %d: %s %d bytes, want %d (Ψ_rank %d)", sh, r, tag, b, w, psi)
+				}
+			}
+			if r == sh.Size()-1 {
+				t.Logf("%v rank %d: Ψ_rank %d: parameters %d, gradients %d, optimizer %d bytes = (4 + 4 + 8/%d)·Ψ_rank", sh, r, psi,
+					g.stepped.ByTag[device.Parameter].Current, g.stepped.ByTag[device.Gradient].Current, g.stepped.ByTag[device.Optimizer].Current, sh.Data)
+			}
+		}
+	}
+}
+
+// reductions counts a communicator's gradient reductions.
+type reductions struct {
+	parallel.Communicator
+	n *atomic.Int64
+}
+
+func (c reductions) AllReduce(t *autograd.Tensor, op parallel.Op) error {
+	c.n.Add(1)
+	return c.Communicator.AllReduce(t, op)
+}
+
+func (c reductions) ReduceScatter(dst, src *autograd.Tensor, op parallel.Op) error {
+	c.n.Add(1)
+	return c.Communicator.ReduceScatter(dst, src, op)
+}
+
+// TestMeshReducesOncePerStep: with Pipe.SyncWith the data-parallel group
+// reduces each gradient bucket once per step (the 4 micro-batches
+// accumulate under NoSync), not once per micro-batch — the results agree
+// either way (an average of sums is the sum of averages), so only the
+// count tells.
+func TestMeshReducesOncePerStep(t *testing.T) {
+	ms := smallMesh(dtype.F32, parallel.MeshShape{Data: 2, Tensor: 1, Pipe: 2})
+	ms.steps = 3
+	var n atomic.Int64
+	ms.wrapData = func(c parallel.Communicator) parallel.Communicator { return reductions{c, &n} }
+	got, err := ms.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, g := range got {
+		want += ms.steps * g.buckets
+	}
+	if n.Load() != int64(want) {
+		t.Errorf("%d reductions over the data groups in %d steps, want one per bucket per step: %d", n.Load(), ms.steps, want)
 	}
 }
