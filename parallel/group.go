@@ -74,8 +74,8 @@ type group struct {
 	posts   []post // what each rank passed to the current collective
 	ranks   []*local
 	dom     *domain // the mesh whose groups fail together (nil: this group alone)
-	failure error // the first rank's error in the collective ending now
-	result  error // the failure of the collective that ended last
+	failure error   // the first rank's error in the collective ending now
+	result  error   // the failure of the collective that ended last
 	// point to point (p2p.go)
 	mail map[[2]int]*letter // the pending send from rank [0] to rank [1]
 	left []bool             // the ranks whose function returned from Run

@@ -25,7 +25,9 @@ func (s MeshShape) Check() error {
 }
 
 // String writes the shape as "dp×tp×pp".
-func (s MeshShape) String() string { return fmt.Sprintf("%d×%d×%d (dp×tp×pp)", s.Data, s.Tensor, s.Pipe) }
+func (s MeshShape) String() string {
+	return fmt.Sprintf("%d×%d×%d (dp×tp×pp)", s.Data, s.Tensor, s.Pipe)
+}
 
 // Rank returns the world rank of the mesh coordinates (data, tensor,
 // pipe): tensor + Tensor·(data + Data·pipe). The tensor coordinate varies

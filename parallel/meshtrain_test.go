@@ -299,49 +299,62 @@ func TestMeshMatchesOneDevice(t *testing.T) {
 }
 
 // TestMeshModelStatesPerRank holds every rank's model-state bytes after
-// the first step (its allocator's, by tag) against Megatron's count for a
-// distributed optimizer, in its F32 form: F32 parameters and gradients
-// (4 + 4 bytes per element) and AdamW's two F32 moments sharded over the
-// data-parallel group (8/DP), (4 + 4 + 8/DP)·Ψ_rank, where Ψ_rank is the
+// the first step (its allocator's, by tag) against the distributed
+// optimizer's count: in F32, F32 parameters and gradients (4 + 4 bytes per
+// element) and AdamW's two F32 moments sharded over the data-parallel
+// group (8/DP), (4 + 4 + 8/DP)·Ψ_rank; in BF16 with F32 masters,
+// (2 + 2 + 12/DP)·Ψ_rank (masters and moments sharded), where Ψ_rank is the
 // rank's stage's elements, a tensor-parallel 1/TP of the split ones —
 // counted here from the unsplit model's shapes. The shapes divide evenly,
 // so no bucket is padded (checked: the flat buffer is Ψ_rank elements).
 func TestMeshModelStatesPerRank(t *testing.T) {
-	for _, sh := range []parallel.MeshShape{{2, 2, 1}, {2, 1, 2}, {2, 2, 2}, {1, 2, 2}} {
-		ms := smallMesh(dtype.F32, sh)
-		ms.steps = 1
-		_, shapes := ms.reference(t)
-		got, err := ms.run()
-		if err != nil {
-			t.Fatalf("%v: %v", sh, err)
-		}
-		for r, g := range got {
-			_, tp, pp := sh.Coords(r)
-			var psi int64
-			for name, shape := range shapes {
-				if stageOf(name, ms.cfg.Layers, sh.Pipe) == pp {
-					n := 1
-					for _, d := range shape {
-						n *= d
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		// bytes per element: parameter, gradient, optimizer state ×Data
+		per := map[dtype.DType][3]int64{dtype.F32: {4, 4, 8}, dtype.BF16: {2, 2, 12}}[dt]
+		for _, sh := range []parallel.MeshShape{{2, 2, 1}, {2, 1, 2}, {2, 2, 2}, {1, 2, 2}} {
+			ms := smallMesh(dt, sh)
+			ms.steps = 1
+			ms.adam.MasterWeights = dt != dtype.F32
+			_, shapes := ms.reference(t)
+			got, err := ms.run()
+			if err != nil {
+				t.Fatalf("%s %v: %v", dt, sh, err)
+			}
+			for r, g := range got {
+				psi := rankElements(ms, shapes, r)
+				if int64(g.flat) != psi || int64(g.shard*sh.Data) != psi {
+					t.Fatalf("%s %v rank %d: flat %d, shard %d elements, want Ψ_rank %d and Ψ_rank/%d", dt, sh, r, g.flat, g.shard, psi, sh.Data)
+				}
+				want := map[device.Tag]int64{device.Parameter: per[0] * psi, device.Gradient: per[1] * psi, device.Optimizer: per[2] * psi / int64(sh.Data)}
+				for tag, w := range want {
+					if b := g.stepped.ByTag[tag].Current; b != w {
+						t.Errorf("%s %v rank %d: %s %d bytes, want %d (Ψ_rank %d)", dt, sh, r, tag, b, w, psi)
 					}
-					psi += int64(len(shardOf(name, make([]float64, n), shape, tp, sh.Tensor)))
 				}
-			}
-			if int64(g.flat) != psi || int64(g.shard*sh.Data) != psi {
-				t.Fatalf("%v rank %d: flat %d, shard %d elements, want Ψ_rank %d and Ψ_rank/%d", sh, r, g.flat, g.shard, psi, sh.Data)
-			}
-			want := map[device.Tag]int64{device.Parameter: 4 * psi, device.Gradient: 4 * psi, device.Optimizer: 8 * psi / int64(sh.Data)}
-			for tag, w := range want {
-				if b := g.stepped.ByTag[tag].Current; b != w {
-					t.Errorf("%v rank %d: %s %d bytes, want %d (Ψ_rank %d)", sh, r, tag, b, w, psi)
+				if r == sh.Size()-1 {
+					t.Logf("%s %v rank %d: Ψ_rank %d: parameters %d, gradients %d, optimizer %d bytes = (%d + %d + %d/%d)·Ψ_rank", dt, sh, r, psi,
+						g.stepped.ByTag[device.Parameter].Current, g.stepped.ByTag[device.Gradient].Current, g.stepped.ByTag[device.Optimizer].Current, per[0], per[1], per[2], sh.Data)
 				}
-			}
-			if r == sh.Size()-1 {
-				t.Logf("%v rank %d: Ψ_rank %d: parameters %d, gradients %d, optimizer %d bytes = (4 + 4 + 8/%d)·Ψ_rank", sh, r, psi,
-					g.stepped.ByTag[device.Parameter].Current, g.stepped.ByTag[device.Gradient].Current, g.stepped.ByTag[device.Optimizer].Current, sh.Data)
 			}
 		}
 	}
+}
+
+// rankElements is Ψ_rank: the elements of rank r's stage's parameters,
+// its tensor-parallel part of the split ones, from the unsplit shapes.
+func rankElements(ms meshSetup, shapes map[string][]int, r int) int64 {
+	_, tp, pp := ms.shape.Coords(r)
+	var psi int64
+	for name, shape := range shapes {
+		if stageOf(name, ms.cfg.Layers, ms.shape.Pipe) == pp {
+			n := 1
+			for _, d := range shape {
+				n *= d
+			}
+			psi += int64(len(shardOf(name, make([]float64, n), shape, tp, ms.shape.Tensor)))
+		}
+	}
+	return psi
 }
 
 // reductions counts a communicator's gradient reductions.

@@ -192,7 +192,7 @@ type gptStage struct {
 func (g gptStage) embed(idx *autograd.Tensor) *autograd.Tensor { return g.l.Embed("pipe", idx) }
 func (g gptStage) body(h *autograd.Tensor) *autograd.Tensor    { return g.l.Body(h) }
 func (g gptStage) out(h *autograd.Tensor) *autograd.Tensor     { return g.l.Out(h) }
-func (g gptStage) shape(b, t int) []int                         { return []int{b, t, g.width} }
+func (g gptStage) shape(b, t int) []int                        { return []int{b, t, g.width} }
 
 // materialise gives every unbound parameter among ps its storage through
 // its fetch function (a deferred builder's writes its initial values), so
