@@ -85,7 +85,7 @@ func (ms meshSetup) run() ([]meshRank, error) {
 // loss of a micro-batch's logits against targets.
 func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.Pipe, func(*autograd.Tensor, []int64) *autograd.Tensor, error) {
 	b := nn.NewDeferredBuilder(dev, ms.dt, 7)
-	cfg := parallel.PipeConfig{MicroBatches: ms.m, Batch: ms.batch, Seq: ms.seq, Schedule: ms.sched}
+	cfg := parallel.PipeConfig{MicroBatches: ms.m, Batch: ms.batch, Seq: ms.seq, Schedule: ms.sched, Autocast: ms.autocast}
 	if ms.shape.Tensor == 1 {
 		g, err := nn.NewGPT(b, "gpt", ms.cfg, nil)
 		if err != nil {
@@ -393,5 +393,96 @@ func TestMeshReducesOncePerStep(t *testing.T) {
 	}
 	if n.Load() != int64(want) {
 		t.Errorf("%d reductions over the data groups in %d steps, want one per bucket per step: %d", n.Load(), ms.steps, want)
+	}
+}
+
+// TestMeshStageFeatures runs what a stage may add on 20 AdamW steps:
+// activation checkpointing (every stage's blocks recomputed in backward)
+// on DP2×TP2×PP2 must give the same mesh's run without it bit for bit, in
+// F64; sequence parallelism on TP2×PP2 and DP2×TP2×PP2 must match one
+// device as TestMeshMatchesOneDevice does (F64 within 1e-10); BF16
+// autocast over F32 parameters on a PP2 mesh must equal one device's
+// train.Stepper with the same Autocast bit for bit (the pipeline adds
+// nothing), and on DP2×TP2×PP2 equal the DP2×TP2 mesh's run (one stage)
+// bit for bit, with losses within 2.5e-2 of one device's (16-bit partial
+// sums are rounded before the tensor-parallel reductions add them, which
+// Adam amplifies in the parameters: TP's own tolerance, see
+// TestTensorParallelGPTLowerPrecision).
+func TestMeshStageFeatures(t *testing.T) {
+	all := parallel.MeshShape{Data: 2, Tensor: 2, Pipe: 2}
+	t.Run("checkpoint", func(t *testing.T) {
+		plain, err := smallMesh(dtype.F64, all).run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := smallMesh(dtype.F64, all)
+		ms.checkpoint = true
+		got, err := ms.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			if err := compare(pipeResult{losses: got[r].losses, params: got[r].params}, pipeResult{losses: plain[r].losses, params: plain[r].params}, 0); err != nil {
+				t.Errorf("rank %d checkpointed: %v", r, err)
+			}
+		}
+	})
+	t.Run("autocast/2×2×2", func(t *testing.T) {
+		flat := smallMesh(dtype.F32, parallel.MeshShape{Data: 2, Tensor: 2, Pipe: 1})
+		flat.autocast = dtype.BF16
+		one, err := flat.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := smallMesh(dtype.F32, all)
+		ms.autocast = dtype.BF16
+		want, shapes := ms.reference(t)
+		got, err := ms.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range got {
+			dp, tp, _ := all.Coords(r)
+			ref := one[flat.shape.Rank(dp, tp, 0)]
+			sub := pipeResult{losses: ref.losses, params: map[string][]float64{}}
+			for name := range got[r].params {
+				sub.params[name] = ref.params[name]
+			}
+			if err := compare(pipeResult{losses: got[r].losses, params: got[r].params}, sub, 0); err != nil {
+				t.Errorf("rank %d against the one-stage mesh: %v", r, err)
+			}
+		}
+		ld, _, err := ms.compare(got, want, shapes, 2.5e-2, math.Inf(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("losses %.4f → %.4f, largest relative difference to one device %.2g", want.losses[0], want.losses[len(want.losses)-1], ld)
+	})
+	for _, c := range []struct {
+		name      string
+		shape     parallel.MeshShape
+		dt        dtype.DType
+		seq       bool
+		amp       dtype.DType
+		rel, prel float64
+	}{
+		{"sequence", parallel.MeshShape{Data: 1, Tensor: 2, Pipe: 2}, dtype.F64, true, dtype.Invalid, 1e-10, 1e-10},
+		{"sequence", all, dtype.F64, true, dtype.Invalid, 1e-10, 1e-10},
+		{"autocast", parallel.MeshShape{Data: 1, Tensor: 1, Pipe: 2}, dtype.F32, false, dtype.BF16, 0, 0},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", c.name, c.shape), func(t *testing.T) {
+			ms := smallMesh(c.dt, c.shape)
+			ms.sequence, ms.autocast = c.seq, c.amp
+			want, shapes := ms.reference(t)
+			got, err := ms.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ld, pd, err := ms.compare(got, want, shapes, c.rel, c.prel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("losses %.4f → %.4f, largest relative difference: losses %.2g, parameters %.2g", want.losses[0], want.losses[len(want.losses)-1], ld, pd)
+		})
 	}
 }

@@ -21,6 +21,11 @@ type PipeConfig struct {
 	// Split is the number of blocks of each stage, in stage order (each
 	// ≥ 1, summing to the model's Layers); nil: DefaultSplit.
 	Split []int
+	// Autocast is the forward's autocast dtype (BF16 or F16; Invalid, the
+	// default: none), as train.Stepper's: each stage's forward and the
+	// loss run under it, the 1/M scaling after it. (F16 without a loss
+	// scaler may underflow: Pipe has none yet.)
+	Autocast dtype.DType
 }
 
 // DefaultSplit cuts layers blocks into stages contiguous stages of
@@ -218,6 +223,8 @@ func checkPipe(cfg PipeConfig, mc nn.GPTConfig, split []int, P int) error {
 		return fmt.Errorf("sequence length %d: want 1 ≤ T ≤ context %d", cfg.Seq, mc.Context)
 	case cfg.Schedule != OneFOneB && cfg.Schedule != GPipe:
 		return fmt.Errorf("unknown %s", cfg.Schedule)
+	case cfg.Autocast != dtype.Invalid && !cfg.Autocast.IsLowPrecision():
+		return fmt.Errorf("autocast %s: want bf16 or f16 (or none)", cfg.Autocast)
 	case P > 1 && (mc.TieEmbeddings || mc.ShareLayers):
 		return fmt.Errorf("tied embeddings or shared layers would span stages: not supported with %d stages", P)
 	case split == nil:

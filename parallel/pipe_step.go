@@ -197,8 +197,25 @@ func (p *Pipe) compute(w work, b PipeBatch, m *micro) error {
 	return autograd.Try(func() { p.forward(w.micro, b, m) })
 }
 
-// forward runs this stage's part of the model on micro-batch i.
+// forward runs this stage's part of the model on micro-batch i, under
+// the configuration's autocast; the last stage then scales its loss.
 func (p *Pipe) forward(i int, b PipeBatch, m *micro) {
+	var h *autograd.Tensor
+	m.s.Autocast(p.cfg.Autocast, func() { h = p.stageForward(i, b, m) })
+	if p.stage < p.stages-1 {
+		m.out = h
+		return
+	}
+	m.loss = h.Item()
+	if M := p.cfg.MicroBatches; M > 1 {
+		h = h.Scale(1 / float64(M))
+	}
+	m.out = h
+}
+
+// stageForward returns this stage's output on micro-batch i: the
+// activation sent on, or the last stage's loss.
+func (p *Pipe) stageForward(i int, b PipeBatch, m *micro) *autograd.Tensor {
 	var h *autograd.Tensor
 	if p.stage == 0 {
 		idx := b.Tokens(m.s, i)
@@ -212,18 +229,13 @@ func (p *Pipe) forward(i int, b PipeBatch, m *micro) {
 	}
 	h = p.parts.body(h)
 	if p.stage < p.stages-1 {
-		m.out = h
-		return
+		return h
 	}
 	l := b.Loss(p.parts.out(h), i)
 	if l == nil || l.Len() != 1 {
 		panic(&autograd.Error{Op: "pipe", Msg: fmt.Sprintf("Loss(%d) returned %v: want a scalar", i, shapeOf(l))})
 	}
-	m.loss = l.Item()
-	if M := p.cfg.MicroBatches; M > 1 {
-		l = l.Scale(1 / float64(M))
-	}
-	m.out = l
+	return l
 }
 
 func shapeOf(t *autograd.Tensor) any {
