@@ -1,6 +1,7 @@
 package parallel_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -29,6 +30,7 @@ type meshSetup struct {
 	sequence   bool
 	checkpoint bool
 	wrapData   func(parallel.Communicator) parallel.Communicator // wraps each rank's Data group (nil: none)
+	fails      func(rank, step int) bool                         // this rank's Tokens or Loss returns nil in step (nil: never)
 }
 
 func smallMesh(dt dtype.DType, shape parallel.MeshShape) meshSetup {
@@ -147,10 +149,16 @@ func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 		first := m.DataRank * ms.m
 		l, err := pp.Step(parallel.PipeBatch{
 			Tokens: func(s *autograd.Scope, i int) *autograd.Tensor {
+				if ms.fails != nil && ms.fails(m.World.Rank(), step) && i == 1 {
+					return nil
+				}
 				idx, _ := ms.tokens(step, first+i)
 				return s.FromInt64s(dev, []int{ms.batch, ms.seq}, idx)
 			},
 			Loss: func(logits *autograd.Tensor, i int) *autograd.Tensor {
+				if ms.fails != nil && ms.fails(m.World.Rank(), step) && i == 2 {
+					return nil
+				}
 				_, tgt := ms.tokens(step, first+i)
 				return loss(logits, tgt)
 			},
@@ -484,5 +492,49 @@ func TestMeshStageFeatures(t *testing.T) {
 			}
 			t.Logf("losses %.4f → %.4f, largest relative difference: losses %.2g, parameters %.2g", want.losses[0], want.losses[len(want.losses)-1], ld, pd)
 		})
+	}
+}
+
+// TestMeshTrainingFailure trains DP2×TP2×PP2 with each rank in turn
+// failing in step 2 (stage 0's Tokens or the last stage's Loss returns
+// nil, mid-step, while the others are in pipeline transfers, tensor-parallel
+// collectives or data-parallel reductions): every rank must return
+// within 10 s, the failed one with its own error, the others with an
+// *AbortError naming it (or its message: a reduction that fails inside
+// backward reaches the rank through autograd's error, as text).
+func TestMeshTrainingFailure(t *testing.T) {
+	ms := smallMesh(dtype.F32, parallel.MeshShape{Data: 2, Tensor: 2, Pipe: 2})
+	ms.steps = 4
+	for bad := range ms.shape.Size() {
+		ms.fails = func(rank, step int) bool { return rank == bad && step == 2 }
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			_, err := ms.run()
+			done <- err
+		}()
+		var err error
+		select {
+		case <-time.After(10 * time.Second):
+			t.Fatalf("rank %d failing: no result within 10s: a deadlock", bad)
+		case err = <-done:
+		}
+		errs := err.(interface{ Unwrap() []error }).Unwrap()
+		if len(errs) != ms.shape.Size() {
+			t.Errorf("rank %d failing: %d ranks failed, want %d: %v", bad, len(errs), ms.shape.Size(), err)
+		}
+		for _, e := range errs {
+			var re *parallel.RankError
+			var ae *parallel.AbortError
+			switch {
+			case !errors.As(e, &re):
+				t.Errorf("%v is not a RankError", e)
+			case re.Rank == bad && !strings.Contains(e.Error(), "returned nil"):
+				t.Errorf("the failing rank %d: %v", bad, e)
+			case re.Rank != bad && (!errors.As(e, &ae) || ae.Rank != bad) && !strings.Contains(e.Error(), fmt.Sprintf("because rank %d failed", bad)):
+				t.Errorf("rank %d failing: rank %d returned %v, want an AbortError naming rank %d", bad, re.Rank, e, bad)
+			}
+		}
+		t.Logf("rank %d failing: all returned in %v", bad, time.Since(start).Round(time.Millisecond))
 	}
 }
