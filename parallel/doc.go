@@ -563,4 +563,75 @@
 // and joins the collective header that settles the abort (a rank in a
 // collective is there already). Step ends with the loss broadcast, a
 // collective, so no stage finishes a step that another has failed.
+//
+// # Composition: data × tensor × pipeline
+//
+// A mesh arranges Data·Tensor·Pipe ranks as Data replicas of a model cut
+// into Pipe pipeline stages whose blocks are split Tensor ways (MeshShape,
+// Mesh). World rank r has coordinates tensor = r mod Tensor, data =
+// ⌊r/Tensor⌋ mod Data, pipe = ⌊r/(Tensor·Data)⌋, i.e. r = tensor +
+// Tensor·(data + Data·pipe) (MeshShape.Rank, Coords): Megatron-LM's
+// order, tensor fastest, so that a tensor group — which communicates in
+// every layer — is consecutive ranks (one machine's devices when Tensor
+// divides them), then data, and pipeline groups, which send the least,
+// span the farthest ranks. Each rank gets four communicators: World,
+// Tensor (the ranks sharing its data and pipe coordinates), Data (sharing
+// tensor and pipe) and Pipe (sharing data and tensor), each ranked by its
+// own coordinate. In process NewMeshGroup makes every rank's mesh (the
+// sub-groups are in-process groups) and RunMesh runs them; over MPI
+// NewMesh splits the world (MPI.Split, MPI_Comm_split, which needs
+// MPI_THREAD_MULTIPLE). A mesh is one failure domain: an Abort of any of
+// its communicators fails every pending and future collective and
+// transfer of all of them on every rank (in process: every sub-group gets
+// the *AbortError naming the world rank; under MPI each of the process's
+// communicators joins one abort header of its own, and a rank that learns
+// of an abort through one aborts the others). TestMeshFailingRank (each
+// rank of a 2×2×2 mesh failing in turn while the others run collectives
+// on all three groups and transfers between stages) and TestMPIMeshRanks
+// check it.
+//
+// A rank trains: its model (nn.NewGPT, or NewTensorGPT over Mesh.Tensor,
+// built with a deferred builder and the same seed everywhere); its stage
+// (NewPipe, or NewTensorPipe, over Mesh.Pipe; NewTensorPipe releases the
+// other stages' shards, so a rank keeps only its stage's); NewDDP over
+// Mesh.Data with the Pipe as the module (a Pipe is an nn.Module of its
+// stage's parameters) at any ZeRO stage; Pipe.SyncWith(ddp), which runs
+// every micro-batch's backward but the last under NoSync, so that the
+// data group reduces each bucket once per step (TestMeshReducesOncePerStep);
+// and NewAdamW(ddp, …). Gradient accumulation is the pipeline's M
+// micro-batches: a step sees Data·M micro-batches in all, data rank d
+// taking its own M. Checkpointing plugs in as RunBlocks of the model (a
+// stage runs its blocks through it). Defaults: MeshShape has none (every
+// size must be ≥ 1; 1×1×1 is one device); the split of blocks over stages
+// is DefaultSplit, the schedule 1F1B, ZeRO the DDPConfig's.
+//
+// Exactness: TestMeshMatchesOneDevice trains 20 AdamW steps on DP2×TP2,
+// DP2×PP2, TP2×PP2 and DP2×TP2×PP2 (ZeRO-1) against one device
+// accumulating the same Data·M micro-batches. Not bit for bit: the data
+// mean adds the ranks' sums ((g₀+g₁)/2, against one device's running sum
+// of g/(Data·M)) and tensor-parallel row outputs add partial sums. F64
+// losses within 1.7e-15 and parameters 8.8e-13 (relative to max(|w|,
+// 0.02)); F32 losses 7.4e-8, parameters 4.3e-5. The keys' part of c_attn's
+// bias is left out: its gradient is zero in exact arithmetic, so its value
+// is rounding noise that Adam amplifies differently in every run. With
+// one data and one tensor rank the pipeline alone is bit for bit
+// (TestPipeMatchesOneDevice, and TestMPIMeshRanks's PP2 mesh).
+//
+// Memory: each rank holds its stage's share Ψ_rank of the parameters —
+// the stage's whole parameters (LayerNorms, wpe, row-parallel biases) and
+// 1/Tensor of its split ones — and under ZeRO-1 the optimizer state of
+// 1/Data of them. With F32 parameters, gradients and AdamW moments that is
+// (4 + 4 + 8/Data)·Ψ_rank bytes (TestMeshModelStatesPerRank: allocator
+// bytes by tag after the first step, exact on 2×2×1, 2×1×2, 2×2×2 and
+// 1×2×2, buckets unpadded). With BF16 parameters and F32 masters
+// (AdamConfig.MasterWeights) the masters and both moments are sharded:
+// (2 + 2 + 12/Data)·Ψ_rank — Megatron's distributed optimizer counts
+// 6 + 12/Data because it keeps F32 gradients; here gradients are in the
+// parameters' dtype (TestMeshModelStatesPerRank measures this form too).
+//
+// Not yet: clipping by the global norm across a mesh with Tensor > 1
+// (Pipe.Optimizer sums over the stages, the DDP optimizer over the data
+// group; a tensor group's replicated parameters would be counted Tensor
+// times); NCCL meshes (no point-to-point); dropout masks that match one
+// device across stages.
 package parallel

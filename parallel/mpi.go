@@ -22,7 +22,7 @@ static MPI_Datatype hr_type(int kind) {
 }
 
 static int hr_init(int *provided) {
-	return MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, provided);
+	return MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided);
 }
 
 static int hr_state(int *initialized, int *finalized) {
@@ -132,13 +132,19 @@ type MPI struct {
 	amu     sync.Mutex
 	abort   error // set by Abort on this rank, not yet propagated
 	settled error // the abort every rank has learned of: sticky
+
+	threads C.int      // the thread level MPI provides
+	family  *mpiFamily // the communicators split from one world (mpi_split.go)
+	sub     bool       // split from another: Finalize frees nothing
 }
 
 // NewMPI initializes MPI and returns this process's rank of
-// MPI_COMM_WORLD. It asks for MPI_THREAD_SERIALIZED and fails if the
-// library provides less: Go may run successive calls on different OS
-// threads, and the MPI value serializes its calls itself, so that is all
-// it needs (MPI_THREAD_MULTIPLE would add the library's own locking). Call
+// MPI_COMM_WORLD. It asks for MPI_THREAD_MULTIPLE and fails if the
+// library provides less than MPI_THREAD_SERIALIZED: Go may run successive
+// calls on different OS threads, and each MPI value serializes its own
+// calls, so that is all one communicator needs; the communicators of a
+// mesh (Split) are used at once by different goroutines and need
+// MPI_THREAD_MULTIPLE. Call
 // it once per process, and Finalize before the process exits.
 func NewMPI() (*MPI, error) {
 	var initialized, finalized C.int
@@ -159,7 +165,8 @@ func NewMPI() (*MPI, error) {
 		C.hr_finalize()
 		return nil, err
 	}
-	m.rank, m.size = int(rank), int(size)
+	m.rank, m.size, m.threads = int(rank), int(size), provided
+	m.family = &mpiFamily{members: []*MPI{m}}
 	if provided < C.MPI_THREAD_SERIALIZED {
 		m.Finalize()
 		return nil, fmt.Errorf("parallel: new_mpi: the MPI library provides thread level %d, need MPI_THREAD_SERIALIZED (%d) or more", int(provided), int(C.MPI_THREAD_SERIALIZED))
@@ -173,6 +180,9 @@ func NewMPI() (*MPI, error) {
 // Finalize first joins the collective header that tells them. Every rank
 // calls it before exiting: MPI_Finalize is collective.
 func (m *MPI) Finalize() error {
+	if !m.sub {
+		m.family.finalize(m)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done {
@@ -183,6 +193,9 @@ func (m *MPI) Finalize() error {
 		m.exchange("finalize", &h, nil)
 	}
 	m.done = true
+	if m.sub {
+		return nil
+	}
 	if rc := C.hr_close(&m.comm); rc != C.MPI_SUCCESS {
 		return mpiError("finalize", "MPI_Finalize", rc)
 	}

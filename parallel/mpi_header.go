@@ -24,6 +24,11 @@ func (m *MPI) Abort(err error) {
 	if err == nil {
 		err = errors.New("aborted")
 	}
+	m.family.abort(err)
+}
+
+// abortOne is Abort of this communicator alone.
+func (m *MPI) abortOne(err error) {
 	m.amu.Lock()
 	defer m.amu.Unlock()
 	if m.abort == nil && m.settled == nil {
@@ -108,6 +113,7 @@ func (m *MPI) exchange(op string, h *mpiHeader, local error) error {
 			}
 		}
 		m.settle(err)
+		m.family.abort(err) // the communicators split with this one fail too
 		return err
 	}
 	if r := int(h[mpiFailed]) - 1; r >= 0 {

@@ -47,7 +47,7 @@ func TestMPI(t *testing.T) {
 		// OpenMPI's default launcher wants ssh or rsh even on one machine
 		args = append(args, "--mca", "plm", "isolated")
 	}
-	for _, name := range []string{"TestMPIRanks", "TestMPIAbortAlone", "TestMPIPipeRanks"} {
+	for _, name := range []string{"TestMPIRanks", "TestMPIAbortAlone", "TestMPIPipeRanks", "TestMPIMeshRanks"} {
 		start := time.Now()
 		out, err := mpiLaunch(mpirun, args, t.TempDir(), name, 60*time.Second)
 		t.Logf("mpirun %s %s (%v):\n%s", strings.Join(args, " "), name, time.Since(start).Round(time.Millisecond), out)

@@ -33,6 +33,7 @@ type pipeSetup struct {
 	split         []int                                             // blocks per stage (nil: the default)
 	wrap          func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator (nil: none)
 	devOf         func(rank int) *device.Device                     // rank's device (nil: a cpu, of capOf's capacity); the reference's is devOf(0)
+	autocast      dtype.DType                                       // the forward's autocast dtype (Invalid: none)
 }
 
 func smallPipe(dt dtype.DType, stages int, sched parallel.Schedule) pipeSetup {
@@ -88,7 +89,7 @@ func (ps pipeSetup) reference(t *testing.T) pipeResult {
 		t.Fatal(err)
 	}
 	defer opt.Release()
-	st := &train.Stepper{Opt: opt, Accum: ps.m, Clip: ps.clip}
+	st := &train.Stepper{Opt: opt, Accum: ps.m, Clip: ps.clip, Autocast: ps.autocast}
 	res := pipeResult{params: map[string][]float64{}}
 	for step := range ps.steps {
 		loss, _, err := st.Step(func(s *autograd.Scope, i int) *autograd.Tensor {
