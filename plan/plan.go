@@ -13,6 +13,11 @@ import (
 // together, in exact bytes.
 type Rank struct {
 	Device string `json:"device"`
+	// Layout is the rank's part of a split model ("tp 1/2", "stage 3/16";
+	// "" when every rank holds the whole model) and Params the number of
+	// parameters it holds.
+	Layout string `json:"layout,omitempty"`
+	Params int64  `json:"params"`
 	train.PeakBytes
 	// ModelState is parameter + gradient + optimizer (their peaks): the
 	// "model states" of the ZeRO paper.
@@ -84,18 +89,22 @@ func Predict(c Config) (pred *Prediction, err error) {
 			pred, err = nil, fmt.Errorf("plan: %w", cerr)
 		}
 	}()
-	res := make([]result, c.Ranks)
-	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload
+	res := make([]result, c.world())
+	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload || c.split()
 	run := func(rank int, comm parallel.Communicator) error {
 		if err := ds.open(rank); err != nil {
 			return err
 		}
 		var err error
-		res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
+		if c.split() {
+			res[rank], err = splitStep(c, m, ds.dev[rank], comm, rank == 0 && c.Timeline)
+		} else {
+			res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
+		}
 		return err
 	}
 	if distributed {
-		err = parallel.Run(parallel.NewGroup(c.Ranks), func(cm parallel.Communicator) error { return run(cm.Rank(), cm) })
+		err = parallel.Run(parallel.NewGroup(c.world()), func(cm parallel.Communicator) error { return run(cm.Rank(), cm) })
 	} else {
 		err = run(0, nil)
 	}
@@ -110,9 +119,14 @@ func Predict(c Config) (pred *Prediction, err error) {
 		return nil, err
 	}
 	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
+	if c.split() {
+		if p.Params, err = wholeParams(c, m); err != nil {
+			return nil, err
+		}
+	}
 	for i, d := range ds.dev {
 		st := d.Stats()
-		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
+		r := Rank{Device: d.Name(), Layout: c.layout(i), Params: res[i].params, PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
 		if ds.hosts[i] != nil {
 			h := train.Peaks(ds.hosts[i].Stats())
