@@ -44,8 +44,8 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("zero, offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
 	case c.PP > 1 && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0):
 		return fmt.Errorf("amp and checkpointing with pp %d: not available yet", c.PP)
-	case g.Heads%c.TP != 0 || g.Vocab%c.TP != 0:
-		return fmt.Errorf("tp %d for %s: its %d heads and vocabulary %d must both divide by tp", c.TP, m.Name, g.Heads, g.Vocab)
+	case g.Heads%c.TP != 0:
+		return fmt.Errorf("tp %d for %s: its %d heads must divide by tp", c.TP, m.Name, g.Heads)
 	case g.Layers < c.PP:
 		return fmt.Errorf("pp %d for %s: more stages than its %d layers", c.PP, m.Name, g.Layers)
 	case c.Sequence && (c.Batch/c.Accum*c.Seq)%c.TP != 0:
@@ -54,13 +54,26 @@ func (c Config) checkSplit(m Model) error {
 	return nil
 }
 
+// splitGPT returns the configuration c's ranks split: under PP untied
+// (the last stage holds its own LM head); under TP with the vocabulary
+// padded, when T does not divide it, to the next multiple of 128·T, as
+// Megatron-LM pads it (--make-vocab-size-divisible-by 128): 50257 →
+// 50304 for TP 1…3 rounding, 51200 for TP 8.
+func splitGPT(c Config, m Model) nn.GPTConfig {
+	cfg := m.GPT
+	cfg.TieEmbeddings = cfg.TieEmbeddings && c.PP < 2
+	if c.TP > 1 && cfg.Vocab%c.TP != 0 {
+		q := 128 * c.TP
+		cfg.Vocab = (cfg.Vocab + q - 1) / q * q
+	}
+	return cfg
+}
+
 // wholeParams counts the parameters of the model c splits (untied under
 // PP), built deferred on a meta device of its own: shapes, no storage.
 func wholeParams(c Config, m Model) (int64, error) {
 	dev := meta.New(999, device.Options{Capacity: MaxBytes})
-	cfg := m.GPT
-	cfg.TieEmbeddings = cfg.TieEmbeddings && c.PP < 2
-	g, err := nn.NewGPT(nn.NewDeferredBuilder(dev, dtype.F32, 1), "gpt", cfg, nil)
+	g, err := nn.NewGPT(nn.NewDeferredBuilder(dev, dtype.F32, 1), "gpt", splitGPT(c, m), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -88,10 +101,10 @@ func splitStep(c Config, m Model, dev *device.Device, comm parallel.Communicator
 	var res result
 	_, forward := c.dtypes()
 	b := nn.NewBuilder(dev, dtype.F32, 1)
-	cfg := m.GPT
 	if c.PP > 1 {
-		b, cfg.TieEmbeddings = nn.NewDeferredBuilder(dev, dtype.F32, 1), false
+		b = nn.NewDeferredBuilder(dev, dtype.F32, 1)
 	}
+	cfg := splitGPT(c, m)
 	micro := c.Batch / c.Accum
 	schedule := parallel.OneFOneB
 	if c.Schedule == "gpipe" {
