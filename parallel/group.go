@@ -44,15 +44,22 @@ func NewGroup(n int) []Communicator {
 	if n < 1 {
 		panic(fmt.Sprintf("parallel.NewGroup: %d ranks, want ≥ 1", n))
 	}
-	g := &group{n: n, posts: make([]post, n), mail: map[[2]int]*letter{}, left: make([]bool, n)}
-	g.cond.L = &g.mu
+	g := newGroup(n)
 	cs := make([]Communicator, n)
-	for r := range n {
-		l := &local{g: g, rank: r, scratch: newScratch()}
-		g.ranks = append(g.ranks, l)
+	for r, l := range g.ranks {
 		cs[r] = l
 	}
 	return cs
+}
+
+// newGroup makes an in-process group of n ranks.
+func newGroup(n int) *group {
+	g := &group{n: n, posts: make([]post, n), mail: map[[2]int]*letter{}, left: make([]bool, n)}
+	g.cond.L = &g.mu
+	for r := range n {
+		g.ranks = append(g.ranks, &local{g: g, rank: r, world: r, scratch: newScratch()})
+	}
+	return g
 }
 
 // group is the state the ranks of one in-process group share.
@@ -66,6 +73,7 @@ type group struct {
 	gone    error  // set when a rank's function returned from Run
 	posts   []post // what each rank passed to the current collective
 	ranks   []*local
+	dom     *domain // the mesh whose groups fail together (nil: this group alone)
 	failure error // the first rank's error in the collective ending now
 	result  error // the failure of the collective that ended last
 	// point to point (p2p.go)
@@ -88,6 +96,7 @@ type post struct {
 type local struct {
 	g       *group
 	rank    int
+	world   int // the rank in the mesh's world group (rank outside a mesh)
 	scratch *scratch
 	host    []byte   // staging of tensors without host memory (StageBytes at most)
 	parts   [][]byte // what this rank offers the others in the current round
@@ -103,10 +112,22 @@ func (c *local) Abort(err error) {
 	if err == nil {
 		err = errors.New("aborted")
 	}
-	g := c.g
+	ae := &AbortError{Rank: c.world, Err: err}
+	if c.g.dom == nil {
+		c.g.abort(ae)
+		return
+	}
+	for _, g := range c.g.dom.groups {
+		g.abort(ae)
+	}
+}
+
+// abort fails the group's pending and future collectives with err, unless
+// an earlier Abort already did.
+func (g *group) abort(err *AbortError) {
 	g.mu.Lock()
 	if g.err == nil {
-		g.err = &AbortError{Rank: c.rank, Err: err}
+		g.err = err
 	}
 	g.cond.Broadcast()
 	g.mu.Unlock()
@@ -148,11 +169,22 @@ func (c *local) enter(p post) error {
 // needs every rank, so the others' pending and future collectives fail
 // instead of waiting for it forever.
 func (c *local) leave() {
+	if c.g.dom == nil {
+		c.leaveGroup()
+		return
+	}
+	for _, l := range c.g.dom.ranks[c.world] {
+		l.leaveGroup()
+	}
+}
+
+// leaveGroup records that this rank has left its own group.
+func (c *local) leaveGroup() {
 	g := c.g
 	g.mu.Lock()
 	g.left[c.rank] = true
 	if g.gone == nil {
-		g.gone = fmt.Errorf("parallel: rank %d has returned from Run: every rank must call the same collectives (a ZeRO-3 model that one rank evaluates must be gathered by all first: DDP.Unshard)", c.rank)
+		g.gone = fmt.Errorf("parallel: rank %d has returned from Run: every rank must call the same collectives (a ZeRO-3 model that one rank evaluates must be gathered by all first: DDP.Unshard)", c.world)
 	}
 	g.cond.Broadcast()
 	g.mu.Unlock()

@@ -56,10 +56,10 @@ type Pipe struct {
 	p2p           PointToPoint
 	stage, stages int
 	lo, hi        int // this stage's blocks
-	parts         nn.GPTLayers
+	parts         stageParts
 	params        []nn.Param
 	cfg           PipeConfig
-	width         int
+	ddp           *DDP // SyncWith's: the micro-batches but the last run under its NoSync
 	dt            dtype.DType
 	dev           *device.Device
 	stats         PipeStats
@@ -90,11 +90,33 @@ type PipeStats struct {
 // embeddings and shared layers, whose parameters would span stages, are
 // refused when there are several stages.
 func NewPipe(c Communicator, model *nn.GPT, cfg PipeConfig) (*Pipe, error) {
+	p, err := pipeOf(c, model.Config, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l := model.Layers()
+	l.Blocks = l.Blocks[p.lo:p.hi]
+	p.parts = gptStage{l, model.Config.Width}
+	blocks := make([]nn.Module, len(model.Blocks))
+	for i, k := range model.Blocks {
+		blocks[i] = k
+	}
+	var head nn.Module
+	if model.Head != nil {
+		head = model.Head
+	}
+	return p, p.bind(p.modules([]nn.Module{model.Wte, model.Wpe}, blocks, []nn.Module{model.LNF, head}))
+}
+
+// pipeOf checks a pipeline of the model of configuration mc over c and
+// returns this rank's stage, its blocks placed, without parts or
+// parameters.
+func pipeOf(c Communicator, mc nn.GPTConfig, cfg PipeConfig) (*Pipe, error) {
 	p2p, ok := c.(PointToPoint)
 	if !ok {
 		return nil, fmt.Errorf("parallel: new_pipe: communicator %T has no point-to-point transfers (PointToPoint)", c)
 	}
-	P, mc := c.Size(), model.Config
+	P := c.Size()
 	split := cfg.Split
 	if split == nil {
 		split = DefaultSplit(mc.Layers, P)
@@ -102,35 +124,75 @@ func NewPipe(c Communicator, model *nn.GPT, cfg PipeConfig) (*Pipe, error) {
 	if err := checkPipe(cfg, mc, split, P); err != nil {
 		return nil, fmt.Errorf("parallel: new_pipe: %w", err)
 	}
-	p := &Pipe{c: c, p2p: p2p, stage: c.Rank(), stages: P, cfg: cfg, width: mc.Width,
-		dt: model.Wte.Weight.DType(), dev: model.Wte.Weight.Device()}
+	p := &Pipe{c: c, p2p: p2p, stage: c.Rank(), stages: P, cfg: cfg}
 	for s := range p.stage {
 		p.lo += split[s]
 	}
 	p.hi = p.lo + split[p.stage]
-	p.parts = model.Layers()
-	p.parts.Blocks = p.parts.Blocks[p.lo:p.hi]
-	var ms []nn.Module
-	if p.stage == 0 {
-		ms = append(ms, model.Wte, model.Wpe)
-	}
-	for _, k := range model.Blocks[p.lo:p.hi] {
-		ms = append(ms, k)
-	}
-	if p.stage == P-1 {
-		ms = append(ms, model.LNF)
-		if model.Head != nil {
-			ms = append(ms, model.Head)
-		}
-	}
-	for _, m := range ms {
-		p.params = append(p.params, m.Params()...)
-	}
-	if err := materialise(p.params); err != nil {
-		return nil, fmt.Errorf("parallel: new_pipe: stage %d's parameters: %w", p.stage, err)
-	}
 	return p, nil
 }
+
+// modules returns the modules of this stage — the embeddings on stage 0,
+// blocks [lo, hi), the final modules on the last stage (nil entries
+// skipped) — and the others.
+func (p *Pipe) modules(first, blocks, last []nn.Module) (mine, others []nn.Module) {
+	put := func(in bool, ms ...nn.Module) {
+		for _, m := range ms {
+			switch {
+			case isNil(m):
+			case in:
+				mine = append(mine, m)
+			default:
+				others = append(others, m)
+			}
+		}
+	}
+	put(p.stage == 0, first...)
+	put(true, blocks[p.lo:p.hi]...)
+	put(false, blocks[:p.lo]...)
+	put(false, blocks[p.hi:]...)
+	put(p.stage == p.stages-1, last...)
+	return mine, others
+}
+
+// bind makes the stage's parameters those of mine, materialised, and
+// takes the stage's dtype and device from them.
+func (p *Pipe) bind(mine, _ []nn.Module) error {
+	for _, m := range mine {
+		p.params = append(p.params, m.Params()...)
+	}
+	if len(p.params) == 0 {
+		return fmt.Errorf("parallel: new_pipe: stage %d has no parameters", p.stage)
+	}
+	if err := materialise(p.params); err != nil {
+		return fmt.Errorf("parallel: new_pipe: stage %d's parameters: %w", p.stage, err)
+	}
+	p.dt, p.dev = p.params[0].T.DType(), p.params[0].T.Device()
+	return nil
+}
+
+// stageParts runs a stage's share of a model's forward.
+type stageParts interface {
+	// embed returns the embeddings of token indices (B, T): stage 0.
+	embed(idx *autograd.Tensor) *autograd.Tensor
+	// body runs the stage's blocks on h, released.
+	body(h *autograd.Tensor) *autograd.Tensor
+	// out returns the logits of the last block's output h: the last stage.
+	out(h *autograd.Tensor) *autograd.Tensor
+	// shape is that of the activation between stages for a (B, T) batch.
+	shape(b, t int) []int
+}
+
+// gptStage is an nn.GPT's stage: its layers with the stage's blocks.
+type gptStage struct {
+	l     nn.GPTLayers
+	width int
+}
+
+func (g gptStage) embed(idx *autograd.Tensor) *autograd.Tensor { return g.l.Embed("pipe", idx) }
+func (g gptStage) body(h *autograd.Tensor) *autograd.Tensor    { return g.l.Body(h) }
+func (g gptStage) out(h *autograd.Tensor) *autograd.Tensor     { return g.l.Out(h) }
+func (g gptStage) shape(b, t int) []int                         { return []int{b, t, g.width} }
 
 // materialise gives every unbound parameter among ps its storage through
 // its fetch function (a deferred builder's writes its initial values), so
@@ -178,6 +240,19 @@ func checkPipe(cfg PipeConfig, mc nn.GPTConfig, split []int, P int) error {
 
 // Params returns this stage's parameters: the optimizer's.
 func (p *Pipe) Params() []nn.Param { return p.params }
+
+// Train is part of nn.Module, so that a Pipe can stand for its stage's
+// parameters (NewDDP over the data-parallel group): it does nothing (the
+// model's Train switches dropout).
+func (p *Pipe) Train(bool) {}
+
+// SyncWith makes Step run the backward passes of every micro-batch but
+// the last under d.NoSync, so that d — data parallelism over this stage's
+// parameters (NewDDP(dataGroup, pipe, …)) — reduces the micro-batches'
+// accumulated gradients once per step, overlapped with the last
+// micro-batch's backward (ZeRO stages 2 and 3 reduce every micro-batch:
+// see DDP.NoSync).
+func (p *Pipe) SyncWith(d *DDP) { p.ddp = d }
 
 // Stage returns this rank's stage and the range [lo, hi) of its blocks.
 func (p *Pipe) Stage() (stage, lo, hi int) { return p.stage, p.lo, p.hi }

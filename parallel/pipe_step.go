@@ -150,7 +150,7 @@ func direction(w work) string {
 // activation in the micro-batch's new scope (stages > 0), a backward's
 // output gradient (stages < P−1).
 func (p *Pipe) inbox(w work, ms []*micro) (*autograd.Tensor, int) {
-	m, shape := ms[w.micro], []int{p.cfg.Batch, p.cfg.Seq, p.width}
+	m, shape := ms[w.micro], p.parts.shape(p.cfg.Batch, p.cfg.Seq)
 	switch {
 	case !w.backward && p.stage > 0:
 		if m.in == nil {
@@ -183,6 +183,11 @@ func (p *Pipe) outbox(w work, ms []*micro) (*autograd.Tensor, int) {
 
 // compute runs pass w of micro-batch m.
 func (p *Pipe) compute(w work, b PipeBatch, m *micro) error {
+	if w.backward && p.ddp != nil && w.micro < p.cfg.MicroBatches-1 {
+		var err error
+		p.ddp.NoSync(func() { err = p.backward(m) })
+		return err
+	}
 	if w.backward {
 		return p.backward(m)
 	}
@@ -200,17 +205,17 @@ func (p *Pipe) forward(i int, b PipeBatch, m *micro) {
 		if idx == nil || idx.Rank() != 2 || idx.Dim(0) != p.cfg.Batch || idx.Dim(1) != p.cfg.Seq {
 			panic(&autograd.Error{Op: "pipe", Msg: fmt.Sprintf("Tokens(%d) returned %v: want (Batch %d, Seq %d) indices", i, shapeOf(idx), p.cfg.Batch, p.cfg.Seq)})
 		}
-		h = p.parts.Embed("pipe", idx)
+		h = p.parts.embed(idx)
 	} else {
 		m.x = m.s.LeafOf(m.in)
 		h = m.x.View(m.x.Shape()...) // Body releases its input: not the leaf
 	}
-	h = p.parts.Body(h)
+	h = p.parts.body(h)
 	if p.stage < p.stages-1 {
 		m.out = h
 		return
 	}
-	l := b.Loss(p.parts.Out(h), i)
+	l := b.Loss(p.parts.out(h), i)
 	if l == nil || l.Len() != 1 {
 		panic(&autograd.Error{Op: "pipe", Msg: fmt.Sprintf("Loss(%d) returned %v: want a scalar", i, shapeOf(l))})
 	}

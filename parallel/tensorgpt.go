@@ -200,52 +200,76 @@ func row(b *nn.Builder, name string, in, out int, std float64, bias bool, rank i
 // [Rank·Vocab/Size, (Rank+1)·Vocab/Size) — for token indices idx (B, T)
 // (I64 or I32, values in [0, Vocab)), which must belong to a Scope.
 func (g *TensorGPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
+	h := g.embedStage(idx)
+	ls := make([]nn.Layer, len(g.Blocks))
+	for i, k := range g.Blocks {
+		ls[i] = k
+	}
+	return g.outStage(g.blocks(ls, h))
+}
+
+// start checks idx and records the batch's shape for the blocks.
+func (g *TensorGPT) start(idx *autograd.Tensor) *autograd.Scope {
 	s := scopeOf("parallel.tensor_gpt", idx)
 	if idx.Rank() != 2 || idx.Dim(1) > g.Config.Context || idx.Dim(1) == 0 {
 		panic(&autograd.Error{Op: "parallel.tensor_gpt", Msg: fmt.Sprintf("%s: indices %v: want (B, T) with 1 ≤ T ≤ context %d", g.Name, idx.Shape(), g.Config.Context)})
 	}
-	B, T := idx.Dim(0), idx.Dim(1)
+	g.shape(idx.Dim(0), idx.Dim(1))
+	return s
+}
+
+// shape records the batch's shape (B, T) for the blocks.
+func (g *TensorGPT) shape(B, T int) {
 	run := g.Blocks[0].run
 	run.b, run.t = B, T
 	if run.seq {
 		perRank("tokens B·T", B*T, g.Comm.Size())
 	}
-	h := func() *autograd.Tensor {
+}
+
+// embedStage returns the embeddings of idx after the dropout: what the
+// first block takes.
+func (g *TensorGPT) embedStage(idx *autograd.Tensor) *autograd.Tensor {
+	s := g.start(idx)
+	defer s.Within(join(g.Name, "transformer"))()
+	x := g.embed(s, idx)
+	h := g.Blocks[0].run.dropout(g.Drop, x)
+	x.Release()
+	return h
+}
+
+// outStage returns this rank's logits of the last block's output h,
+// released: ln_f, then the head.
+func (g *TensorGPT) outStage(h *autograd.Tensor) *autograd.Tensor {
+	s, run := h.Scope(), g.Blocks[0].run
+	y := func() *autograd.Tensor {
 		defer s.Within(join(g.Name, "transformer"))()
-		x := g.embed(s, idx)
-		h := run.dropout(g.Drop, x)
-		x.Release()
-		h = g.blocks(h)
-		y := run.layerNorm(g.LNF, h)
-		h.Release()
-		return y
+		return run.layerNorm(g.LNF, h)
 	}()
+	h.Release()
 	defer s.Within(join(g.Name, "lm_head"))()
 	head := g.Head
 	if head == nil {
 		head = &ColumnLinear{Name: join(g.Name, "lm_head"), Weight: g.Wte.Weight, Comm: g.Comm, Seq: run.seq}
 	}
-	logits := head.Forward(h)
-	h.Release()
+	logits := head.Forward(y)
+	y.Release()
 	if !run.seq {
 		return logits
 	}
 	defer logits.Release()
-	return logits.View(B, T, logits.Dim(1))
+	return logits.View(run.b, run.t, logits.Dim(1))
 }
 
-// blocks runs the blocks on h, released.
-func (g *TensorGPT) blocks(h *autograd.Tensor) *autograd.Tensor {
+// blocks runs ls (blocks of g) on h, released.
+func (g *TensorGPT) blocks(ls []nn.Layer, h *autograd.Tensor) *autograd.Tensor {
+	defer h.Scope().Within(join(g.Name, "transformer"))()
 	if g.RunBlocks != nil {
-		ls := make([]nn.Layer, len(g.Blocks))
-		for i, k := range g.Blocks {
-			ls[i] = k
-		}
 		y := g.RunBlocks(ls, h)
 		h.Release()
 		return y
 	}
-	for _, k := range g.Blocks {
+	for _, k := range ls {
 		n := k.Forward(h)
 		h.Release()
 		h = n
