@@ -74,6 +74,10 @@ type Config struct {
 	// measure runs the same step on real devices of kind Device: the
 	// measurement a prediction is checked against.
 	measure bool
+	// full simulates every data-parallel copy of a split model's ranks,
+	// not one representative per (tp, pp) coordinate (the test of
+	// representatives).
+	full bool
 }
 
 // MaxBytes is the most a plan counts on one device: 2^62 bytes (4 EiB).

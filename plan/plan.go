@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/parallel"
@@ -90,22 +91,21 @@ func Predict(c Config) (pred *Prediction, err error) {
 		}
 	}()
 	res := make([]result, c.world())
-	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload || c.split()
+	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload
 	run := func(rank int, comm parallel.Communicator) error {
 		if err := ds.open(rank); err != nil {
 			return err
 		}
 		var err error
-		if c.split() {
-			res[rank], err = splitStep(c, m, ds.dev[rank], comm, rank == 0 && c.Timeline)
-		} else {
-			res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
-		}
+		res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
 		return err
 	}
-	if distributed {
+	switch {
+	case c.split():
+		err = runMesh(c, m, ds, res)
+	case distributed:
 		err = parallel.Run(parallel.NewGroup(c.world()), func(cm parallel.Communicator) error { return run(cm.Rank(), cm) })
-	} else {
+	default:
 		err = run(0, nil)
 	}
 	var oom *device.OOMError
@@ -124,10 +124,14 @@ func Predict(c Config) (pred *Prediction, err error) {
 			return nil, err
 		}
 	}
-	for i, d := range ds.dev {
+	for i := range ds.dev {
+		d := ds.dev[c.representative(i)]
 		st := d.Stats()
-		r := Rank{Device: d.Name(), Layout: c.layout(i), Params: res[i].params, PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
+		r := Rank{Device: d.Name(), Layout: c.layout(i), Params: res[c.representative(i)].params, PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
+		if i != c.representative(i) {
+			r.Device = fmt.Sprintf("%s (as %s)", strings.Split(d.Name(), ":")[0]+":"+fmt.Sprint(i), d.Name())
+		}
 		if ds.hosts[i] != nil {
 			h := train.Peaks(ds.hosts[i].Stats())
 			r.Host = &h

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -36,20 +37,18 @@ func (c Config) checkSplit(m Model) error {
 		return nil
 	case m.Kind != "gpt":
 		return fmt.Errorf("tp %d, pp %d for %s: tensor and pipeline parallelism split a GPT: want a GPT model", c.TP, c.PP, m.Name)
-	case c.TP > 1 && c.PP > 1:
-		return fmt.Errorf("tp %d with pp %d: not available yet (tensor parallelism inside pipeline stages)", c.TP, c.PP)
-	case c.Ranks > 1:
-		return fmt.Errorf("dp %d with tp %d, pp %d: not available yet (data parallelism over model-parallel groups): plan dp 1", c.Ranks, c.TP, c.PP)
-	case c.Zero > 0 || c.Offload || c.AMPParams || c.Prune > 0:
-		return fmt.Errorf("zero, offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
-	case c.PP > 1 && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0):
-		return fmt.Errorf("amp and checkpointing with pp %d: not available yet", c.PP)
+	case c.Zero > 2 || c.Zero > 0 && c.Ranks < 2:
+		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
+	case c.Offload || c.AMPParams || c.Prune > 0:
+		return fmt.Errorf("offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
+	case c.composed() && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0):
+		return fmt.Errorf("amp and checkpointing with pp %d or dp %d: not available yet", c.PP, c.Ranks)
 	case g.Heads%c.TP != 0:
 		return fmt.Errorf("tp %d for %s: its %d heads must divide by tp", c.TP, m.Name, g.Heads)
 	case g.Layers < c.PP:
 		return fmt.Errorf("pp %d for %s: more stages than its %d layers", c.PP, m.Name, g.Layers)
-	case c.Sequence && (c.Batch/c.Accum*c.Seq)%c.TP != 0:
-		return fmt.Errorf("sequence parallelism: a micro-batch's %d tokens do not divide by tp %d", c.Batch/c.Accum*c.Seq, c.TP)
+	case c.Sequence && (c.Batch/c.Ranks/c.Accum*c.Seq)%c.TP != 0:
+		return fmt.Errorf("sequence parallelism: a micro-batch's %d tokens do not divide by tp %d", c.Batch/c.Ranks/c.Accum*c.Seq, c.TP)
 	}
 	return nil
 }
@@ -82,22 +81,102 @@ func wholeParams(c Config, m Model) (int64, error) {
 	return n, dev.Close()
 }
 
-// layout names rank r's part of the model ("tp 1/2", "stage 3/16"; ""
-// without model parallelism).
-func (c Config) layout(r int) string {
-	switch {
-	case c.TP > 1:
-		return fmt.Sprintf("tp %d/%d", r, c.TP)
-	case c.PP > 1:
-		return fmt.Sprintf("stage %d/%d", r, c.PP)
-	}
-	return ""
+// composed reports whether c composes parallelisms: PP above 1 or data
+// parallelism with TP (the mesh path of train.SplitGPT, run without
+// clipping and autocast).
+func (c Config) composed() bool { return c.split() && (c.PP > 1 || c.Ranks > 1) }
+
+// shape is c's rank mesh.
+func (c Config) shape() parallel.MeshShape {
+	return parallel.MeshShape{Data: c.Ranks, Tensor: max(c.TP, 1), Pipe: max(c.PP, 1)}
 }
 
-// splitStep builds rank comm.Rank()'s part of the GPT on dev and runs
-// c.Steps steps on zeros, as the transformer example's --tp and --pp do
-// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper.
-func splitStep(c Config, m Model, dev *device.Device, comm parallel.Communicator, timeline bool) (result, error) {
+// layout names world rank r's place in the mesh ("dp 0/8 tp 1/2 stage
+// 3/16", the parts that are split; "" without model parallelism).
+func (c Config) layout(r int) string {
+	if !c.split() {
+		return ""
+	}
+	dp, tp, pp := c.shape().Coords(r)
+	var parts []string
+	if c.Ranks > 1 {
+		parts = append(parts, fmt.Sprintf("dp %d/%d", dp, c.Ranks))
+	}
+	if c.TP > 1 {
+		parts = append(parts, fmt.Sprintf("tp %d/%d", tp, c.TP))
+	}
+	if c.PP > 1 {
+		parts = append(parts, fmt.Sprintf("stage %d/%d", pp, c.PP))
+	}
+	return strings.Join(parts, " ")
+}
+
+// representatives reports whether a prediction of c runs one
+// representative rank per (tp, pp) coordinate — the data-parallel copy
+// 0 — for all DP copies: on meta devices with DP > 1. The copies are
+// symmetric: the same shapes, the same shard sizes (ZeRO pads the shards
+// to equal length), the same order of allocations; the in-process
+// collectives allocate no device memory, so the representative's Data
+// communicator is a stand-in that moves nothing (dataStandIn), and its
+// bytes are every copy's (TestRepresentativesEqualFullMesh).
+func (c Config) representatives() bool { return c.split() && c.Ranks > 1 && !c.measure && !c.full }
+
+// representative returns the world rank whose device stands for world
+// rank r: r itself, or (0, tp, pp) with representatives.
+func (c Config) representative(r int) int {
+	if !c.representatives() {
+		return r
+	}
+	_, tp, pp := c.shape().Coords(r)
+	return c.shape().Rank(0, tp, pp)
+}
+
+// dataStandIn is a representative rank's data-parallel communicator: of
+// Size copies, rank 0, every collective a no-op (on meta devices there
+// are no values to move).
+type dataStandIn struct{ size int }
+
+func (d dataStandIn) Rank() int                                                { return 0 }
+func (d dataStandIn) Size() int                                                { return d.size }
+func (d dataStandIn) AllReduce(*autograd.Tensor, parallel.Op) error            { return nil }
+func (d dataStandIn) ReduceScatter(_, _ *autograd.Tensor, _ parallel.Op) error { return nil }
+func (d dataStandIn) AllGather(_, _ *autograd.Tensor) error                    { return nil }
+func (d dataStandIn) Broadcast(*autograd.Tensor, int) error                    { return nil }
+func (d dataStandIn) Barrier() error                                           { return nil }
+func (d dataStandIn) Abort(error)                                              {}
+
+// runMesh runs the ranks of c's mesh (splitStep; with representatives
+// only the data-parallel copy 0's) on their devices of ds, each its own
+// goroutine, into res by world rank.
+func runMesh(c Config, m Model, ds *devices, res []result) error {
+	shape := c.shape()
+	if c.representatives() {
+		shape.Data = 1
+	}
+	meshes, err := parallel.NewMeshGroup(shape)
+	if err != nil {
+		return err
+	}
+	return parallel.RunMesh(meshes, func(mesh *parallel.Mesh) error {
+		r := mesh.World.Rank()
+		if c.representatives() {
+			r = c.shape().Rank(0, mesh.TensorRank, mesh.PipeRank)
+			mesh.Shape, mesh.Data = c.shape(), dataStandIn{size: c.Ranks}
+		}
+		if err := ds.open(r); err != nil {
+			return err
+		}
+		var err error
+		res[r], err = splitStep(c, m, ds.dev[r], mesh, r == 0 && c.Timeline)
+		return err
+	})
+}
+
+// splitStep builds mesh rank m's part of the GPT on dev and runs c.Steps
+// steps on zeros, as the transformer example's --tp and --pp do
+// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper
+// (0 composed: not available there).
+func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timeline bool) (result, error) {
 	var res result
 	_, forward := c.dtypes()
 	b := nn.NewBuilder(dev, dtype.F32, 1)
@@ -105,13 +184,20 @@ func splitStep(c Config, m Model, dev *device.Device, comm parallel.Communicator
 		b = nn.NewDeferredBuilder(dev, dtype.F32, 1)
 	}
 	cfg := splitGPT(c, m)
-	micro := c.Batch / c.Accum
+	micro := c.Batch / c.Ranks / c.Accum
 	schedule := parallel.OneFOneB
 	if c.Schedule == "gpipe" {
 		schedule = parallel.GPipe
 	}
-	sc := train.SplitConfig{TP: c.TP, PP: c.PP, Sequence: c.Sequence, Schedule: schedule, Micro: c.Accum, Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward}
-	g, err := train.NewSplitGPT(comm, b, "gpt", cfg, autograd.NewGenerator(1), sc, func(ps []nn.Param) (optim.Optimizer, error) {
+	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: c.Ranks, Zero: c.Zero, Sequence: c.Sequence, Schedule: schedule, Micro: c.Accum,
+		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward}
+	if c.composed() {
+		sc.Clip = 0
+	}
+	g, err := train.NewSplitGPT(mesh, b, "gpt", cfg, autograd.NewGenerator(1), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
+		if d != nil {
+			return newOptimizer(c, ps, d, false)
+		}
 		return newOptimizer(c, ps, nil, false)
 	})
 	if err != nil {
@@ -119,9 +205,7 @@ func splitStep(c Config, m Model, dev *device.Device, comm parallel.Communicator
 	}
 	defer g.Release()
 	res.params = nn.Count(g)
-	if g.TP != nil {
-		g.TP.RunBlocks = runBlocks(c)
-	}
+	g.SetRunBlocks(runBlocks(c))
 	input := func(s *autograd.Scope, shape ...int) *autograd.Tensor {
 		defer s.Within("input")()
 		return s.Zeros(dev, dtype.I64, shape...)

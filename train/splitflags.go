@@ -31,16 +31,17 @@ func (c *Common) Schedule() (parallel.Schedule, error) {
 }
 
 // splitRefused are the flags a model-parallel run does not take yet.
-var splitRefused = []string{"zero", "offload", "mpi", "save", "resume", "init", "mem-alert", "mem-log", "quantize", "prune", "amp-params", "stop-after"}
+var splitRefused = []string{"offload", "mpi", "save", "resume", "init", "mem-alert", "mem-log", "quantize", "prune", "amp-params", "stop-after"}
 
 // CheckSplit checks --tp, --pp, --sequence-parallel and --pipe-schedule:
-// each ≥ 1, not both above 1 (tensor parallelism inside pipeline stages
-// is not available yet), --ranks 1 or --tp × --pp (more, data parallelism
-// over model-parallel groups, is not available yet), the flags of
-// splitRefused and, under --pp, --amp and --checkpoint refused as not
-// available yet; --sequence-parallel needs --tp and --pipe-schedule --pp.
-// The model's own limits (heads and vocabulary divisible by --tp, layers
-// ≥ --pp) are the program's to check: SplitModel.
+// each ≥ 1, --ranks 1 or a multiple of --tp × --pp (the data-parallel
+// copies of the pipeline: DataRanks), the batch split over the copies
+// and the micro-batches, --zero 0 to 2 and only over copies, the flags of
+// splitRefused and, under --pp or a composed layout, --amp and
+// --checkpoint refused as not available yet; --sequence-parallel needs
+// --tp and --pipe-schedule --pp. The model's own limits (heads and
+// vocabulary divisible by --tp, layers ≥ --pp, no clipping composed) are
+// the program's to check. It sets --ranks to the mesh's size.
 func (c *Common) CheckSplit() error {
 	if err := First(
 		Want(c.TP >= 1, "tp", c.TP, "≥ 1 tensor-parallel ranks"),
@@ -51,6 +52,7 @@ func (c *Common) CheckSplit() error {
 	if _, err := c.Schedule(); err != nil {
 		return err
 	}
+	n, dp := c.SplitRanks(), c.Ranks/c.SplitRanks()
 	switch {
 	case c.SequenceParallel && c.TP < 2:
 		return Usagef("--sequence-parallel needs --tp ≥ 2 (it splits the tensor-parallel group's token rows)")
@@ -58,25 +60,22 @@ func (c *Common) CheckSplit() error {
 		return Usagef("--pipe-schedule %s needs --pp ≥ 2", c.PipeSchedule)
 	case !c.Split():
 		return nil
-	case c.TP > 1 && c.PP > 1:
-		return Usagef("--tp %d with --pp %d: not available yet (tensor parallelism inside pipeline stages); give one of them", c.TP, c.PP)
-	case c.Set("ranks") && c.Ranks != c.SplitRanks():
-		if c.Ranks%c.SplitRanks() == 0 {
-			return Usagef("--ranks %d with --tp %d --pp %d: %d data-parallel copies of the model: not available yet; give --ranks %d (or leave it out)", c.Ranks, c.TP, c.PP, c.Ranks/c.SplitRanks(), c.SplitRanks())
-		}
-		return Usagef("--ranks %d with --tp %d --pp %d: want --ranks %d, the ranks of one model (or leave it out)", c.Ranks, c.TP, c.PP, c.SplitRanks())
-	case c.Accum >= 1 && c.Batch%c.Accum != 0:
-		return Usagef("--batch %d does not split into --accum %d micro-batches: want a multiple of %d", c.Batch, c.Accum, c.Accum)
+	case c.Ranks < 1 || c.Ranks > 1 && c.Ranks%n != 0:
+		return Usagef("--ranks %d with --tp %d --pp %d: want a multiple of %d (the data-parallel copies of the %d-rank model), or leave it out", c.Ranks, c.TP, c.PP, n, n)
+	case c.Accum >= 1 && c.Batch%(max(dp, 1)*c.Accum) != 0:
+		return Usagef("--batch %d does not split over %d data-parallel copies × --accum %d micro-batches: want a multiple of %d", c.Batch, max(dp, 1), c.Accum, max(dp, 1)*c.Accum)
+	case c.Zero != 0 && (dp < 2 || c.Zero > 2):
+		return Usagef("--zero %d with --tp %d --pp %d on %d data-parallel copies: want --zero 1 or 2 over ≥ 2 copies (--ranks a multiple of %d); stage 3 is not available yet", c.Zero, c.TP, c.PP, max(dp, 1), 2*n)
 	}
 	refused := c.given(splitRefused)
-	if c.PP > 1 {
+	if c.PP > 1 || dp > 1 {
 		refused = append(refused, c.given([]string{"amp", "checkpoint", "checkpoint-budget"})...)
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
 		return Usagef("%s with %s: not available yet in this version", strings.Join(refused, ", "), c.splitFlags())
 	}
-	c.Ranks = c.SplitRanks()
+	c.Ranks = max(dp, 1) * n
 	return nil
 }
 
@@ -93,26 +92,40 @@ func (c *Common) given(names []string) []string {
 
 // splitFlags names the model-parallel flags given ("--tp 2").
 func (c *Common) splitFlags() string {
+	var fs []string
 	if c.TP > 1 {
-		return fmt.Sprintf("--tp %d", c.TP)
+		fs = append(fs, fmt.Sprintf("--tp %d", c.TP))
 	}
-	return fmt.Sprintf("--pp %d", c.PP)
+	if c.PP > 1 {
+		fs = append(fs, fmt.Sprintf("--pp %d", c.PP))
+	}
+	if c.Ranks > c.SplitRanks() {
+		fs = append(fs, fmt.Sprintf("--ranks %d", c.Ranks))
+	}
+	return strings.Join(fs, " ")
 }
 
 // SplitDesc says where a model-parallel run runs, for its header: "2
-// tensor-parallel ranks cpu:0…cpu:1 (in-process group)".
+// tensor-parallel ranks × 2 pipeline stages (1f1b, 4 micro-batches) × 2
+// data-parallel copies on cpu:0…cpu:7 (in-process mesh …)".
 func (c *Common) SplitDesc(r *Rank) string {
 	kind, first, _ := ParseDevice(c.Device)
 	if kind == "cpu" {
 		first = 0
 	}
-	n := c.SplitRanks()
-	what := fmt.Sprintf("%d tensor-parallel ranks", n)
-	if c.SequenceParallel {
-		what += " with sequence parallelism"
+	var parts []string
+	if c.TP > 1 {
+		tp := fmt.Sprintf("%d tensor-parallel ranks", c.TP)
+		if c.SequenceParallel {
+			tp += " with sequence parallelism"
+		}
+		parts = append(parts, tp)
 	}
 	if c.PP > 1 {
-		what = fmt.Sprintf("%d pipeline stages (%s, %d micro-batches)", n, c.PipeSchedule, c.Accum)
+		parts = append(parts, fmt.Sprintf("%d pipeline stages (%s, %d micro-batches)", c.PP, c.PipeSchedule, c.Accum))
 	}
-	return fmt.Sprintf("%s %s:%d…%s:%d (%s)", what, kind, first, kind, first+n-1, r.Via)
+	if d := c.DataRanks(); d > 1 {
+		parts = append(parts, fmt.Sprintf("%d data-parallel copies (ZeRO stage %d)", d, c.Zero))
+	}
+	return fmt.Sprintf("%s on %s:%d…%s:%d (%s)", strings.Join(parts, " × "), kind, first, kind, first+c.Ranks-1, r.Via)
 }

@@ -61,16 +61,17 @@ var Common = []Refusal{
 // Split lists refusals of the model-parallel flags (--tp, --pp,
 // --sequence-parallel, --pipe-schedule) for a program that supports
 // them, run with base arguments that include --batch 8 and a model that
-// --tp 2 and --pp 1 split.
+// --tp 2 splits.
 var Split = []Refusal{
 	Refuse("--tp 0", "--tp 0: want ≥ 1 tensor-parallel ranks"),
 	Refuse("--pp -1", "--pp -1: want ≥ 1 pipeline stages"),
-	Refuse("--tp 2 --pp 2", "--tp 2 with --pp 2: not available yet"),
-	Refuse("--tp 2 --ranks 4", "--ranks 4 with --tp 2 --pp 1: 2 data-parallel copies of the model: not available yet", "give --ranks 2"),
-	Refuse("--tp 2 --ranks 3", "--ranks 3 with --tp 2 --pp 1: want --ranks 2"),
-	Refuse("--tp 2 --zero 1", "--zero with --tp 2: not available yet"),
+	Refuse("--tp 2 --pp 2 --zero 1", "--zero 1 with --tp 2 --pp 2 on 1 data-parallel copies: want --zero 1 or 2 over ≥ 2 copies (--ranks a multiple of 8)"),
+	Refuse("--tp 2 --ranks 4 --zero 3", "--zero 3 with --tp 2 --pp 1 on 2 data-parallel copies", "stage 3 is not available yet"),
+	Refuse("--tp 2 --ranks 3", "--ranks 3 with --tp 2 --pp 1: want a multiple of 2 (the data-parallel copies of the 2-rank model)"),
+	Refuse("--tp 2 --ranks 4 --accum 3", "--batch 8 does not split over 2 data-parallel copies × --accum 3 micro-batches: want a multiple of 6"),
+	Refuse("--tp 2 --ranks 4 --amp bf16", "--amp with --tp 2 --ranks 4: not available yet"),
 	Refuse("--tp 2 --save {dir}/s --mem-log {dir}/m", "--mem-log, --save with --tp 2: not available yet"),
-	Refuse("--tp 2 --accum 3", "--batch 8 does not split into --accum 3 micro-batches"),
+	Refuse("--tp 2 --accum 3", "--batch 8 does not split over 1 data-parallel copies × --accum 3 micro-batches: want a multiple of 3"),
 	Refuse("--sequence-parallel", "--sequence-parallel needs --tp ≥ 2"),
 	Refuse("--pipe-schedule gpipe", "--pipe-schedule gpipe needs --pp ≥ 2"),
 	Refuse("--pp 2 --pipe-schedule zigzag", "--pipe-schedule zigzag: want 1f1b or gpipe"),

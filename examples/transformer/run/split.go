@@ -24,8 +24,9 @@ func (c *Config) checkSplit() error {
 	if !c.Split() {
 		return nil
 	}
-	tokens := c.Batch / max(c.Accum, 1) * c.Context
+	tokens := c.Batch / max(c.Accum, 1) / c.Shape().Data * c.Context
 	return train.First(
+		train.Want(!c.composed() || c.Clip == 0, "clip", c.Clip, fmt.Sprintf("0 with %s: global-norm clipping over a mesh of tensor, pipeline and data parallelism is not available yet", c.meshFlags())),
 		train.Want(c.Heads%c.TP == 0, "heads", c.Heads, fmt.Sprintf("a number of heads divisible by --tp %d", c.TP)),
 		train.Want(256%c.TP == 0, "tp", c.TP, "a divisor of the vocabulary, 256 bytes"),
 		train.Want(c.Layers >= c.PP, "pp", c.PP, fmt.Sprintf("at most --layers %d stages", c.Layers)),
@@ -35,9 +36,19 @@ func (c *Config) checkSplit() error {
 	)
 }
 
-// trainSplit trains with --tp or --pp: c.Ranks ranks in one group, each
-// with its part of the model (train.SplitGPT), every rank drawing the
-// same batches as the one-device run. Validation and sampling need the
+// composed reports whether the run composes parallelisms (train.SplitConfig.Composed).
+func (c *Config) composed() bool { return c.Shape().Data > 1 || c.TP > 1 && c.PP > 1 }
+
+// meshFlags names the layout's flags ("--tp 2 --pp 2 --ranks 8").
+func (c *Config) meshFlags() string {
+	return fmt.Sprintf("--tp %d --pp %d --ranks %d", c.TP, c.PP, c.Shape().Size())
+}
+
+// trainSplit trains with --tp or --pp: c.Ranks ranks in a mesh
+// (train.RunMesh), each with its part of the model (train.SplitGPT),
+// every rank drawing the same batches as the one-device run, whose
+// --accum is the data-parallel copies × --accum (copy d trains on
+// micro-batches d·accum … d·accum+accum−1 of each step). Validation and sampling need the
 // whole model and are not run; the report's final loss is the step's
 // mean loss, peak_bytes rank 0's and extra.ranks every rank's.
 func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps int, sched optim.Schedule) (*train.Report, error) {
@@ -54,29 +65,32 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 		return nil, err
 	}
 	schedule, _ := c.Schedule()
-	micro := c.Batch / c.Accum
-	sc := train.SplitConfig{TP: c.TP, PP: c.PP, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
+	dp := c.Shape().Data
+	micro := c.Batch / dp / c.Accum
+	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: dp, Zero: c.Zero, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
 		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, LR: sched}
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: c.End(steps),
 		EvalMetric: "validation_loss_nats_per_byte", CapacityBytes: capacity, Flags: c.Values()}
 	final := make([]float64, c.Ranks)
 	var stats device.Stats // rank 0's after training
 	began := time.Now()
-	ranks, err := c.RunRanks(capacity, func(rk *train.Rank) error {
+	ranks, err := c.RunMesh(capacity, func(rk *train.Rank, mesh *parallel.Mesh) error {
 		b := nn.NewBuilder(rk.Dev, param, c.Seed)
 		if c.PP > 1 { // each stage stores its own blocks only
 			b = nn.NewDeferredBuilder(rk.Dev, param, c.Seed)
 		}
-		g, err := train.NewSplitGPT(rk.Comm, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param) (optim.Optimizer, error) {
-			return optim.NewAdamW(ps, optim.AdamConfig{LR: c.LR, Beta2: 0.99, WeightDecay: c.WeightDecay})
+		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
+			cfg := optim.AdamConfig{LR: c.LR, Beta2: 0.99, WeightDecay: c.WeightDecay}
+			if d != nil {
+				return parallel.NewAdamW(d, cfg)
+			}
+			return optim.NewAdamW(ps, cfg)
 		})
 		if err != nil {
 			return err
 		}
 		defer g.Release()
-		if g.TP != nil {
-			g.TP.RunBlocks = run
-		}
+		g.SetRunBlocks(run)
 		w := io.Discard
 		if rk.Comm.Rank() == 0 {
 			w = out
@@ -88,10 +102,11 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 		rng := rand.New(rand.NewPCG(c.Seed, 7)) // the one-device run's sampler
 		prog := train.NewProgress(w, 0, rep.Steps, "transformer")
 		for i := range rep.Steps {
-			xs, ys := make([][]int64, c.Accum), make([][]int64, c.Accum)
+			xs, ys := make([][]int64, dp*c.Accum), make([][]int64, dp*c.Accum)
 			for m := range xs {
 				xs[m], ys[m] = text.Batch(rng, micro, c.Context)
 			}
+			xs, ys = xs[mesh.DataRank*c.Accum:], ys[mesh.DataRank*c.Accum:]
 			loss, err := g.Step(
 				func(s *autograd.Scope, m int) *autograd.Tensor {
 					return s.FromInt64s(rk.Dev, []int{micro, c.Context}, xs[m])
@@ -115,28 +130,28 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	}
 	rep.Seconds = time.Since(began).Seconds()
 	train.FinishRanks(out, rep, ranks, final, stats, rep.Steps, c.Batch, 0)
-	rep.FinalLoss = final[0] // every rank's loss is the whole batch's
+	rep.FinalLoss = 0 // every rank's loss is its copy's micro-batches': the mean over the copies is the batch's
+	for d := range dp {
+		rep.FinalLoss += final[c.Shape().Rank(d, 0, 0)] / float64(dp)
+	}
 	fmt.Fprintf(out, "final training loss %.4f; %.1f samples/s; %.0f s (validation and sampling need the whole model: not run with %s)\n",
-		rep.FinalLoss, rep.SamplesPerSec, rep.Seconds, c.splitName())
+		rep.FinalLoss, rep.SamplesPerSec, rep.Seconds, c.meshFlags())
 	if c.Report == "" {
 		return rep, nil
 	}
 	return rep, rep.Write(c.Report)
 }
 
-// splitName is "--tp" or "--pp".
-func (c *Config) splitName() string {
-	if c.TP > 1 {
-		return "--tp"
-	}
-	return "--pp"
-}
 
 // layout says how rank 0's part of the model is cut, for the header.
 func (c *Config) layout(g *train.SplitGPT) string {
-	if g.TP != nil {
+	if g.Pipe == nil {
 		return fmt.Sprintf("layout: tensor parallel %d: each rank %d of %d heads, %d of %d MLP features, %d of 256 vocabulary rows; %d parameters on rank 0",
 			c.TP, c.Heads/c.TP, c.Heads, 4*c.Width/c.TP, 4*c.Width, 256/c.TP, nn.Count(g.TP))
+	}
+	if g.Pipe != nil && g.TP != nil || c.composed() {
+		return fmt.Sprintf("layout: mesh %v, world rank = tp + %d·(dp + %d·pp); pipeline stages of blocks %v; %d parameters on rank 0", c.Shape(), c.TP, c.Shape().Data,
+			parallel.DefaultSplit(c.Layers, c.PP), nn.Count(g))
 	}
 	return fmt.Sprintf("layout: pipeline %d stages, blocks per stage %v, %s schedule, %d micro-batches, bubble %.3f", c.PP, parallel.DefaultSplit(c.Layers, c.PP), c.PipeSchedule, c.Accum, parallel.Bubble(c.PP, c.Accum))
 }

@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,10 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		{nil, []string{"--tp", "2", "--sequence-parallel"}, 1e-5},
 		{[]string{"--tie-embeddings=false", "--accum", "2"}, []string{"--tie-embeddings=false", "--accum", "2", "--pp", "2"}, 0},
 		{[]string{"--tie-embeddings=false", "--accum", "4"}, []string{"--tie-embeddings=false", "--accum", "4", "--pp", "2", "--pipe-schedule", "gpipe"}, 0},
+		// The mesh: data-parallel copy d trains on micro-batches d·accum…; one device accumulates all of them.
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0"}, []string{"--tie-embeddings=false", "--clip", "0", "--tp", "2", "--ranks", "4", "--zero", "1"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--pp", "2", "--ranks", "4", "--zero", "2"}, 1e-5},
 	} {
 		one := report(t, append(base, tc.one...)...)
 		split := report(t, append(base, tc.split...)...)
@@ -30,13 +35,32 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		if math.Abs(a-b) > tc.tol*math.Abs(b) {
 			t.Errorf("%v: final loss %v, one device %v (tolerance %g)", tc.split, a, b, tc.tol)
 		}
-		if ranks, _ := split["extra"].(map[string]any)["ranks"].([]any); len(ranks) != 2 {
-			t.Errorf("%v: extra.ranks has %d entries, want 2", tc.split, len(ranks))
+		if ranks, _ := split["extra"].(map[string]any)["ranks"].([]any); len(ranks) != rankCount(tc.split) {
+			t.Errorf("%v: extra.ranks has %d entries, want %d", tc.split, len(ranks), rankCount(tc.split))
 		}
 		t.Logf("%v: %v, one device %v", tc.split, a, b)
 	}
 	out := mainOK(t, "--steps", "1", "--sample", "0", "--tp", "2")
-	if !strings.Contains(out, "on 2 tensor-parallel ranks cpu:0…cpu:1") || !strings.Contains(out, "layout: tensor parallel 2: each rank 1 of 2 heads") {
+	if !strings.Contains(out, "on 2 tensor-parallel ranks on cpu:0…cpu:1") || !strings.Contains(out, "layout: tensor parallel 2: each rank 1 of 2 heads") {
 		t.Errorf("--tp 2: the header does not say the layout:\n%s", out)
 	}
+}
+
+// rankCount returns --ranks among args, else --tp × --pp.
+func rankCount(args []string) int {
+	n := 1
+	for i, a := range args {
+		switch a {
+		case "--ranks":
+			return atoi(args[i+1])
+		case "--tp", "--pp":
+			n *= atoi(args[i+1])
+		}
+	}
+	return n
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
