@@ -248,18 +248,20 @@ func planTable(p planJSON) string {
 // parameters each rank holds.
 func splitLine(p planJSON) string {
 	t := p.Techniques
-	var s string
-	switch {
-	case t["tp"] != nil:
-		s = fmt.Sprintf(" (tensor parallel %d", t["tp"])
+	var parts []string
+	if t["tp"] != nil {
+		parts = append(parts, fmt.Sprintf("tensor parallel %d", t["tp"]))
 		if t["sequence_parallel"] == true {
-			s += ", sequence parallel"
+			parts = append(parts, "sequence parallel")
 		}
-	case t["pp"] != nil:
-		s = fmt.Sprintf(" (pipeline %d stages, %s", t["pp"], t["pipe_schedule"])
-	default:
+	}
+	if t["pp"] != nil {
+		parts = append(parts, fmt.Sprintf("pipeline %d stages, %s", t["pp"], t["pipe_schedule"]))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
+	s := " (" + strings.Join(parts, ", ")
 	held := make([]string, len(p.Ranks))
 	for i, r := range p.Ranks {
 		held[i] = commas(r.Params)

@@ -142,7 +142,6 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	return rep, rep.Write(c.Report)
 }
 
-
 // layout says how rank 0's part of the model is cut, for the header.
 func (c *Config) layout(g *train.SplitGPT) string {
 	if g.Pipe == nil {
