@@ -35,6 +35,17 @@ type Config struct {
 	Ranks   int
 	Zero    int
 	Offload bool
+	// TP tensor-parallel ranks and PP pipeline stages of a GPT (0: 1):
+	// TP·PP ranks, each building its part of the model (train.SplitGPT:
+	// parallel.NewTensorGPT or parallel.NewPipe), one of the two above 1
+	// for now, with Ranks (the data-parallel copies) 1. Sequence turns on
+	// sequence parallelism in the TP group; Schedule is the pipeline's,
+	// "1f1b" (the default) or "gpipe", over Accum micro-batches. Under PP
+	// the embeddings are untied: the last stage holds its own LM head, as
+	// Megatron's last stage holds its copy of the word embeddings.
+	TP, PP   int
+	Sequence bool
+	Schedule string
 	// Prune removes this fraction of the units inside each block before
 	// training, as examples/resnet --prune does (in [0, 1)): a ResNet's
 	// inner channels, a GPT's attention heads and MLP hidden units (both
@@ -63,6 +74,10 @@ type Config struct {
 	// measure runs the same step on real devices of kind Device: the
 	// measurement a prediction is checked against.
 	measure bool
+	// full simulates every data-parallel copy of a split model's ranks,
+	// not one representative per (tp, pp) coordinate (the test of
+	// representatives).
+	full bool
 }
 
 // MaxBytes is the most a plan counts on one device: 2^62 bytes (4 EiB).
@@ -107,6 +122,10 @@ func (c Config) resolved() (Config, Model, error) {
 	}
 	if c.Steps == 0 {
 		c.Steps = 2
+	}
+	c.TP, c.PP = max(c.TP, 1), max(c.PP, 1)
+	if c.Schedule == "" {
+		c.Schedule = "1f1b"
 	}
 	if c.Device == "" {
 		c.Device = CPU
@@ -165,6 +184,9 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("optimizer %q: want adamw, adam or sgd", c.Optimizer)
 	}
 	if err := c.checkDevice(); err != nil {
+		return err
+	}
+	if err := c.checkSplit(m); err != nil {
 		return err
 	}
 	return c.checkSizes(m)

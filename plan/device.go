@@ -55,7 +55,7 @@ type devices struct {
 }
 
 func newDevices(c Config) *devices {
-	n := c.Ranks
+	n := c.world()
 	return &devices{c: c, dev: make([]*device.Device, n), hosts: make([]*device.Device, n), resident: make([]*device.Block, n)}
 }
 

@@ -51,4 +51,26 @@
 // the recommendation's target batch is run itself, so a memory that is
 // not monotone in the batch cannot make it recommend a batch that does
 // not fit.
+//
+// # Tensor, pipeline and data parallelism
+//
+// Config.TP, PP and Ranks (--tp, --pp, --dp) plan a GPT on a mesh of
+// Ranks·TP·PP ranks as the transformer example trains it (train.SplitGPT
+// over parallel.Mesh: world rank = tp + TP·(dp + DP·pp)). The defaults are
+// 1, the 1F1B schedule and Accum micro-batches; under PP the embeddings
+// are untied (the last stage holds its own head, as Megatron's copy), and
+// under TP a vocabulary that T does not divide is padded to a multiple of
+// 128·T. The trade: TP divides every block's weights and, with Sequence,
+// its activations by T, at two all-reduces per block; PP divides the
+// blocks into P stages, at a bubble of (P−1)/(M+P−1) of the step, stage s
+// holding P−s micro-batches' activations under 1F1B (M under GPipe); DP
+// with ZeRO 1 or 2 divides the optimizer state (and gradients) of each
+// stage by DP. Per rank, with Ψ_r the parameters it holds (Rank.Params),
+// F32 AdamW holds 4Ψ_r parameter, 4Ψ_r gradient and 8⌈Ψ_r/DP⌉ optimizer
+// bytes under ZeRO 1 (8Ψ_r without); Megatron's bf16 count is
+// (2 + 4 + 12/DP)Ψ_r, 6 + 12/DP bytes per parameter. Every rank's bytes
+// are the real step's on meta devices; with DP above 1 one representative
+// per (tp, pp) coordinate runs for all copies, whose bytes are the same
+// (TestRepresentativesEqualFullMesh). Not yet: AMP, checkpointing and
+// clipping with PP or DP, ZeRO 3, offload.
 package plan

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/parallel"
@@ -13,6 +14,11 @@ import (
 // together, in exact bytes.
 type Rank struct {
 	Device string `json:"device"`
+	// Layout is the rank's part of a split model ("tp 1/2", "stage 3/16";
+	// "" when every rank holds the whole model) and Params the number of
+	// parameters it holds.
+	Layout string `json:"layout,omitempty"`
+	Params int64  `json:"params"`
 	train.PeakBytes
 	// ModelState is parameter + gradient + optimizer (their peaks): the
 	// "model states" of the ZeRO paper.
@@ -84,7 +90,7 @@ func Predict(c Config) (pred *Prediction, err error) {
 			pred, err = nil, fmt.Errorf("plan: %w", cerr)
 		}
 	}()
-	res := make([]result, c.Ranks)
+	res := make([]result, c.world())
 	distributed := c.Ranks > 1 || c.Zero > 0 || c.Offload
 	run := func(rank int, comm parallel.Communicator) error {
 		if err := ds.open(rank); err != nil {
@@ -94,9 +100,12 @@ func Predict(c Config) (pred *Prediction, err error) {
 		res[rank], err = step(c, m, ds.dev[rank], ds.hosts[rank], comm, distributed, rank == 0 && c.Timeline)
 		return err
 	}
-	if distributed {
-		err = parallel.Run(parallel.NewGroup(c.Ranks), func(cm parallel.Communicator) error { return run(cm.Rank(), cm) })
-	} else {
+	switch {
+	case c.split():
+		err = runMesh(c, m, ds, res)
+	case distributed:
+		err = parallel.Run(parallel.NewGroup(c.world()), func(cm parallel.Communicator) error { return run(cm.Rank(), cm) })
+	default:
 		err = run(0, nil)
 	}
 	var oom *device.OOMError
@@ -110,10 +119,19 @@ func Predict(c Config) (pred *Prediction, err error) {
 		return nil, err
 	}
 	p.Params, p.Timeline, p.Seconds, p.Loss = res[0].params, res[0].timeline, res[0].seconds, res[0].loss
-	for i, d := range ds.dev {
+	if c.split() {
+		if p.Params, err = wholeParams(c, m); err != nil {
+			return nil, err
+		}
+	}
+	for i := range ds.dev {
+		d := ds.dev[c.representative(i)]
 		st := d.Stats()
-		r := Rank{Device: d.Name(), PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
+		r := Rank{Device: d.Name(), Layout: c.layout(i), Params: res[c.representative(i)].params, PeakBytes: train.Peaks(st), AtPeak: atPeak(st), AllocatedPeak: st.Allocated.Peak, Stats: st}
 		r.ModelState = r.Parameter + r.Gradient + r.Optimizer
+		if i != c.representative(i) {
+			r.Device = fmt.Sprintf("%s (as %s)", strings.Split(d.Name(), ":")[0]+":"+fmt.Sprint(i), d.Name())
+		}
 		if ds.hosts[i] != nil {
 			h := train.Peaks(ds.hosts[i].Stats())
 			r.Host = &h

@@ -42,28 +42,37 @@ func TestPredictionEqualsMeasurement(t *testing.T) {
 		"resnet_ranks2":          with(img, func(c *Config) { c.Ranks = 2 }),
 	}
 	for name, c := range cases {
-		pred, err := Predict(c)
-		if err != nil {
-			t.Fatalf("%s: predict: %v", name, err)
-		}
-		meas, err := Measure(c)
-		if err != nil {
-			t.Fatalf("%s: measure: %v", name, err)
-		}
-		if pred.Params != meas.Params {
-			t.Errorf("%s: %d parameters predicted, %d measured", name, pred.Params, meas.Params)
-		}
-		for i := range pred.Ranks {
-			p, m := pred.Ranks[i], meas.Ranks[i]
-			p.Device, m.Device = "", ""
-			if p.PeakBytes != m.PeakBytes || p.AtPeak != m.AtPeak || p.ModelState != m.ModelState ||
-				(p.Host == nil) != (m.Host == nil) || (p.Host != nil && *p.Host != *m.Host) {
-				t.Errorf("%s rank %d: predicted %+v, measured %+v", name, i, p, m)
-			}
-		}
-		t.Logf("%-23s %9d parameters, peak %8d B (parameter %d, gradient %d, optimizer %d, activation %d)", name, pred.Params,
-			pred.Ranks[0].Total, pred.Ranks[0].Parameter, pred.Ranks[0].Gradient, pred.Ranks[0].Optimizer, pred.Ranks[0].Activation)
+		predictionEqualsMeasurement(t, name, c)
 	}
+}
+
+// predictionEqualsMeasurement predicts c on meta and measures it on cpu,
+// and compares every rank's peak bytes by tag, what each tag held at the
+// peak, the host's and the parameter counts.
+func predictionEqualsMeasurement(t *testing.T, name string, c Config) *Prediction {
+	t.Helper()
+	pred, err := Predict(c)
+	if err != nil {
+		t.Fatalf("%s: predict: %v", name, err)
+	}
+	meas, err := Measure(c)
+	if err != nil {
+		t.Fatalf("%s: measure: %v", name, err)
+	}
+	if pred.Params != meas.Params || len(pred.Ranks) != len(meas.Ranks) {
+		t.Errorf("%s: %d parameters on %d ranks predicted, %d on %d measured", name, pred.Params, len(pred.Ranks), meas.Params, len(meas.Ranks))
+	}
+	for i := range pred.Ranks {
+		p, m := pred.Ranks[i], meas.Ranks[i]
+		p.Device, m.Device = "", ""
+		if p.PeakBytes != m.PeakBytes || p.AtPeak != m.AtPeak || p.ModelState != m.ModelState || p.Params != m.Params ||
+			(p.Host == nil) != (m.Host == nil) || (p.Host != nil && *p.Host != *m.Host) {
+			t.Errorf("%s rank %d: predicted %+v, measured %+v", name, i, p, m)
+		}
+	}
+	t.Logf("%-23s %9d parameters, peak %8d B (parameter %d, gradient %d, optimizer %d, activation %d)", name, pred.Params,
+		pred.Ranks[0].Total, pred.Ranks[0].Parameter, pred.Ranks[0].Gradient, pred.Ranks[0].Optimizer, pred.Ranks[0].Activation)
+	return pred
 }
 
 // TestTechniquesTakeEffect: the cases above compare techniques that ran.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
@@ -57,7 +56,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 		}
 		sync = d
 	}
-	opt, err := newOptimizer(c, model, sync, pdt != dtype.F32)
+	opt, err := newOptimizer(c, model.Params(), sync, pdt != dtype.F32)
 	if err != nil {
 		return res, err
 	}
@@ -122,12 +121,8 @@ func buildModel(c Config, m Model, b *nn.Builder) (nn.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case c.CheckpointBudget > 0:
-		*hook = checkpoint.NewBudget(c.CheckpointBudget).Forward
-	case c.Checkpoint != 0:
-		seg := max(c.Checkpoint, 0) // -1: ⌈√n⌉
-		*hook = func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.Sequential(ls, seg, x) }
+	if run := runBlocks(c); run != nil {
+		*hook = run
 	}
 	if c.Prune > 0 {
 		switch mm := model.(type) {
@@ -146,9 +141,9 @@ func buildModel(c Config, m Model, b *nn.Builder) (nn.Module, error) {
 }
 
 // newOptimizer makes c's optimizer as the examples configure it: over the
-// data-parallel engine when sync is one (parallel.DDP), over the model's
-// parameters otherwise.
-func newOptimizer(c Config, model nn.Module, sync interface{ NoSync(func()) }, master bool) (optim.Optimizer, error) {
+// data-parallel engine when sync is one (parallel.DDP), over params
+// otherwise.
+func newOptimizer(c Config, params []nn.Param, sync interface{ NoSync(func()) }, master bool) (optim.Optimizer, error) {
 	sgd := optim.SGDConfig{LR: 0.01, Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4, MasterWeights: master}
 	adam := optim.AdamConfig{MasterWeights: master}
 	adamw := optim.AdamConfig{Beta2: 0.99, MasterWeights: master}
@@ -163,11 +158,11 @@ func newOptimizer(c Config, model nn.Module, sync interface{ NoSync(func()) }, m
 	}
 	switch c.Optimizer {
 	case "sgd":
-		return optim.NewSGD(model.Params(), sgd)
+		return optim.NewSGD(params, sgd)
 	case "adam":
-		return optim.NewAdam(model.Params(), adam)
+		return optim.NewAdam(params, adam)
 	}
-	return optim.NewAdamW(model.Params(), adamw)
+	return optim.NewAdamW(params, adamw)
 }
 
 // batchLoss returns the forward of one micro-batch of zeros. The batch is

@@ -48,6 +48,13 @@ type Common struct {
 	Prune            float64
 	MemAlert         float64
 	MemLog           string
+	// Model parallelism (GPT programs): TP tensor-parallel ranks, PP
+	// pipeline stages, SequenceParallel inside the TP group, PipeSchedule
+	// "1f1b" or "gpipe" (the micro-batches are --accum's). See
+	// CheckSplit.
+	TP, PP           int
+	SequenceParallel bool
+	PipeSchedule     string
 
 	fs      *flag.FlagSet
 	resumed *Snapshot // the --resume snapshot's metadata, read by Parse
@@ -91,6 +98,10 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.BoolVar(&c.QAT, "qat", false, "with --quantize: quantization-aware fine-tuning before converting")
 	fs.Float64Var(&c.Prune, "prune", 0, "prune this fraction of the channels after training, in [0, 1) (0.3 = 30%; 0: none)")
 	fs.Float64Var(&c.MemAlert, "mem-alert", 0, "with --mem-limit: save a resumable snapshot and stop when a step's peak passes this fraction of it, in (0, 1] (e.g. 0.9; 0: off)")
+	fs.IntVar(&c.TP, "tp", 1, "tensor-parallel ranks, ≥ 1, in-process (cpu:0…cpu:T-1): each holds 1/T of every block's weights and of the vocabulary (heads and the vocabulary must divide by T)")
+	fs.IntVar(&c.PP, "pp", 1, "pipeline stages, ≥ 1 and ≤ the layers, in-process (cpu:0…cpu:P-1): each holds its contiguous blocks; --accum micro-batches flow through them")
+	fs.BoolVar(&c.SequenceParallel, "sequence-parallel", false, "with --tp: the LayerNorm, dropout and residual regions split by token rows too (activations /T; batch × context must divide by T)")
+	fs.StringVar(&c.PipeSchedule, "pipe-schedule", "1f1b", "with --pp: 1f1b (at most P−s micro-batches alive on stage s) or gpipe (all --accum of them)")
 	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file (its folder must exist and be writable)")
 }
 
@@ -149,9 +160,9 @@ func (c *Common) Values() map[string]string {
 	return m
 }
 
-// Micro returns the micro-batch of one rank: --batch split over --ranks,
-// then into --accum micro-batches.
-func (c *Common) Micro() int { return c.Batch / max(c.Ranks, 1) / max(c.Accum, 1) }
+// Micro returns the micro-batch of one rank: --batch split over the
+// data-parallel ranks (DataRanks), then into --accum micro-batches.
+func (c *Common) Micro() int { return c.Batch / c.DataRanks() / max(c.Accum, 1) }
 
 // TotalSteps returns the run's optimizer steps: --steps, or --epochs times
 // perEpoch (the steps of one pass over the training data) when --steps is

@@ -38,6 +38,8 @@ func (c *Common) CheckParallel() error {
 		return Usagef("--zero %d: want 0, 1, 2 or 3", c.Zero)
 	case c.Offload && c.Zero == 0:
 		return Usagef("--offload needs --zero 1, 2 or 3 (the optimizer's shard moves to the host)")
+	case c.Split():
+		return nil // CheckSplit checked the batch and refused what does not combine
 	case c.Accum >= 1 && c.Batch%(c.Ranks*c.Accum) != 0:
 		if c.Ranks == 1 {
 			return Usagef("--batch %d does not split into --accum %d micro-batches: want a multiple of %d", c.Batch, c.Accum, c.Accum)

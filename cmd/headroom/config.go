@@ -16,8 +16,10 @@ import (
 type modelFlags struct {
 	model, amp, checkpoint, budget, optimizer, capacity, device string
 	batch, seq, image, accum, ranks, zero, cudaMajor            int
+	tp, pp, dp                                                  int
+	schedule                                                    string
 	prune                                                       float64
-	ampParams, offload, json                                    bool
+	ampParams, offload, json, sequence                          bool
 }
 
 // register adds the flags to fs; techniques adds those of the memory
@@ -34,7 +36,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.BoolVar(&m.json, "json", false, "print JSON")
 	fs.StringVar(&m.device, "device", "cpu", "the device planned for: cpu or cuda (a cuda device holds cuBLAS's workspace from the start: 32 MiB on --cuda-major 9)")
 	fs.IntVar(&m.cudaMajor, "cuda-major", 0, "with --device cuda: the GPU's compute capability major (default 9: H100, H200; 8: A100; 7: V100)")
-	m.accum = 1
+	m.accum, m.tp, m.pp = 1, 1, 1
 	if !techniques {
 		return
 	}
@@ -45,6 +47,11 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")
 	fs.StringVar(&m.capacity, "capacity", "", "each device's capacity, e.g. 24GiB or 80GB: says whether the step fits")
+	fs.IntVar(&m.tp, "tp", 1, "tensor-parallel ranks of a GPT (heads and vocabulary divisible by it), as the transformer example's --tp")
+	fs.IntVar(&m.pp, "pp", 1, "pipeline stages of a GPT (≤ its layers; the embeddings untied), as the transformer example's --pp; --accum micro-batches")
+	fs.IntVar(&m.dp, "dp", 0, "data-parallel ranks: another name for --ranks (with --tp or --pp: not available yet above 1)")
+	fs.BoolVar(&m.sequence, "sequence-parallel", false, "with --tp: sequence parallelism (LayerNorm, dropout and residual regions split by token rows)")
+	fs.StringVar(&m.schedule, "pipe-schedule", "1f1b", "with --pp: 1f1b or gpipe")
 }
 
 // config returns the planner's configuration; bad values are usage
@@ -58,9 +65,15 @@ func (m *modelFlags) config() (plan.Config, error) {
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
 		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
-		Device: m.device, CUDAMajor: m.cudaMajor}
+		Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
 		return c, err
+	}
+	if m.dp != 0 {
+		if m.ranks != 1 && m.ranks != m.dp {
+			return c, train.Usagef("--dp %d and --ranks %d: the same number (data-parallel ranks): give one", m.dp, m.ranks)
+		}
+		c.Ranks = m.dp
 	}
 	var err error
 	if c.AMP, err = ampFlag(m.amp, m.ampParams); err != nil {
@@ -100,6 +113,10 @@ func (m *modelFlags) checkRanges() error {
 		return train.Usagef("--accum %d: want ≥ 1", m.accum)
 	case m.ranks < 1:
 		return train.Usagef("--ranks %d: want ≥ 1", m.ranks)
+	case m.dp < 0:
+		return train.Usagef("--dp %d: want ≥ 1", m.dp)
+	case m.tp < 1 || m.pp < 1:
+		return train.Usagef("--tp %d, --pp %d: want each ≥ 1", m.tp, m.pp)
 	case !(m.prune >= 0 && m.prune < 1):
 		return train.Usagef("--prune %g: want a fraction in [0, 1)", m.prune)
 	case m.zero < 0 || m.zero > 3:

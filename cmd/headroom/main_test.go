@@ -103,6 +103,34 @@ func TestPlanJSON(t *testing.T) {
 // TestPlanTable: equal ranks print on one line; the at-peak columns add
 // up to the printed peak, the own peaks are labelled as such and may
 // not; a capacity says whether the step fits.
+// TestPlanSplit plans GPT-3 175B over 16 pipeline stages and the
+// transformer model over 2 tensor-parallel ranks: every rank is there
+// with its layout, holds 4 bytes of f32 parameter and 8 of AdamW state
+// per parameter it holds, and the stages' parameters add up to the
+// (untied) model's.
+func TestPlanSplit(t *testing.T) {
+	for _, args := range [][]string{
+		{"--model", "gpt3-175b", "--pp", "16", "--accum", "16"},
+		{"--model", "transformer", "--tp", "2", "--sequence-parallel", "--batch", "4", "--seq", "16"},
+	} {
+		var p planJSON
+		if err := json.Unmarshal([]byte(ok(t, append(append([]string{"plan"}, args...), "--json")...)), &p); err != nil {
+			t.Fatal(err)
+		}
+		var held int64
+		for i, r := range p.Ranks {
+			held += r.Params
+			if r.Parameter != 4*r.Params || r.Optimizer != 8*r.Params || r.Layout == "" {
+				t.Errorf("%v rank %d (%s): %d parameters in %d B, optimizer %d B: want 4 and 8 B each", args, i, r.Layout, r.Params, r.Parameter, r.Optimizer)
+			}
+		}
+		if args[2] == "--pp" && (held != p.Params || len(p.Ranks) != 16) {
+			t.Errorf("%v: %d ranks hold %d parameters, the model has %d", args, len(p.Ranks), held, p.Params)
+		}
+		t.Logf("%v: %d ranks, rank 0 %s: %d parameters, peak %d B", args, len(p.Ranks), p.Ranks[0].Layout, p.Ranks[0].Params, p.Ranks[0].Peak)
+	}
+}
+
 func TestPlanTable(t *testing.T) {
 	out := ok(t, "plan", "--model", "transformer", "--batch", "8", "--seq", "16", "--ranks", "4", "--capacity", "64MiB")
 	if !strings.Contains(out, "0–3 ") || strings.Count(out, "\n") > 14 || !strings.Contains(out, "fits in 64.00 MiB") {
@@ -246,6 +274,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "--model", "resnet18", "--image", "3000000000"}, "--image 3000000000"},
 		{[]string{"plan", "--model", "gpt2", "--batch", "99999999999999999999"}, "-batch"},
 		{[]string{"plan", "--model", "gpt2", "extra"}, `"extra"`},
+		{[]string{"plan", "--model", "gpt2", "--tp", "0"}, "--tp 0, --pp 1: want each ≥ 1"},
+		{[]string{"plan", "--model", "gpt2", "--tp", "5"}, "tp 5 for gpt2: its 12 heads must divide by tp"},
+		{[]string{"plan", "--model", "gpt2", "--pp", "13"}, "pp 13 for gpt2: more stages than its 12 layers"},
+		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--pp", "2", "--checkpoint"}, "amp and checkpointing with pp 2 or dp 1: not available yet"},
+		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--dp", "2", "--zero", "3"}, "ZeRO stage 3 with tp 2, pp 1 over dp 2: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)"},
+		{[]string{"plan", "--model", "gpt2", "--dp", "2", "--ranks", "4"}, "--dp 2 and --ranks 4"},
+		{[]string{"plan", "--model", "gpt2", "--pp", "2", "--amp", "bf16"}, "amp and checkpointing with pp 2 or dp 1: not available yet"},
+		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--zero", "1"}, "ZeRO stage 1 with tp 2, pp 1 over dp 1: want stage 1 or 2 over dp ≥ 2"},
+		{[]string{"plan", "--model", "small", "--tp", "2"}, "want a GPT model"},
+		{[]string{"plan", "--model", "gpt2", "--sequence-parallel"}, "sequence parallelism needs tp ≥ 2"},
+		{[]string{"plan", "--model", "gpt2", "--pp", "2", "--pipe-schedule", "zigzag"}, `pipeline schedule "zigzag": want 1f1b or gpipe`},
 		{[]string{"fit", "--model", "gpt2"}, "--capacity"},
 		{[]string{"fit", "--model", "gpt2", "--capacity", "80GiB", "--measure"}, "--measure"},
 		{[]string{"bench", "--models", "vgg"}, `"vgg"`},

@@ -15,7 +15,7 @@ import (
 const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--amp-params]
        [--checkpoint[=N]] [--checkpoint-budget SIZE] [--accum K] [--ranks N --zero 0|1|2|3] [--offload]
        [--prune FRACTION] [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
-       [--device cpu|cuda [--cuda-major 9]]
+       [--device cpu|cuda [--cuda-major 9]] [--tp T [--sequence-parallel] | --pp P [--pipe-schedule 1f1b|gpipe]] [--dp D]
 
 Runs the model's real training step on meta devices (which allocate exactly
 what cpu devices do and compute nothing) and prints every rank's memory by
@@ -27,7 +27,11 @@ optimizer state, mixed precision as the ZeRO paper counts it. --device cuda
 plans for a GPU: its meta devices first allocate what a cuda device holds
 from the start, cuBLAS's workspace (32 MiB from compute capability 9 on,
 4 MiB before: --cuda-major, default 9, H100/H200), so the plan is the GPU's
-exact accounting. No GPU is needed to plan for one.`
+exact accounting. No GPU is needed to plan for one. --tp and --pp split a
+GPT over T tensor-parallel ranks or P pipeline stages, as the transformer
+example does, and every rank's bytes are planned, its communication
+buffers included; --dp is --ranks (data parallelism over split models is
+not available yet).`
 
 // bytesJSON is one device's peak bytes by tag.
 type bytesJSON struct {
@@ -54,6 +58,10 @@ func bytesOf(p train.PeakBytes) bytesJSON {
 type rankJSON struct {
 	Rank   int    `json:"rank"`
 	Device string `json:"device"`
+	// Layout is the rank's part of a split model ("tp 1/2", "stage 3/16")
+	// and Params the parameters it holds.
+	Layout string `json:"layout,omitempty"`
+	Params int64  `json:"params"`
 	bytesJSON
 	AtPeak bytesJSON `json:"at_peak"`
 	// Host is the offload host's memory (the same fields, its own peaks).
@@ -125,7 +133,7 @@ func toJSON(p *plan.Prediction, c plan.Config) planJSON {
 	out := planJSON{Model: p.Model, Params: p.Params, Batch: p.Batch, Seq: p.Seq, Image: p.Image, Capacity: c.Capacity,
 		Device: p.Config.Device, CUDAMajor: p.Config.CUDAMajor, ResidentBytes: p.Config.Resident(), Techniques: techniques(p.Config)}
 	for i, r := range p.Ranks {
-		rj := rankJSON{Rank: i, Device: r.Device, bytesJSON: bytesOf(r.PeakBytes), AtPeak: bytesOf(r.AtPeak)}
+		rj := rankJSON{Rank: i, Device: r.Device, Layout: r.Layout, Params: r.Params, bytesJSON: bytesOf(r.PeakBytes), AtPeak: bytesOf(r.AtPeak)}
 		if r.Host != nil {
 			h := bytesOf(*r.Host)
 			rj.Host = &h
@@ -160,6 +168,12 @@ func techniques(c plan.Config) map[string]any {
 	}
 	if c.CheckpointBudget > 0 {
 		t["checkpoint_budget"] = c.CheckpointBudget
+	}
+	if c.TP > 1 {
+		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
+	}
+	if c.PP > 1 {
+		t["pp"], t["pipe_schedule"] = c.PP, c.Schedule
 	}
 	return t
 }
@@ -204,6 +218,7 @@ func planTable(p planJSON) string {
 	if t["offload"].(bool) {
 		b.WriteString(", offload")
 	}
+	b.WriteString(splitLine(p))
 	b.WriteString("\n")
 	b.WriteString(deviceLine(p))
 	b.WriteString("\n")
@@ -226,6 +241,32 @@ func planTable(p planJSON) string {
 		}
 	}
 	return b.String()
+}
+
+// splitLine says how a split model is laid out over the ranks ("" when
+// it is not): the tensor-parallel degree, or the stages and the
+// parameters each rank holds.
+func splitLine(p planJSON) string {
+	t := p.Techniques
+	var parts []string
+	if t["tp"] != nil {
+		parts = append(parts, fmt.Sprintf("tensor parallel %d", t["tp"]))
+		if t["sequence_parallel"] == true {
+			parts = append(parts, "sequence parallel")
+		}
+	}
+	if t["pp"] != nil {
+		parts = append(parts, fmt.Sprintf("pipeline %d stages, %s", t["pp"], t["pipe_schedule"]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	s := " (" + strings.Join(parts, ", ")
+	held := make([]string, len(p.Ranks))
+	for i, r := range p.Ranks {
+		held[i] = commas(r.Params)
+	}
+	return s + "; parameters per rank " + strings.Join(held, ", ") + ")"
 }
 
 // deviceLine says which device the plan is for.

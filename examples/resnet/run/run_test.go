@@ -99,6 +99,9 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 		traintest.Refuse("--calibrate 2", "--calibrate and --qat need --quantize int8"),
 		traintest.Refuse("--quantize int8 --calibrate -1", "--calibrate -1: want ≥ 0 calibration batches"),
 		traintest.Refuse("--quantize int8 --qat --calibrate 2", "--calibrate and --qat: choose one"),
+		traintest.Refuse("--tp 2", "--tp: not available yet"),
+		traintest.Refuse("--pp 2 --pipe-schedule gpipe", "--pipe-schedule, --pp: not available yet"),
+		traintest.Refuse("--sequence-parallel", "--sequence-parallel: not available yet"),
 	}
 	traintest.Refused(t, run.Main, []string{"--steps", "2", "--batch", "8"}, append(own, traintest.Common...))
 }

@@ -16,6 +16,8 @@ type Config struct {
 	Layers, Width, Heads, Context int
 	Dropout                       float64
 	Share                         bool
+	// Tie shares the token embedding with the LM head (untie it for --pp).
+	Tie bool
 	// ValFraction is the share of the corpus held out for validation, as
 	// pieces of valChunk bytes spread evenly over it (data.Text.SplitSpread).
 	ValFraction float64
@@ -30,7 +32,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert", "quantize"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule"}
 
 // Parse reads the command line into a Config and checks every flag (see
 // train.Common.Parse): its errors are *train.UsageError values, but -help's
@@ -45,6 +47,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.Context, "context", 64, "context length in bytes, ≥ 1 and shorter than the training and validation texts")
 	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability, in [0, 1)")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
+	fs.BoolVar(&c.Tie, "tie-embeddings", true, "the LM head is the token embedding's weight (give --tie-embeddings=false with --pp)")
 	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in (0, 1), in 16 KiB pieces spread over it")
 	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss, ≥ 1")
 	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end, ≥ 0")
@@ -66,6 +69,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 // check checks the example's own flags.
 func (c *Config) check() error {
 	return train.First(
+		c.checkSplit(),
 		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),
 		train.Want(c.Width >= 1, "width", c.Width, "a model width ≥ 1"),
 		train.Want(c.Heads >= 1, "heads", c.Heads, "≥ 1 attention heads"),
@@ -87,7 +91,7 @@ func (c *Config) check() error {
 // GPT returns the model configuration.
 func (c *Config) GPT() nn.GPTConfig {
 	return nn.GPTConfig{Vocab: 256, Context: c.Context, Layers: c.Layers, Heads: c.Heads, Width: c.Width,
-		Dropout: c.Dropout, Bias: true, TieEmbeddings: true, ShareLayers: c.Share}
+		Dropout: c.Dropout, Bias: true, TieEmbeddings: c.Tie, ShareLayers: c.Share}
 }
 
 // valChunk is the size of the validation pieces: 16 KiB spread over the

@@ -187,7 +187,19 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 		traintest.Refuse("--quantize int8 --qat", "--qat: not available yet"),
 	}
 	base := []string{"--steps", "2", "--batch", "8", "--context", "16", "--layers", "1", "--width", "32", "--heads", "2"}
-	traintest.Refused(t, run.Main, base, append(own, traintest.Common...))
+	traintest.Refused(t, run.Main, base, append(append(own, splitRefusals...), append(traintest.Common, traintest.Split...)...))
+}
+
+// splitRefusals are the example's own refusals of --tp and --pp (base:
+// 1 layer, 2 heads, width 32, batch 8, context 16).
+var splitRefusals = []traintest.Refusal{
+	traintest.Refuse("--tp 2 --pp 2 --layers 2 --tie-embeddings=false", "--clip 1: want 0 with --tp 2 --pp 2 --ranks 4: global-norm clipping over a mesh", "not available yet"),
+	traintest.Refuse("--tp 4", "--heads 2: want a number of heads divisible by --tp 4"),
+	traintest.Refuse("--tp 512 --heads 512 --width 512", "--tp 512: want a divisor of the vocabulary, 256 bytes"),
+	traintest.Refuse("--pp 2", "--pp 2: want at most --layers 1 stages"),
+	traintest.Refuse("--pp 2 --layers 2", "--tie-embeddings true: want false with --pp 2"),
+	traintest.Refuse("--tp 2 --share-layers", "--share-layers true: want false with --tp or --pp", "not available yet"),
+	traintest.Refuse("--tp 2 --sequence-parallel --batch 1 --context 1", "--batch 1: want micro-batches whose tokens (batch/accum × context = 1) divide by --tp 2"),
 }
 
 // TestNoCUDA checks that --device cuda without a driver is a clear error

@@ -44,11 +44,15 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	schedule := optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, steps/10), Total: steps}
+	if c.Split() {
+		return trainSplit(c, out, fmt.Sprintf("%d-byte corpus", corpus.Len()), trainText, steps, schedule)
+	}
 	return train.Train(&c.Common, out, &train.Program[*replica]{
 		Name: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Metric: "validation_loss_nats_per_byte",
 		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context),
 		Data:  fmt.Sprintf("%d-byte corpus", corpus.Len()), Steps: steps, Clip: c.Clip,
-		Schedule: optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, steps/10), Total: steps},
+		Schedule: schedule,
 		New:      newReplica(c, trainText),
 		Evaluate: evaluation(c, out, corpus, valText),
 	})

@@ -1,0 +1,66 @@
+package run_test
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestSplitMatchesOneDevice trains 4 steps with --tp 2 (± sequence
+// parallelism) and --pp 2 (both schedules) and compares the final loss
+// with the one-device run of the same model and batches: within 1e-5
+// (relative, F32) under TP, whose ranks add partial sums in another
+// order, and bit for bit under PP, whose stages run one device's
+// accumulation in its order. Every rank appears in extra.ranks and the
+// header says the layout.
+func TestSplitMatchesOneDevice(t *testing.T) {
+	base := []string{"--steps", "4", "--sample", "0", "--dropout", "0"}
+	for _, tc := range []struct {
+		one, split []string
+		tol        float64
+	}{
+		{nil, []string{"--tp", "2"}, 1e-5},
+		{nil, []string{"--tp", "2", "--sequence-parallel"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "2"}, []string{"--tie-embeddings=false", "--accum", "2", "--pp", "2"}, 0},
+		{[]string{"--tie-embeddings=false", "--accum", "4"}, []string{"--tie-embeddings=false", "--accum", "4", "--pp", "2", "--pipe-schedule", "gpipe"}, 0},
+		// The mesh: data-parallel copy d trains on micro-batches d·accum…; one device accumulates all of them.
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0"}, []string{"--tie-embeddings=false", "--clip", "0", "--tp", "2", "--ranks", "4", "--zero", "1"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--pp", "2", "--ranks", "4", "--zero", "2"}, 1e-5},
+	} {
+		one := report(t, append(base, tc.one...)...)
+		split := report(t, append(base, tc.split...)...)
+		a, b := split["final_loss"].(float64), one["final_loss"].(float64)
+		if math.Abs(a-b) > tc.tol*math.Abs(b) {
+			t.Errorf("%v: final loss %v, one device %v (tolerance %g)", tc.split, a, b, tc.tol)
+		}
+		if ranks, _ := split["extra"].(map[string]any)["ranks"].([]any); len(ranks) != rankCount(tc.split) {
+			t.Errorf("%v: extra.ranks has %d entries, want %d", tc.split, len(ranks), rankCount(tc.split))
+		}
+		t.Logf("%v: %v, one device %v", tc.split, a, b)
+	}
+	out := mainOK(t, "--steps", "1", "--sample", "0", "--tp", "2")
+	if !strings.Contains(out, "on 2 tensor-parallel ranks on cpu:0…cpu:1") || !strings.Contains(out, "layout: tensor parallel 2: each rank 1 of 2 heads") {
+		t.Errorf("--tp 2: the header does not say the layout:\n%s", out)
+	}
+}
+
+// rankCount returns --ranks among args, else --tp × --pp.
+func rankCount(args []string) int {
+	n := 1
+	for i, a := range args {
+		switch a {
+		case "--ranks":
+			return atoi(args[i+1])
+		case "--tp", "--pp":
+			n *= atoi(args[i+1])
+		}
+	}
+	return n
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
