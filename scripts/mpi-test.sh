@@ -35,4 +35,14 @@ timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none "${extra[@
 	--data "$(go env GOROOT)/src/fmt" --steps 3 --batch 4 --context 32 --layers 2 --width 32 --heads 2 \
 	--eval-batches 1 --sample 0 --report "$bin/report.json"
 grep -q '"steps": 3' "$bin/report.json"
+# The same run in one process (two goroutine ranks) must report the same
+# final loss: the mean over both ranks' parts of the batch, not rank 0's.
+"$bin/transformer" --ranks 2 --zero 1 \
+	--data "$(go env GOROOT)/src/fmt" --steps 3 --batch 4 --context 32 --layers 2 --width 32 --heads 2 \
+	--eval-batches 1 --sample 0 --report "$bin/inproc.json" >/dev/null
+loss() { grep -o '"final_loss": [-0-9.e+]*' "$1" | awk '{print $2}'; }
+awk -v a="$(loss "$bin/report.json")" -v b="$(loss "$bin/inproc.json")" 'BEGIN {
+	d = a - b; if (d < 0) d = -d
+	if (a == "" || b == "" || d > 1e-6 * (b < 0 ? -b : b)) { print "mpi-test: final loss over MPI " a " != in process " b > "/dev/stderr"; exit 1 }
+	print "mpi-test: final loss " a " over MPI, " b " in process" }'
 echo "mpi-test: the example ran as 2 MPI ranks"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/parallel"
 )
 
 // trainRanks is Train with data parallelism (--ranks, --zero, --offload):
@@ -49,8 +50,12 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 		if err := r.train(p.Name, nil); err != nil {
 			return err
 		}
-		final[rk.Comm.Rank()] = r.Loss
-		rk.Trained()
+		rk.Trained() // the training peaks, before the loss's all-reduce below
+		sum, err := parallel.AllSumFloat64(rk.Comm, rk.Dev, r.Loss) // over MPI this process holds one rank
+		if err != nil {
+			return err
+		}
+		final[rk.Comm.Rank()] = sum / float64(rk.Comm.Size())
 		if c.Save != "" { // before Unshard: under stage 3 each rank writes its shard, never the gathered model
 			if err := r.save(c.Save, r.End); err != nil {
 				return err
@@ -83,7 +88,8 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 // FinishRanks completes the report of a data-parallel run of steps steps
 // of batch samples, as rank 0 sees it: the final loss is the mean of the
 // last losses (final, by rank) of this process's ranks (each over its part
-// of the batch, so in process the mean is the global batch's), peak_bytes
+// of the batch, or already the mean over every rank: trainRanks all-reduces
+// it, so that over MPI too the final loss is the global batch's), peak_bytes
 // are rank 0's training peaks (trained), and extra holds skipped_steps,
 // ranks (every rank's peaks) and host_ranks (with offload). It prints
 // trained's memory summary and the table of the ranks' peaks to out.

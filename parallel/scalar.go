@@ -1,0 +1,24 @@
+package parallel
+
+import (
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// AllSumFloat64 returns the sum of every rank's v over c: an all-reduce of
+// one F64 element, 8 bytes on dev (tag communication), freed before it
+// returns. Every rank of c must call it at the same point, as any
+// collective.
+func AllSumFloat64(c Communicator, dev *device.Device, v float64) (float64, error) {
+	var t *autograd.Tensor
+	if err := autograd.Try(func() { t = autograd.New(dev, dtype.F64, device.Communication, 1) }); err != nil {
+		return 0, err
+	}
+	defer t.Release()
+	t.SetFloat64s([]float64{v})
+	if err := c.AllReduce(t, Sum); err != nil {
+		return 0, err
+	}
+	return t.Float64s()[0], nil
+}
