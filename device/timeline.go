@@ -43,6 +43,8 @@ type Event struct {
 	// segments.
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
+	// Detail is an oom event's explanation (the *OOMError's text).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Timeline is the recorded history of a device's memory.

@@ -1,0 +1,73 @@
+package device_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/memview"
+)
+
+// peakOfPage is the peak of tl as the page computes it.
+func peakOfPage(t *testing.T, tl *device.Timeline) memview.Peak {
+	t.Helper()
+	pk, err := tl.ViewPeak()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pk
+}
+
+// TestViewPeakMatchesAtPeak: the per-tag bytes the page's stream gives at the
+// peak equal the allocator's AtPeak byte for byte, for 1k and 1M events.
+func TestViewPeakMatchesAtPeak(t *testing.T) {
+	sizes := []int{1000, 1000000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		tl, st := simulate(t, n, uint64(n))
+		if len(tl.Events) < n {
+			t.Fatalf("%d events recorded, want ≥ %d", len(tl.Events), n)
+		}
+		pk := peakOfPage(t, tl)
+		if pk.ByTag != st.AtPeak {
+			t.Errorf("%d events: page at peak %v, allocator AtPeak %v", n, pk.ByTag, st.AtPeak)
+		}
+		if want, _ := tl.Peak(); pk.Total != want || pk.Total != st.Requested.Peak {
+			t.Errorf("%d events: page peak %d, timeline %d, allocator %d", n, pk.Total, want, st.Requested.Peak)
+		}
+	}
+}
+
+// TestWriteHTMLSelfContained: the page has its data and script inline and
+// refers to nothing outside itself.
+func TestWriteHTMLSelfContained(t *testing.T) {
+	tl, _ := simulate(t, 1000, 7)
+	var buf bytes.Buffer
+	if err := tl.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, bad := range []string{"http://", "https://", "src=", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q: it must not fetch anything", bad)
+		}
+	}
+	for _, want := range []string{`id="runs"`, `id="data0"`, "function decode"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestWriteHTMLRefusesBadEvent: an unknown event kind is an error naming it.
+func TestWriteHTMLRefusesBadEvent(t *testing.T) {
+	tl, _ := simulate(t, 100, 1)
+	tl.Events[5].Kind = "bogus"
+	err := tl.WriteHTML(&bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "event 5") {
+		t.Fatalf("WriteHTML of a bad event: %v, want an error naming event 5", err)
+	}
+}
