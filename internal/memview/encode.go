@@ -98,7 +98,7 @@ type encoder struct {
 func encode(r Run) (*encoded, error) {
 	n := r.Events.Len()
 	e := &encoder{labels: map[label]int{}, blocks: map[uint64]liveBlock{}}
-	h := &encoded{Name: r.Name, Device: r.Device, Capacity: r.Capacity, N: n}
+	h := &encoded{Name: r.Name, Device: r.Device, Capacity: r.Capacity, N: n, OOMs: []oomNote{}}
 	for i := range n {
 		ev := r.Events.At(i)
 		if ev.Kind >= numKinds || ev.Tag >= NumTags || ev.Bytes < 0 || ev.T < e.prevT {

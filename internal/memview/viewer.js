@@ -69,7 +69,7 @@ function draw(ri){const r=V.runs[ri],c=r.canvas,dpr=window.devicePixelRatio||1,W
     g.fillStyle="rgba(0,0,0,0.35)";g.fillRect(pl+px,Y(q.min),1,1);
     const yr=Y(q.res);if(prevRes!==null){g.strokeStyle="#000";g.lineWidth=1;g.beginPath();g.moveTo(pl+px-0.5,prevRes);g.lineTo(pl+px+0.5,yr);g.stroke()}prevRes=yr}
   g.strokeStyle="#c00";g.setLineDash([4,3]);const xp=X(m.toX(r.peakI));g.beginPath();g.moveTo(xp,0);g.lineTo(xp,ph);g.stroke();g.setLineDash([]);
-  g.fillStyle="#c00";g.fillText("peak "+fmt(r.peak),Math.min(xp+4,W-110),12);
+  {const s="peak "+fmt(r.peak),tw=g.measureText(s).width,lx=Math.min(xp+4,W-tw-6),ly=Math.max(24,Y(r.peak)-6);g.fillStyle="rgba(255,255,255,0.85)";g.fillRect(lx-2,ly-11,tw+4,14);g.fillStyle="#c00";g.fillText(s,lx,ly)}
   if(V.sel[ri]!==undefined){const xs=X(m.toX(V.sel[ri]));g.strokeStyle="#000";g.beginPath();g.moveTo(xs,0);g.lineTo(xs,ph);g.stroke()}
   g.fillStyle="#222";g.font="11px system-ui,sans-serif";for(let k=0;k<=4;k++){const v=top*k/4;g.fillText(fmt(v),2,Y(v)+4);g.fillStyle="#eee";g.fillRect(pl,Y(v),pw,1);g.fillStyle="#222"}
   for(let k=0;k<=5;k++){const x=(V.x0+k/5*span)*m.len,i=Math.min(r.n-1,Math.max(0,Math.round(m.toI(x))));const lbl="#"+i+" "+(r.t[i]/1e6).toFixed(1)+"ms";g.fillText(lbl,Math.min(Math.max(pl,pl+k/5*pw-30),W-g.measureText(lbl).width-2),H-8)}
