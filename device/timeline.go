@@ -52,6 +52,9 @@ type Timeline struct {
 	Device   string  `json:"device"`
 	Capacity int64   `json:"capacity"`
 	Events   []Event `json:"events"`
+	// StartByTag is what each tag held when the recording started (nil in
+	// files written before it was kept).
+	StartByTag *[NumTags]int64 `json:"start_by_tag,omitempty"`
 }
 
 type recorder struct {
@@ -65,7 +68,10 @@ type recorder struct {
 func (d *Device) StartTimeline() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.tl = &recorder{start: time.Now(), tl: Timeline{Device: d.name, Capacity: d.capacity}}
+	d.tl = &recorder{start: time.Now(), tl: Timeline{Device: d.name, Capacity: d.capacity, StartByTag: new([NumTags]int64)}}
+	for t := range NumTags {
+		d.tl.tl.StartByTag[t] = d.st.ByTag[t].Current
+	}
 }
 
 // StopTimeline ends the recording and returns it (nil if none was started).

@@ -78,7 +78,7 @@ const tableJS = `Object.fromEntries([...document.querySelectorAll('#%s tr[data-t
 // AtPeak and its total against the timeline's peak; it saves a screenshot
 // (path in the log).
 func TestViewerInBrowser(t *testing.T) {
-	tl, st := simulate(t, 1000, 3)
+	tl, st := simulate(t, 1000, 3, 5000)
 	ctx, stop := browse(t, writePage(t, t.TempDir(), tl))
 	defer stop()
 	if err := chromedp.Do(ctx, chromedp.Click("#peak"), chromedp.WaitVisible("#tags0")); err != nil {

@@ -33,7 +33,15 @@ func (t *Timeline) viewRun(name string) memview.Run {
 	if name == "" {
 		name = t.Device
 	}
-	return memview.Run{Name: name, Device: t.Device, Capacity: t.Capacity, Events: viewSource{t}}
+	r := memview.Run{Name: name, Device: t.Device, Capacity: t.Capacity, Events: viewSource{t}}
+	if t.StartByTag != nil && len(t.Events) > 0 {
+		var b [memview.NumTags]int64
+		for i, n := range t.StartByTag {
+			b[i] = n
+		}
+		r.Base, r.BaseReserved = &b, t.Events[0].Reserved-reservedChange(&t.Events[0])
+	}
+	return r
 }
 
 // WriteHTML writes the timeline as one self-contained interactive HTML page
@@ -60,3 +68,20 @@ func WriteHTMLCompare(w io.Writer, a, b *Timeline, nameA, nameB string) error {
 func (t *Timeline) ViewPeak() (memview.Peak, error) {
 	return memview.PeakOf(t.viewRun(""))
 }
+
+// reservedChange is what event e added to Reserved.
+func reservedChange(e *Event) int64 {
+	switch e.Kind {
+	case evSegmentAlloc, evSegmentCommit:
+		return e.Bytes
+	case evSegmentFree, evSegmentDecommit:
+		return -e.Bytes
+	}
+	return 0
+}
+
+// The viewer's tags are the device's.
+var (
+	_ [memview.NumTags - NumTags]struct{}
+	_ [NumTags - memview.NumTags]struct{}
+)

@@ -27,7 +27,7 @@ func TestViewPeakMatchesAtPeak(t *testing.T) {
 		sizes = sizes[:1]
 	}
 	for _, n := range sizes {
-		tl, st := simulate(t, n, uint64(n))
+		tl, st := simulate(t, n, uint64(n), int64(n)+12345)
 		if len(tl.Events) < n {
 			t.Fatalf("%d events recorded, want ≥ %d", len(tl.Events), n)
 		}
@@ -44,7 +44,7 @@ func TestViewPeakMatchesAtPeak(t *testing.T) {
 // TestWriteHTMLSelfContained: the page has its data and script inline and
 // refers to nothing outside itself.
 func TestWriteHTMLSelfContained(t *testing.T) {
-	tl, _ := simulate(t, 1000, 7)
+	tl, _ := simulate(t, 1000, 7, 0)
 	var buf bytes.Buffer
 	if err := tl.WriteHTML(&buf); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestWriteHTMLSelfContained(t *testing.T) {
 
 // TestWriteHTMLRefusesBadEvent: an unknown event kind is an error naming it.
 func TestWriteHTMLRefusesBadEvent(t *testing.T) {
-	tl, _ := simulate(t, 100, 1)
+	tl, _ := simulate(t, 100, 1, 0)
 	tl.Events[5].Kind = "bogus"
 	err := tl.WriteHTML(&bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "event 5") {

@@ -13,10 +13,14 @@ import (
 // device: training steps over layers with forward activations and
 // workspace, backward gradients (some made by retagging workspace) and
 // optimizer state, with sizes from a seeded generator. It returns the
-// timeline and the device's final stats.
-func simulate(t testing.TB, events int, seed uint64) (*device.Timeline, device.Stats) {
+// timeline and the device's final stats. With pre > 0 a parameter block
+// of pre bytes is allocated before the recording starts.
+func simulate(t testing.TB, events int, seed uint64, pre int64) (*device.Timeline, device.Stats) {
 	t.Helper()
 	d := meta.New(0, device.Options{})
+	if pre > 0 {
+		d.MustAlloc(pre, device.Label{Tag: device.Parameter, Op: "before"})
+	}
 	d.StartTimeline()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ops := 0 // allocs, releases and retags so far: events less segment events

@@ -46,6 +46,11 @@ type Run struct {
 	Device   string
 	Capacity int64
 	Events   Source
+	// Base is what each tag held before the first event, and BaseReserved
+	// the reserved bytes then, when known; nil: the page infers the least
+	// base that keeps every tag's bytes from going negative.
+	Base         *[NumTags]int64
+	BaseReserved int64
 }
 
 // encoded is a run as the page reads it: a header and the event stream.
@@ -110,10 +115,7 @@ func encode(r Run) (*encoded, error) {
 		}
 		e.event(i, ev)
 	}
-	for t := range NumTags {
-		h.BaseByTag[t] = -e.tagMin[t]
-	}
-	h.BaseAllocated, h.BaseReserved = -e.minAlloc, -e.minRes
+	h.base(r, e)
 	h.Labels = make([][3]string, len(e.labels))
 	for l, k := range e.labels {
 		h.Labels[k] = [3]string{l.scope, l.op, l.phase}
@@ -203,4 +205,20 @@ func (e *encoder) count(tag uint8, n int64) {
 func (e *encoder) tagAdd(tag uint8, n int64) {
 	e.tagSum[tag] += n
 	e.tagMin[tag] = min(e.tagMin[tag], e.tagSum[tag])
+}
+
+// base sets the bytes live before the first event: the run's when known,
+// else the least that keeps the running sums from going negative.
+func (h *encoded) base(r Run, e *encoder) {
+	if r.Base != nil {
+		h.BaseByTag, h.BaseReserved = *r.Base, r.BaseReserved
+		for _, n := range r.Base {
+			h.BaseAllocated += n
+		}
+		return
+	}
+	for t := range NumTags {
+		h.BaseByTag[t] = -e.tagMin[t]
+	}
+	h.BaseAllocated, h.BaseReserved = -e.minAlloc, -e.minRes
 }

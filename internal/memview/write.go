@@ -1,8 +1,8 @@
 package memview
 
 import (
-	_ "embed"
 	"bufio"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
