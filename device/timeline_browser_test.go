@@ -1,10 +1,8 @@
 package device_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -13,42 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/internal/memview/memviewtest"
 )
-
-// chromium returns the path of an installed Chromium or Chrome, or "".
-func chromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browse opens the page at path in headless Chromium, skipping the test
-// when there is none, and waits until the page's script is ready.
-func browse(t testing.TB, path string) (context.Context, func()) {
-	t.Helper()
-	exe := chromium()
-	if exe == "" {
-		t.Skip("no chromium on PATH: install it (apt-get install -y chromium) to run the browser test of the memory viewer")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 1800), chromedp.Flag("disable-gpu", true))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 120*time.Second)
-	stop := func() { cancelT(); cancelC(); cancelA() }
-	err := chromedp.Do(ctx, chromedp.Navigate("file://"+path))
-	if err == nil {
-		_, err = chromedp.Run(ctx, chromedp.Poll[bool]("window.memview !== undefined && window.memview.ready", chromedp.WithPollingTimeout(100*time.Second)))
-	}
-	if err != nil {
-		stop()
-		t.Fatalf("opening %s in %s: %v", path, exe, err)
-	}
-	return ctx, stop
-}
 
 // writePage writes the page of the timelines (two: the compare page) to dir.
 func writePage(t testing.TB, dir string, tls ...*device.Timeline) string {
@@ -79,19 +43,12 @@ const tableJS = `Object.fromEntries([...document.querySelectorAll('#%s tr[data-t
 // (path in the log).
 func TestViewerInBrowser(t *testing.T) {
 	tl, st := simulate(t, 1000, 3, 5000)
-	ctx, stop := browse(t, writePage(t, t.TempDir(), tl))
+	ctx, stop := memviewtest.Open(t, writePage(t, t.TempDir(), tl), 30*time.Second)
 	defer stop()
 	if err := chromedp.Do(ctx, chromedp.Click("#peak"), chromedp.WaitVisible("#tags0")); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(tableJS, "tags0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := memviewtest.Eval[map[string]string](t, ctx, fmt.Sprintf(tableJS, "tags0"))
 	for _, tag := range device.Tags() {
 		if got := rows[tag.String()]; got != strconv.FormatInt(st.AtPeak[tag], 10) {
 			t.Errorf("page at peak: %s %q bytes, allocator AtPeak %d", tag, got, st.AtPeak[tag])
@@ -100,7 +57,7 @@ func TestViewerInBrowser(t *testing.T) {
 	if peak, _ := tl.Peak(); rows["total"] != strconv.FormatInt(peak, 10) {
 		t.Errorf("page at peak: total %q, timeline peak %d", rows["total"], peak)
 	}
-	saveShot(t, "headroom-view.png", shot)
+	saveShot(t, "headroom-view.png", memviewtest.Screenshot(t, ctx))
 }
 
 // saveShot writes a screenshot to the temporary directory and logs its path.

@@ -7,8 +7,8 @@ const $=s=>document.querySelector(s);
 function h(tag,attrs,txt){const e=document.createElement(tag);Object.assign(e,attrs||{});if(txt!==undefined)e.textContent=txt;return e}
 function fmt(b){const a=Math.abs(b);if(a>=1<<30)return(b/(1<<30)).toFixed(2)+" GiB";if(a>=1<<20)return(b/(1<<20)).toFixed(2)+" MiB";if(a>=1024)return(b/1024).toFixed(1)+" KiB";return b+" B"}
 async function bytesOf(id){const s=document.getElementById(id).textContent;
-  try{return new Uint8Array(await(await fetch("data:application/octet-stream;base64,"+s)).arrayBuffer())}
-  catch(e){const bin=atob(s),u=new Uint8Array(bin.length);for(let i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);return u}}
+  if(Uint8Array.fromBase64)return Uint8Array.fromBase64(s);
+  const bin=atob(s),u=new Uint8Array(bin.length);for(let i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);return u}
 // decode reads the event stream (see encode.go) into columns.
 function decode(r,d){const n=r.n;let p=0;
   const uv=()=>{let v=0,m=1,b;do{b=d[p++];v+=(b&127)*m;m*=128}while(b&128);return v};
@@ -126,12 +126,13 @@ async function main(){const t0=performance.now();const runs=JSON.parse($("#runs"
   const bar=h("div",{className:"bar"});const pk=h("button",{id:"peak"},"peak");pk.onclick=()=>V.runs.forEach((r,i)=>select(i,r.peakI));
   const zi=h("button",{},"zoom in"),zo=h("button",{},"zoom out"),all=h("button",{},"all");zi.onclick=()=>zoom(0.5,0.5);zo.onclick=()=>zoom(2,0.5);all.onclick=()=>{V.x0=0;V.x1=1;drawAll()};
   bar.append(pk,zi,zo,all,h("span",{},"wheel: zoom, drag: pan, click: the live blocks at that instant"+(V.aligned?"; x aligned by step phase":"")));app.append(bar);
-  for(let i=0;i<runs.length;i++){const r=runs[i];decode(r,await bytesOf("data"+i));summarize(r);r.map=mapper(r,V.aligned);
+  const ms={};const lap=(k,t)=>{ms[k]=(ms[k]||0)+performance.now()-t};
+  for(let i=0;i<runs.length;i++){const r=runs[i];let t=performance.now();const d=await bytesOf("data"+i);lap("bytes",t);t=performance.now();decode(r,d);lap("decode",t);t=performance.now();summarize(r);lap("summarize",t);r.map=mapper(r,V.aligned);
     app.append(h("h2",{},r.name+" — peak "+fmt(r.peak)+" at event #"+r.peakI+", capacity "+(r.capacity?fmt(r.capacity):"unlimited")));
     r.canvas=h("canvas",{className:"chart",id:"chart"+i});app.append(r.canvas);V.runs.push(r);
     if(r.ooms.length){app.append(h("h2",{},r.ooms.length+" out-of-memory event(s)"));for(const o of r.ooms)app.append(h("pre",{className:"oom"},"event #"+o.i+": "+(o.text||"(no explanation recorded)")))}}
   app.append(h("div",{id:"diff"}));for(let i=0;i<runs.length;i++){app.append(h("div",{id:"inst"+i}));wire(i)}
-  drawAll();if(V.runs.length===2)diff();
-  window.memview={ready:true,openMs:performance.now()-t0,runs:V.runs.map(r=>({n:r.n,peak:r.peak,peakI:r.peakI})),
-    fps:(frames)=>{const t=performance.now();for(let k=0;k<frames;k++){if(k%2)zoom(0.9,0.3);else pan(0.01)}return frames/((performance.now()-t)/1000)}}}
+  let t=performance.now();drawAll();lap("draw",t);if(V.runs.length===2)diff();
+  window.memview={ready:true,openMs:performance.now()-t0,readyAt:performance.now(),ms,runs:V.runs.map(r=>({n:r.n,peak:r.peak,peakI:r.peakI})),
+    animate:frames=>new Promise(done=>{let k=0,t=0;const step=now=>{if(k===1)t=now;if(k>frames){done(frames/((now-t)/1000));return}if(k%2)zoom(k<frames/2?0.9:1.1,0.3);else pan(0.01);k++;requestAnimationFrame(step)};requestAnimationFrame(step)})}}
 main();
