@@ -109,6 +109,7 @@ func BenchmarkViewer(b *testing.B) {
 				b.Logf("%d events: script phases (ms) %v", n, memviewtest.Eval[map[string]float64](b, ctx, "window.memview.ms"))
 				b.ReportMetric(memviewtest.Eval[float64](b, ctx, "window.memview.openMs")/1000, "script_s")
 				b.ReportMetric(memviewtest.Eval[float64](b, ctx, "window.memview.animate(60)"), "fps")
+				b.ReportMetric(memviewtest.Eval[float64](b, ctx, "window.memview.frameMs(20)"), "frame_ms")
 				stop()
 			}
 		})

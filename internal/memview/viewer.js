@@ -1,6 +1,7 @@
 "use strict";
 const TAGS=["parameter","gradient","optimizer","activation","workspace","communication","other"];
 const COL=["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#7f7f7f"];
+const RGBA=COL.map(c=>{const v=parseInt(c.slice(1),16);return (255<<24|((v&255)<<16)|(v&0xff00)|(v>>16))>>>0});
 const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",optimizer:"rgba(44,160,44,0.14)"};
 const B0=16,LF=4,NT=7;
 const $=s=>document.querySelector(s);
@@ -11,7 +12,7 @@ async function bytesOf(id){const s=document.getElementById(id).textContent;
   const bin=atob(s),u=new Uint8Array(bin.length);for(let i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);return u}
 // decode reads the event stream (see encode.go) into columns.
 function decode(r,d){const n=r.n;let p=0;
-  const uv=()=>{let v=0,m=1,b;do{b=d[p++];v+=(b&127)*m;m*=128}while(b&128);return v};
+  const uv=()=>{let b=d[p++];if(b<128)return b;let v=b&127,m=128;do{b=d[p++];v+=(b&127)*m;m*=128}while(b&128);return v};
   const sv=()=>{const u=uv();return u%2?-(u+1)/2:u/2};
   const kind=new Uint8Array(n),tag=new Uint8Array(n),bytes=new Float64Array(n),ref=new Int32Array(n),lab=new Int32Array(n),addr=new Float64Array(n),t=new Float64Array(n);
   let tt=0,aa=0;
@@ -62,18 +63,32 @@ function draw(ri){const r=V.runs[ri],c=r.canvas,dpr=window.devicePixelRatio||1,W
   if(c.width!==W*dpr){c.width=W*dpr;c.height=H*dpr}const g=c.getContext("2d");g.setTransform(dpr,0,0,dpr,0,0);g.clearRect(0,0,W,H);
   const top=Math.max(...V.runs.map(q=>Math.max(q.maxRes,q.peak)))*1.05||1,pl=70,pw=W-pl-8,ph=H-28,m=r.map,span=V.x1-V.x0;
   const X=x=>pl+(x/m.len-V.x0)/span*pw,Y=v=>ph-v/top*(ph-8);
-  for(const p of r.phases){const a=X(m.toX(p.a)),b=X(m.toX(p.b));if(b<pl||a>W)continue;g.fillStyle=PH[p.phase]||"rgba(0,0,0,0.05)";g.fillRect(Math.max(a,pl),0,Math.min(b,W)-Math.max(a,pl),ph)}
-  let prevRes=null;
-  for(let px=0;px<pw;px++){const xa=(V.x0+px/pw*span)*m.len,xb=(V.x0+(px+1)/pw*span)*m.len;const ia=m.toI(xa),ib=m.toI(xb);if(ia>=r.n)break;
-    const q=column(r,ia,ib);let y=ph;for(let t=0;t<NT;t++){const v=q.L.tags[q.j*NT+t];if(v<=0)continue;const hgt=v/top*(ph-8);g.fillStyle=COL[t];g.fillRect(pl+px,y-hgt,1,hgt);y-=hgt}
-    g.fillStyle="rgba(0,0,0,0.35)";g.fillRect(pl+px,Y(q.min),1,1);
-    const yr=Y(q.res);if(prevRes!==null){g.strokeStyle="#000";g.lineWidth=1;g.beginPath();g.moveTo(pl+px-0.5,prevRes);g.lineTo(pl+px+0.5,yr);g.stroke()}prevRes=yr}
+  shade(g,r,X,pl,W,ph)
+  bars(g,r,m,span,pl,pw,ph,top,dpr,Y)
   g.strokeStyle="#c00";g.setLineDash([4,3]);const xp=X(m.toX(r.peakI));g.beginPath();g.moveTo(xp,0);g.lineTo(xp,ph);g.stroke();g.setLineDash([]);
   {const s="peak "+fmt(r.peak),tw=g.measureText(s).width,lx=Math.min(xp+4,W-tw-6),ly=Math.max(24,Y(r.peak)-6);g.fillStyle="rgba(255,255,255,0.85)";g.fillRect(lx-2,ly-11,tw+4,14);g.fillStyle="#c00";g.fillText(s,lx,ly)}
   if(V.sel[ri]!==undefined){const xs=X(m.toX(V.sel[ri]));g.strokeStyle="#000";g.beginPath();g.moveTo(xs,0);g.lineTo(xs,ph);g.stroke()}
   g.fillStyle="#222";g.font="11px system-ui,sans-serif";for(let k=0;k<=4;k++){const v=top*k/4;g.fillText(fmt(v),2,Y(v)+4);g.fillStyle="#eee";g.fillRect(pl,Y(v),pw,1);g.fillStyle="#222"}
   for(let k=0;k<=5;k++){const x=(V.x0+k/5*span)*m.len,i=Math.min(r.n-1,Math.max(0,Math.round(m.toI(x))));const lbl="#"+i+" "+(r.t[i]/1e6).toFixed(1)+"ms";g.fillText(lbl,Math.min(Math.max(pl,pl+k/5*pw-30),W-g.measureText(lbl).width-2),H-8)}
   if(r.ooms.length){g.fillStyle="#c00";for(const o of r.ooms){const x=X(m.toX(o.i));g.fillRect(x-1,0,3,10)}}}
+// shade shades the visible phase runs, at most one per pixel column (the
+// first that starts in it), so a frame costs the width, not the step count.
+function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*m.len);let lo=0,hi=ps.length;
+  while(lo<hi){const k=(lo+hi)>>1;if(ps[k].b<=i0)lo=k+1;else hi=k}
+  let last=-1;for(let k=lo;k<ps.length;k++){const p=ps[k],a=X(m.toX(p.a));if(a>W)break;const b=X(m.toX(p.b)),x=Math.max(a,pl);if(Math.floor(x)===last&&b-a<1)continue;last=Math.floor(x);
+    g.fillStyle=PH[p.phase]||"rgba(0,0,0,0.05)";g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}}
+// bars paints the stacked tag columns straight into pixels (one column per
+// device pixel), then the reserved line and the minimum as one path each.
+function bars(g,r,m,span,pl,pw,ph,top,dpr,Y){const PW=Math.floor(pw*dpr),PH=Math.floor(ph*dpr);if(PW<=0||PH<=0)return;
+  const img=g.getImageData(Math.round(pl*dpr),0,PW,PH),px32=new Uint32Array(img.data.buffer);
+  const res=[],mins=[];
+  for(let px=0;px<PW;px++){const ia=m.toI((V.x0+px/PW*span)*m.len),ib=m.toI((V.x0+(px+1)/PW*span)*m.len);if(ia>=r.n)break;
+    const q=column(r,ia,ib);let y=PH;
+    for(let t=0;t<NT;t++){const v=q.L.tags[q.j*NT+t];if(v<=0)continue;const y1=Math.max(0,Math.round(y-v/top*(PH-8*dpr)));for(let k=y1;k<y;k++)px32[k*PW+px]=RGBA[t];y=y1}
+    res.push(Y(q.res));mins.push(Y(q.min))}
+  g.putImageData(img,Math.round(pl*dpr),0);g.setTransform(dpr,0,0,dpr,0,0);
+  g.strokeStyle="#000";g.lineWidth=1;g.beginPath();for(let k=0;k<res.length;k++){const x=pl+k/dpr;if(k)g.lineTo(x,res[k]);else g.moveTo(x,res[k])}g.stroke();
+  g.fillStyle="rgba(0,0,0,0.45)";for(let k=0;k<mins.length;k+=dpr)g.fillRect(pl+k/dpr,mins[k],1,1)}
 function drawAll(){for(let i=0;i<V.runs.length;i++)draw(i)}
 // live groups the blocks live after event i by tag and creator, and lists live segments.
 function live(r,i){const n=r.n,on=new Uint8Array(n),bt=new Uint8Array(n),seg=new Map(),g=new Map();
@@ -134,5 +149,6 @@ async function main(){const t0=performance.now();const runs=JSON.parse($("#runs"
   app.append(h("div",{id:"diff"}));for(let i=0;i<runs.length;i++){app.append(h("div",{id:"inst"+i}));wire(i)}
   let t=performance.now();drawAll();lap("draw",t);if(V.runs.length===2)diff();
   window.memview={ready:true,openMs:performance.now()-t0,readyAt:performance.now(),ms,runs:V.runs.map(r=>({n:r.n,peak:r.peak,peakI:r.peakI})),
+    frameMs:frames=>{const t=performance.now();for(let k=0;k<frames;k++){if(k%2)zoom(0.95,0.3);else pan(0.01)}return(performance.now()-t)/frames},
     animate:frames=>new Promise(done=>{let k=0,t=0;const step=now=>{if(k===1)t=now;if(k>frames){done(frames/((now-t)/1000));return}if(k%2)zoom(k<frames/2?0.9:1.1,0.3);else pan(0.01);k++;requestAnimationFrame(step)};requestAnimationFrame(step)})}}
 main();
