@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/internal/memview/memviewtest"
 )
 
@@ -67,4 +69,50 @@ func saveShot(t testing.TB, name string, png []byte) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// diffJS reads the compare page's difference table as tag → [a, b] bytes.
+const diffJS = `Object.fromEntries([...document.querySelectorAll('#difftable tr[data-tag]')].map(r => [r.dataset.tag, [r.dataset.a, r.dataset.b]]))`
+
+// TestViewerCompareInBrowser: the compare page's difference table at the
+// peaks holds each run's AtPeak per tag; an OOM of the second run shows
+// with its *OOMError text.
+func TestViewerCompareInBrowser(t *testing.T) {
+	a, sa := simulate(t, 2000, 11, 0)
+	b, sb := simulate(t, 1000, 12, 0)
+	oomText := appendOOM(t, b)
+	ctx, stop := memviewtest.Open(t, writePage(t, t.TempDir(), a, b), 30*time.Second)
+	defer stop()
+	rows := memviewtest.Eval[map[string][2]string](t, ctx, diffJS)
+	for _, tag := range device.Tags() {
+		want := [2]string{strconv.FormatInt(sa.AtPeak[tag], 10), strconv.FormatInt(sb.AtPeak[tag], 10)}
+		if rows[tag.String()] != want {
+			t.Errorf("difference at the peaks: %s %v, allocators' AtPeak %v", tag, rows[tag.String()], want)
+		}
+	}
+	if got := memviewtest.Eval[string](t, ctx, `document.querySelector('pre.oom').textContent`); !strings.Contains(got, oomText) {
+		t.Errorf("OOM shown as %q, want it to contain %q", got, oomText)
+	}
+	saveShot(t, "headroom-view-compare.png", memviewtest.Screenshot(t, ctx))
+}
+
+// appendOOM appends to tl the events of a device whose allocation fails
+// with an injected OOM, returning the error's first line.
+func appendOOM(t *testing.T, tl *device.Timeline) string {
+	t.Helper()
+	d := meta.New(0, device.Options{})
+	d.StartTimeline()
+	d.InjectOOM(1)
+	_, err := d.Alloc(1<<20, device.Label{Tag: device.Activation, Op: "matmul", Phase: "forward"})
+	if err == nil {
+		t.Fatal("the injected OOM did not happen")
+	}
+	ev := d.StopTimeline().Events
+	last := tl.Events[len(tl.Events)-1]
+	for _, e := range ev {
+		e.Seq, e.T = len(tl.Events), last.T+1
+		e.Allocated, e.Reserved = last.Allocated, last.Reserved
+		tl.Events = append(tl.Events, e)
+	}
+	return strings.SplitN(err.Error(), "\n", 2)[0]
 }

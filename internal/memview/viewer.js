@@ -59,21 +59,23 @@ function column(r,a,b){a=Math.max(0,Math.floor(a));b=Math.min(r.n,Math.ceil(b));
   for(let j=j0;j<j1;j++){if(L.max[j]>L.max[best])best=j;mn=Math.min(mn,L.min[j]);rs=Math.max(rs,L.res[j])}
   return{L,j:best,min:mn,res:rs}}
 const V={x0:0,x1:1,sel:[],runs:[],aligned:false};
+// LEN is the x extent: the run's own, or in compare mode the longer run's so both share one axis.
+const LEN=m=>V.aligned?Math.max(...V.runs.map(r=>r.map.len)):m.len;
 function draw(ri){const r=V.runs[ri],c=r.canvas,dpr=window.devicePixelRatio||1,W=c.clientWidth,H=c.clientHeight;
   if(c.width!==W*dpr){c.width=W*dpr;c.height=H*dpr}const g=c.getContext("2d");g.setTransform(dpr,0,0,dpr,0,0);g.clearRect(0,0,W,H);
   const top=Math.max(...V.runs.map(q=>Math.max(q.maxRes,q.peak)))*1.05||1,pl=70,pw=W-pl-8,ph=H-28,m=r.map,span=V.x1-V.x0;
-  const X=x=>pl+(x/m.len-V.x0)/span*pw,Y=v=>ph-v/top*(ph-8);
+  const X=x=>pl+(x/LEN(m)-V.x0)/span*pw,Y=v=>ph-v/top*(ph-8);
   shade(g,r,X,pl,W,ph)
   bars(g,r,m,span,pl,pw,ph,top,dpr,Y)
   g.strokeStyle="#c00";g.setLineDash([4,3]);const xp=X(m.toX(r.peakI));g.beginPath();g.moveTo(xp,0);g.lineTo(xp,ph);g.stroke();g.setLineDash([]);
   {const s="peak "+fmt(r.peak),tw=g.measureText(s).width,lx=Math.min(xp+4,W-tw-6),ly=Math.max(24,Y(r.peak)-6);g.fillStyle="rgba(255,255,255,0.85)";g.fillRect(lx-2,ly-11,tw+4,14);g.fillStyle="#c00";g.fillText(s,lx,ly)}
   if(V.sel[ri]!==undefined){const xs=X(m.toX(V.sel[ri]));g.strokeStyle="#000";g.beginPath();g.moveTo(xs,0);g.lineTo(xs,ph);g.stroke()}
   g.fillStyle="#222";g.font="11px system-ui,sans-serif";for(let k=0;k<=4;k++){const v=top*k/4;g.fillText(fmt(v),2,Y(v)+4);g.fillStyle="#eee";g.fillRect(pl,Y(v),pw,1);g.fillStyle="#222"}
-  for(let k=0;k<=5;k++){const x=(V.x0+k/5*span)*m.len,i=Math.min(r.n-1,Math.max(0,Math.round(m.toI(x))));const lbl="#"+i+" "+(r.t[i]/1e6).toFixed(1)+"ms";g.fillText(lbl,Math.min(Math.max(pl,pl+k/5*pw-30),W-g.measureText(lbl).width-2),H-8)}
+  for(let k=0;k<=5;k++){const x=(V.x0+k/5*span)*LEN(m),i0=m.toI(x);if(i0>r.n)continue;const i=Math.min(r.n-1,Math.max(0,Math.round(i0)));const lbl="#"+i+" "+(r.t[i]/1e6).toFixed(1)+"ms";g.fillText(lbl,Math.min(Math.max(pl,pl+k/5*pw-30),W-g.measureText(lbl).width-2),H-8)}
   if(r.ooms.length){g.fillStyle="#c00";for(const o of r.ooms){const x=X(m.toX(o.i));g.fillRect(x-1,0,3,10)}}}
 // shade shades the visible phase runs, at most one per pixel column (the
 // first that starts in it), so a frame costs the width, not the step count.
-function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*m.len);let lo=0,hi=ps.length;
+function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*LEN(m));let lo=0,hi=ps.length;
   while(lo<hi){const k=(lo+hi)>>1;if(ps[k].b<=i0)lo=k+1;else hi=k}
   let last=-1;for(let k=lo;k<ps.length;k++){const p=ps[k],a=X(m.toX(p.a));if(a>W)break;const b=X(m.toX(p.b)),x=Math.max(a,pl);if(Math.floor(x)===last&&b-a<1)continue;last=Math.floor(x);
     g.fillStyle=PH[p.phase]||"rgba(0,0,0,0.05)";g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}}
@@ -82,7 +84,7 @@ function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*m.len);let
 function bars(g,r,m,span,pl,pw,ph,top,dpr,Y){const PW=Math.floor(pw*dpr),PH=Math.floor(ph*dpr);if(PW<=0||PH<=0)return;
   const img=g.getImageData(Math.round(pl*dpr),0,PW,PH),px32=new Uint32Array(img.data.buffer);
   const res=[],mins=[];
-  for(let px=0;px<PW;px++){const ia=m.toI((V.x0+px/PW*span)*m.len),ib=m.toI((V.x0+(px+1)/PW*span)*m.len);if(ia>=r.n)break;
+  for(let px=0;px<PW;px++){const ia=m.toI((V.x0+px/PW*span)*LEN(m)),ib=m.toI((V.x0+(px+1)/PW*span)*LEN(m));if(ia>=r.n)break;
     const q=column(r,ia,ib);let y=PH;
     for(let t=0;t<NT;t++){const v=q.L.tags[q.j*NT+t];if(v<=0)continue;const y1=Math.max(0,Math.round(y-v/top*(PH-8*dpr)));for(let k=y1;k<y;k++)px32[k*PW+px]=RGBA[t];y=y1}
     res.push(Y(q.res));mins.push(Y(q.min))}
@@ -123,7 +125,7 @@ function select(ri,i){const r=V.runs[ri];i=Math.max(0,Math.min(r.n-1,Math.round(
   drawAll();if(V.runs.length===2)diff()}
 function diff(){const d=$("#diff");d.innerHTML="";const A=V.runs[0],B=V.runs[1],la=live(A,A.peakI),lb=live(B,B.peakI);
   const tb=h("table",{id:"difftable"});const hr=h("tr");hr.append(h("th",{className:"l"},"tag at peak"),h("th",{},A.name),h("th",{},B.name),h("th",{},"difference"));tb.append(hr);
-  let sa=0,sb=0;for(let t=0;t<NT;t++){sa+=la.byTag[t];sb+=lb.byTag[t];const tr=h("tr");tr.append(h("td",{className:"l"},TAGS[t]),h("td",{},fmt(la.byTag[t])),h("td",{},fmt(lb.byTag[t])),h("td",{},fmt(lb.byTag[t]-la.byTag[t])));tb.append(tr)}
+  let sa=0,sb=0;for(let t=0;t<NT;t++){sa+=la.byTag[t];sb+=lb.byTag[t];const tr=h("tr");tr.dataset.tag=TAGS[t];tr.dataset.a=la.byTag[t];tr.dataset.b=lb.byTag[t];tr.append(h("td",{className:"l"},TAGS[t]),h("td",{},fmt(la.byTag[t])),h("td",{},fmt(lb.byTag[t])),h("td",{},fmt(lb.byTag[t]-la.byTag[t])));tb.append(tr)}
   const tr=h("tr");tr.append(h("th",{className:"l"},"total"),h("th",{},fmt(sa)),h("th",{},fmt(sb)),h("th",{},fmt(sb-sa)));tb.append(tr);d.append(h("h2",{},"difference at the peak ("+B.name+" − "+A.name+")"),tb)}
 function zoom(f,cx){const s=V.x1-V.x0,ns=Math.min(1,Math.max(1e-7,s*f)),c=V.x0+cx*s;V.x0=Math.max(0,Math.min(1-ns,c-cx*ns));V.x1=V.x0+ns;drawAll()}
 function pan(dx){const s=V.x1-V.x0;V.x0=Math.max(0,Math.min(1-s,V.x0+dx*s));V.x1=V.x0+s;drawAll()}
@@ -132,7 +134,7 @@ function wire(ri){const c=V.runs[ri].canvas;let drag=null,moved=false;
   c.addEventListener("wheel",e=>{e.preventDefault();zoom(e.deltaY>0?1.25:0.8,fx(e))},{passive:false});
   c.addEventListener("mousedown",e=>{drag=fx(e);moved=false});
   window.addEventListener("mousemove",e=>{if(drag===null)return;const x=fx(e);if(Math.abs(x-drag)>0.002){moved=true;pan(drag-x);drag=x}});
-  window.addEventListener("mouseup",e=>{if(drag!==null&&!moved&&e.target===c){const r=V.runs[ri];select(ri,r.map.toI((V.x0+fx(e)*(V.x1-V.x0))*r.map.len))}drag=null})}
+  window.addEventListener("mouseup",e=>{if(drag!==null&&!moved&&e.target===c){const r=V.runs[ri];select(ri,r.map.toI((V.x0+fx(e)*(V.x1-V.x0))*LEN(r.map)))}drag=null})}
 async function main(){const t0=performance.now();const runs=JSON.parse($("#runs").textContent);V.aligned=runs.length===2;
   const app=h("div");document.body.prepend(app);app.append(h("h1",{},"headroom memory — "+runs.map(r=>r.name+" ("+r.device+", "+r.n+" events)").join(" vs ")));
   const leg=h("div",{className:"legend"});for(let t=0;t<NT;t++){const s=h("span");const i=h("i");i.style.background=COL[t];s.append(i,TAGS[t]);leg.append(s)}
