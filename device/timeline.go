@@ -43,7 +43,8 @@ type Event struct {
 	// segments.
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
-	// Detail is an oom event's explanation (the *OOMError's text).
+	// Detail is an oom event's explanation (the *OOMError's text, less the
+	// leading device name).
 	Detail string `json:"detail,omitempty"`
 }
 

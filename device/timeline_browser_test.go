@@ -97,7 +97,7 @@ func TestViewerCompareInBrowser(t *testing.T) {
 }
 
 // appendOOM appends to tl the events of a device whose allocation fails
-// with an injected OOM, returning the error's first line.
+// with an injected OOM, returning the error's first line less the device name.
 func appendOOM(t *testing.T, tl *device.Timeline) string {
 	t.Helper()
 	d := meta.New(0, device.Options{})
@@ -114,5 +114,5 @@ func appendOOM(t *testing.T, tl *device.Timeline) string {
 		e.Allocated, e.Reserved = last.Allocated, last.Reserved
 		tl.Events = append(tl.Events, e)
 	}
-	return strings.SplitN(err.Error(), "\n", 2)[0]
+	return strings.TrimPrefix(strings.SplitN(err.Error(), "\n", 2)[0], d.Name()+": ")
 }
