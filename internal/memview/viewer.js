@@ -3,6 +3,7 @@ const TAGS=["parameter","gradient","optimizer","activation","workspace","communi
 const COL=["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#7f7f7f"];
 const RGBA=COL.map(c=>{const v=parseInt(c.slice(1),16);return (255<<24|((v&255)<<16)|(v&0xff00)|(v>>16))>>>0});
 const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",optimizer:"rgba(44,160,44,0.14)"};
+const OTHERPH="rgba(0,0,0,0.05)";
 const B0=16,LF=4,NT=7;
 const $=s=>document.querySelector(s);
 function h(tag,attrs,txt){const e=document.createElement(tag);Object.assign(e,attrs||{});if(txt!==undefined)e.textContent=txt;return e}
@@ -78,7 +79,7 @@ function draw(ri){const r=V.runs[ri],c=r.canvas,dpr=window.devicePixelRatio||1,W
 function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*LEN(m));let lo=0,hi=ps.length;
   while(lo<hi){const k=(lo+hi)>>1;if(ps[k].b<=i0)lo=k+1;else hi=k}
   let last=-1;for(let k=lo;k<ps.length;k++){const p=ps[k],a=X(m.toX(p.a));if(a>W)break;const b=X(m.toX(p.b)),x=Math.max(a,pl);if(Math.floor(x)===last&&b-a<1)continue;last=Math.floor(x);
-    g.fillStyle=PH[p.phase]||"rgba(0,0,0,0.05)";g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}}
+    g.fillStyle=PH[p.phase]||OTHERPH;g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}}
 // bars paints the stacked tag columns straight into pixels (one column per
 // device pixel), then the reserved line and the minimum as one path each.
 function bars(g,r,m,span,pl,pw,ph,top,dpr,Y){const PW=Math.floor(pw*dpr),PH=Math.floor(ph*dpr);if(PW<=0||PH<=0)return;
@@ -138,14 +139,14 @@ function wire(ri){const c=V.runs[ri].canvas;let drag=null,moved=false;
 async function main(){const t0=performance.now();const runs=JSON.parse($("#runs").textContent);V.aligned=runs.length===2;
   const app=h("div");document.body.prepend(app);app.append(h("h1",{},"headroom memory — "+runs.map(r=>r.name+" ("+r.device+", "+r.n+" events)").join(" vs ")));
   const leg=h("div",{className:"legend"});for(let t=0;t<NT;t++){const s=h("span");const i=h("i");i.style.background=COL[t];s.append(i,TAGS[t]);leg.append(s)}
-  for(const p in PH){const s=h("span");const i=h("i");i.style.background=PH[p];i.style.border="1px solid #aaa";s.append(i,p);leg.append(s)}
+  for(const p of [...Object.keys(PH),"other phase"]){const s=h("span");const i=h("i");i.style.background=PH[p]||OTHERPH;i.style.border="1px solid #aaa";s.append(i,p);leg.append(s)}
   const s=h("span");s.textContent="— reserved   ┆ peak   · min";leg.append(s);app.append(leg);
   const bar=h("div",{className:"bar"});const pk=h("button",{id:"peak"},"peak");pk.onclick=()=>V.runs.forEach((r,i)=>select(i,r.peakI));
   const zi=h("button",{},"zoom in"),zo=h("button",{},"zoom out"),all=h("button",{},"all");zi.onclick=()=>zoom(0.5,0.5);zo.onclick=()=>zoom(2,0.5);all.onclick=()=>{V.x0=0;V.x1=1;drawAll()};
   bar.append(pk,zi,zo,all,h("span",{},"wheel: zoom, drag: pan, click: the live blocks at that instant"+(V.aligned?"; x aligned by step phase":"")));app.append(bar);
   const ms={};const lap=(k,t)=>{ms[k]=(ms[k]||0)+performance.now()-t};
   for(let i=0;i<runs.length;i++){const r=runs[i];let t=performance.now();const d=await bytesOf("data"+i);lap("bytes",t);t=performance.now();decode(r,d);lap("decode",t);t=performance.now();summarize(r);lap("summarize",t);r.map=mapper(r,V.aligned);
-    app.append(h("h2",{},r.name+" — peak "+fmt(r.peak)+" at event #"+r.peakI+", capacity "+(r.capacity?fmt(r.capacity):"unlimited")));
+    app.append(h("h2",{},r.name+" — peak "+fmt(r.peak)+" at event #"+r.peakI+", capacity "+(r.capacity&&r.capacity<2**60?fmt(r.capacity):"unlimited")));
     r.canvas=h("canvas",{className:"chart",id:"chart"+i});app.append(r.canvas);V.runs.push(r);
     if(r.ooms.length){app.append(h("h2",{},r.ooms.length+" out-of-memory event(s)"));for(const o of r.ooms)app.append(h("pre",{className:"oom"},"event #"+o.i+": "+(o.text||"(no explanation recorded)")))}}
   app.append(h("div",{id:"diff"}));for(let i=0;i<runs.length;i++){app.append(h("div",{id:"inst"+i}));wire(i)}
