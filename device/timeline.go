@@ -114,7 +114,8 @@ func (t *Timeline) WriteJSON(w io.Writer) error {
 // have recorded it: a known kind and in-order Seq and times for every
 // event, no negative number, Allocated ≤ Reserved, and totals that follow
 // from the event before (alloc adds its bytes to Allocated, free subtracts
-// them, segment_alloc and segment_free do the same to Reserved, retag and
+// them, segment_alloc and segment_commit add to Reserved, segment_free and
+// segment_decommit subtract, retag and
 // oom change neither; the first event's totals less its own change must
 // not be negative). An impossible file is an error naming the event, the
 // field and its value.
@@ -143,13 +144,13 @@ func (t *Timeline) checkEvent(i int) error {
 		da = e.Bytes
 	case evFree:
 		da = -e.Bytes
-	case evSegmentAlloc:
+	case evSegmentAlloc, evSegmentCommit:
 		dr = e.Bytes
-	case evSegmentFree:
+	case evSegmentFree, evSegmentDecommit:
 		dr = -e.Bytes
 	case evRetag, evOOM:
 	default:
-		return fmt.Errorf("unknown kind %q (want alloc, free, retag, segment_alloc, segment_free or oom)", e.Kind)
+		return fmt.Errorf("unknown kind %q (want alloc, free, retag, segment_alloc, segment_free, segment_commit, segment_decommit or oom)", e.Kind)
 	}
 	prevA, prevR, prevT := int64(0), int64(0), int64(0)
 	if i > 0 {

@@ -71,3 +71,25 @@ func TestWriteHTMLRefusesBadEvent(t *testing.T) {
 		t.Fatalf("WriteHTML of a bad event: %v, want an error naming event 5", err)
 	}
 }
+
+// TestReadTimelineCommits: a timeline with segment commits and decommits
+// (what a capacity-limited device records) reads back.
+func TestReadTimelineCommits(t *testing.T) {
+	tl := &device.Timeline{Device: "meta:0", Events: []device.Event{
+		{Seq: 0, Kind: "segment_alloc", Bytes: 4096, Addr: 1 << 32, Reserved: 4096},
+		{Seq: 1, Kind: "segment_commit", Bytes: 8192, Addr: 1<<32 + 4096, Reserved: 12288},
+		{Seq: 2, Kind: "alloc", Bytes: 100, Addr: 1 << 32, Allocated: 100, Reserved: 12288},
+		{Seq: 3, Kind: "segment_decommit", Bytes: 8192, Addr: 1<<32 + 4096, Allocated: 100, Reserved: 4096},
+	}}
+	var buf bytes.Buffer
+	if err := tl.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := device.ReadTimeline(&buf)
+	if err != nil {
+		t.Fatalf("ReadTimeline of commits and decommits: %v", err)
+	}
+	if len(back.Events) != 4 || back.Events[3].Reserved != 4096 {
+		t.Errorf("read back %+v", back.Events)
+	}
+}
