@@ -147,6 +147,10 @@ func (d *Device) oom(n int64, p placement, l Label, cause error) *OOMError {
 	e.Unsaved = d.unsaved()
 	e.Hints = hints(e)
 	d.record(evOOM, n, 0, l)
+	if d.tl != nil {
+		evs := d.tl.tl.Events
+		evs[len(evs)-1].Detail = strings.TrimPrefix(e.Error(), d.name+": ") // the timeline names the device
+	}
 	return e
 }
 

@@ -43,6 +43,9 @@ type Event struct {
 	// segments.
 	Allocated int64 `json:"allocated"`
 	Reserved  int64 `json:"reserved"`
+	// Detail is an oom event's explanation (the *OOMError's text, less the
+	// leading device name).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Timeline is the recorded history of a device's memory.
@@ -50,6 +53,9 @@ type Timeline struct {
 	Device   string  `json:"device"`
 	Capacity int64   `json:"capacity"`
 	Events   []Event `json:"events"`
+	// StartByTag is what each tag held when the recording started (nil in
+	// files written before it was kept).
+	StartByTag *[NumTags]int64 `json:"start_by_tag,omitempty"`
 }
 
 type recorder struct {
@@ -63,7 +69,10 @@ type recorder struct {
 func (d *Device) StartTimeline() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.tl = &recorder{start: time.Now(), tl: Timeline{Device: d.name, Capacity: d.capacity}}
+	d.tl = &recorder{start: time.Now(), tl: Timeline{Device: d.name, Capacity: d.capacity, StartByTag: new([NumTags]int64)}}
+	for t := range NumTags {
+		d.tl.tl.StartByTag[t] = d.st.ByTag[t].Current
+	}
 }
 
 // StopTimeline ends the recording and returns it (nil if none was started).
@@ -105,7 +114,8 @@ func (t *Timeline) WriteJSON(w io.Writer) error {
 // have recorded it: a known kind and in-order Seq and times for every
 // event, no negative number, Allocated ≤ Reserved, and totals that follow
 // from the event before (alloc adds its bytes to Allocated, free subtracts
-// them, segment_alloc and segment_free do the same to Reserved, retag and
+// them, segment_alloc and segment_commit add to Reserved, segment_free and
+// segment_decommit subtract, retag and
 // oom change neither; the first event's totals less its own change must
 // not be negative). An impossible file is an error naming the event, the
 // field and its value.
@@ -134,13 +144,13 @@ func (t *Timeline) checkEvent(i int) error {
 		da = e.Bytes
 	case evFree:
 		da = -e.Bytes
-	case evSegmentAlloc:
+	case evSegmentAlloc, evSegmentCommit:
 		dr = e.Bytes
-	case evSegmentFree:
+	case evSegmentFree, evSegmentDecommit:
 		dr = -e.Bytes
 	case evRetag, evOOM:
 	default:
-		return fmt.Errorf("unknown kind %q (want alloc, free, retag, segment_alloc, segment_free or oom)", e.Kind)
+		return fmt.Errorf("unknown kind %q (want alloc, free, retag, segment_alloc, segment_free, segment_commit, segment_decommit or oom)", e.Kind)
 	}
 	prevA, prevR, prevT := int64(0), int64(0), int64(0)
 	if i > 0 {

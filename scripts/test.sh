@@ -3,7 +3,7 @@
 # (the cuda device's NVRTC compile check and the conformance suite on the
 # emulated cuda device included), the race detector on the concurrent
 # packages, the pure-Go kernels (-tags noasm), and the multi-process MPI
-# test. On a machine without OpenMPI or NVRTC it installs Debian's
+# test. On a machine without OpenMPI, Chromium or NVRTC it installs Debian's
 # packages first (apt-get; sudo when not root): NVRTC (libnvrtc11.2) is in
 # Debian's non-free component, added as
 # /etc/apt/sources.list.d/headroom-nonfree.sources (deb822, the URIs,
@@ -21,6 +21,11 @@ apt_install() {
 }
 if ! command -v mpirun >/dev/null || ! pkg-config --exists ompi 2>/dev/null; then
 	apt_install openmpi-bin libopenmpi-dev pkg-config
+fi
+# The memory viewer's browser test (device's TestViewerInBrowser) drives
+# Debian's headless Chromium; it skips where there is none.
+if ! command -v chromium >/dev/null; then
+	apt_install chromium
 fi
 have_nvrtc() {
 	ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' || ls /usr/lib/*/libnvrtc.so.* >/dev/null 2>&1

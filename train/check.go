@@ -23,7 +23,7 @@ var techniqueFlags = []string{"amp", "amp-params", "checkpoint", "checkpoint-bud
 func (c *Common) Check(supported ...string) error {
 	for _, check := range []func() error{
 		func() error { return c.checkSupported(supported) },
-		c.checkLength, c.checkPrecision, c.checkMemory, c.checkAfter, c.CheckSplit, c.CheckParallel, c.checkFiles,
+		c.checkLength, c.checkPrecision, c.checkMemory, c.checkAfter, c.CheckSplit, c.CheckParallel, c.checkFiles, c.checkView,
 	} {
 		if err := check(); err != nil {
 			return Usage(err)
@@ -164,7 +164,7 @@ func (c *Common) checkFiles() error {
 		}
 	}
 	seen := map[string]string{}
-	for _, f := range []struct{ flag, path string }{{"save", c.Save}, {"report", c.Report}, {"mem-log", c.MemLog}} {
+	for _, f := range []struct{ flag, path string }{{"save", c.Save}, {"report", c.Report}, {"mem-log", c.MemLog}, {"mem-view", c.MemView}} {
 		if f.path == "" {
 			continue
 		}

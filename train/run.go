@@ -44,8 +44,12 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 		return nil, err
 	}
 	defer closeLog()
+	view := c.startView(dev, out)
 	began := time.Now()
 	if err := r.train(p.Name, mon); err != nil {
+		return nil, err
+	}
+	if err := view(); err != nil {
 		return nil, err
 	}
 	seconds := time.Since(began).Seconds()

@@ -18,6 +18,7 @@ Commands:
   fit       find the largest batch and the cheapest techniques that fit a capacity
   bench     run every technique for real on the CPU (or --device cuda): memory, time, loss; JSON, Markdown, PNG charts
   summary   explain a saved run report (--report), timeline or bench.json
+  view      write a memory timeline (or two, compared) as one interactive HTML page
   export    write a snapshot's model (a data-parallel run's shards merged) as one model file
 
 Run 'headroom COMMAND --help' for a command's flags.
@@ -36,6 +37,8 @@ func command(name string) func(args []string, stdout, stderr io.Writer) error {
 		return cmdSummary
 	case "export":
 		return cmdExport
+	case "view":
+		return cmdView
 	}
 	return nil
 }

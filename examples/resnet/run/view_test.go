@@ -1,0 +1,40 @@
+package run_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMemView: --mem-view writes the memory viewer of the run, printing its
+// path; the parameters allocated before the first step are in its base.
+func TestMemView(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "mem.html")
+	out := mainOK(t, "--steps", "1", "--mem-view", page)
+	if !strings.Contains(out, "memory view "+page) {
+		t.Errorf("output does not name the page:\n%s", out)
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	const open = `<script type="application/json" id="runs">`
+	i := strings.Index(s, open)
+	j := strings.Index(s[max(i, 0):], "</script>")
+	if i < 0 || j < 0 {
+		t.Fatalf("the page has no run header")
+	}
+	var runs []struct {
+		N         int      `json:"n"`
+		BaseByTag [7]int64 `json:"baseByTag"`
+	}
+	if err := json.Unmarshal([]byte(s[i+len(open):i+j]), &runs); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].N < 100 || runs[0].BaseByTag[0] <= 0 {
+		t.Errorf("page header %+v: want one run of ≥ 100 events with parameters before the recording", runs)
+	}
+}

@@ -1,0 +1,56 @@
+package train
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/headroom-ml/headroom/device"
+)
+
+// View is the --mem-view flag: the run's whole memory timeline written at
+// the end as the HTML memory viewer (device.Timeline.WriteHTML).
+type View struct {
+	MemView string
+}
+
+// registerView adds --mem-view to fs.
+func (v *View) registerView(fs *flag.FlagSet) {
+	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end; the recording costs about 150 bytes of host memory per event")
+}
+
+// startView starts recording dev's timeline when --mem-view asks and returns
+// the function that stops it and writes the page (printing its path to
+// out). Without the flag both do nothing.
+func (v *View) startView(dev *device.Device, out io.Writer) func() error {
+	if v.MemView == "" {
+		return func() error { return nil }
+	}
+	dev.StartTimeline()
+	return func() error {
+		tl := dev.StopTimeline()
+		f, err := os.Create(v.MemView)
+		if err != nil {
+			return fmt.Errorf("--mem-view: %w", err)
+		}
+		err = tl.WriteHTML(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--mem-view: %w", err)
+		}
+		fmt.Fprintln(out, "memory view", v.MemView)
+		return nil
+	}
+}
+
+// checkView refuses --mem-view for runs over several devices: it records
+// one device's timeline.
+func (c *Common) checkView() error {
+	if c.MemView != "" && (c.Parallel() || c.TP > 1 || c.PP > 1) {
+		return fmt.Errorf("--mem-view %s: records a run on one device; not available with --ranks, --tp or --pp yet", c.MemView)
+	}
+	return nil
+}
