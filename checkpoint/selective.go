@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/nn"
 )
 
 // Selective computes fn(ins) keeping for backward only ins and the saved
@@ -83,4 +84,21 @@ func (k keptSet) free(t *autograd.Tensor) {
 		}
 	}
 	t.Release()
+}
+
+// SelectiveEach runs every layer of a stack in its own Selective region
+// under pol (nil: DefaultPolicy) and returns the last output: a stack's
+// activations fall to its inputs, outputs and kept tensors.
+func SelectiveEach(layers []nn.Layer, pol *Policy, x *autograd.Tensor) *autograd.Tensor {
+	h := x
+	for _, l := range layers {
+		out := Selective(pol, func(in []*autograd.Tensor) []*autograd.Tensor {
+			return []*autograd.Tensor{l.Forward(in[0])}
+		}, h)[0]
+		if h != x {
+			h.Release()
+		}
+		h = out
+	}
+	return h
 }

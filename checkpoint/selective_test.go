@@ -14,19 +14,7 @@ import (
 
 // selectiveEach runs every layer in its own Selective region.
 func selectiveEach(layers []nn.Layer, pol *checkpoint.Policy) func(*autograd.Tensor) *autograd.Tensor {
-	return func(x *autograd.Tensor) *autograd.Tensor {
-		h := x
-		for _, l := range layers {
-			out := checkpoint.Selective(pol, func(in []*autograd.Tensor) []*autograd.Tensor {
-				return []*autograd.Tensor{l.Forward(in[0])}
-			}, h)[0]
-			if h != x {
-				h.Release()
-			}
-			h = out
-		}
-		return h
-	}
+	return func(x *autograd.Tensor) *autograd.Tensor { return checkpoint.SelectiveEach(layers, pol, x) }
 }
 
 // sameBits fails unless every gradient and buffer is bit-identical.

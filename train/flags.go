@@ -55,6 +55,7 @@ type Common struct {
 	TP, PP           int
 	SequenceParallel bool
 	PipeSchedule     string
+	ActivationFlags
 
 	fs      *flag.FlagSet
 	resumed *Snapshot // the --resume snapshot's metadata, read by Parse
@@ -102,6 +103,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&c.PP, "pp", 1, "pipeline stages, ≥ 1 and ≤ the layers, in-process (cpu:0…cpu:P-1): each holds its contiguous blocks; --accum micro-batches flow through them")
 	fs.BoolVar(&c.SequenceParallel, "sequence-parallel", false, "with --tp: the LayerNorm, dropout and residual regions split by token rows too (activations /T; batch × context must divide by T)")
 	fs.StringVar(&c.PipeSchedule, "pipe-schedule", "1f1b", "with --pp: 1f1b (at most P−s micro-batches alive on stage s) or gpipe (all --accum of them)")
+	c.registerActivation(fs)
 	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file (its folder must exist and be writable)")
 }
 
