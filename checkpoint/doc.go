@@ -8,6 +8,28 @@
 // segments from the measured activation bytes of each layer so that the
 // activation peak stays under a byte budget.
 //
+// Selective (SelectiveEach for a stack, --selective in the examples and
+// the planner) is selective recomputation (Korthikanti et al. 2022,
+// torchtitan's op-level AC): a per-op-kind Policy says which saved tensors
+// the forward keeps. DefaultPolicy keeps the outputs of the autograd ops
+// matmul, linear, scaled_dot_product_attention and conv2d (DefaultSave)
+// and drops everything else an op saves (outputs of add, mul, gelu, relu,
+// layer_norm, batch_norm, dropout masks, softmax, log_softmax, casts).
+// The kind of a saved tensor is the op that allocated its storage (its
+// device.Label Op), so the policy needs no cooperation from the ops.
+// Backward reruns the region's forward as Run does and uses each kept
+// tensor in place of its recomputed twin, which it frees at once: the
+// gradients are bit-identical to plain autograd (tests on F64, F32 and
+// BF16 autocast, dropout and batch-norm included). Memory while a region
+// waits for backward: its inputs + its outputs + the distinct kept blocks
+// (Stats.KeptBytes), against Run's inputs + outputs and plain's inputs +
+// outputs + every saved block; while it recomputes, Run's transients. Time:
+// today the recomputation reruns the whole forward, kept ops included, so
+// a Selective region costs what Run costs (about 1.4× plain for forward +
+// backward of 8 GPT blocks, BenchmarkSelectiveGPTBlocks): it buys memory
+// between Run and plain, not time; skipping the kept ops' recomputation is
+// the next step.
+//
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and
 // batch-norm does not update its running statistics a second time. It then

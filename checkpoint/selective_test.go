@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -81,6 +82,23 @@ func TestSelectiveKeepsMatmulOutputs(t *testing.T) {
 		m.release()
 		if dev.LiveBlocks() != 0 {
 			t.Fatalf("leak: %v", dev.Live())
+		}
+	}
+}
+
+// TestSelectiveNNBlocksMatchExactly: ResNet blocks (batch-norm in
+// training) and GPT blocks (attention, dropout on) give bit-identical
+// losses, gradients and running statistics with and without Selective.
+func TestSelectiveNNBlocksMatchExactly(t *testing.T) {
+	for _, c := range stackCases {
+		for _, dt := range []dtype.DType{dtype.F64, dtype.F32} {
+			plain := runStack(t, c, dt, 0)
+			got := runStack(t, c, dt, -1)
+			for i := range plain {
+				if math.Float64bits(plain[i]) != math.Float64bits(got[i]) {
+					t.Fatalf("%s %s selective: value %d = %v, plain %v", c.name, dt, i, got[i], plain[i])
+				}
+			}
 		}
 	}
 }
