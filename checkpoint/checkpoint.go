@@ -87,7 +87,9 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 	cast := s.AutocastDType()
 	stopLog := child.LogRNG()
 	leaves := leavesOf(child, ins)
+	log := kept.startLog(child, pol)
 	outs := fn(leaves)
+	kept.stopLog(child, log)
 	draws := stopLog()
 	needGrad := false
 	adopted := make([]*autograd.Tensor, len(outs))
@@ -115,10 +117,11 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 		shapes[i] = a.Shape()
 	}
 	autograd.Record(autograd.Custom{
-		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: append(append([]*autograd.Tensor(nil), ins...), kept.ts...),
+		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: append(append(append([]*autograd.Tensor(nil), ins...), kept.ts...), kept.outs...),
 		RequiresGrad: needGrad, Leaves: touched,
 		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
-			ks := keptSet{at: kept.at, ts: saved[len(ins):]}
+			nk := len(ins) + len(kept.ts)
+			ks := keptSet{at: kept.at, ts: saved[len(ins):nk], ops: kept.ops, outAt: kept.outAt, calls: kept.calls, outs: saved[nk:]}
 			return recompute(s, fn, cast, draws, want, shapes, grads, saved[:len(ins)], need, st, ks)
 		},
 	})
@@ -142,6 +145,7 @@ func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RN
 		Free:   func(p any) { kept.free(p.(*autograd.Tensor)) },
 	})
 	leaves := leavesOf(child, saved)
+	kept.replay(child)
 	var outs []*autograd.Tensor
 	old := child.SetAutocast(cast)
 	stop := child.ReplayRNG(draws)

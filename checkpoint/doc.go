@@ -24,11 +24,10 @@
 // waits for backward: its inputs + its outputs + the distinct kept blocks
 // (Stats.KeptBytes), against Run's inputs + outputs and plain's inputs +
 // outputs + every saved block; while it recomputes, Run's transients. Time:
-// today the recomputation reruns the whole forward, kept ops included, so
-// a Selective region costs what Run costs (about 1.4× plain for forward +
-// backward of 8 GPT blocks, BenchmarkSelectiveGPTBlocks): it buys memory
-// between Run and plain, not time; skipping the kept ops' recomputation is
-// the next step.
+// the recomputation skips the arithmetic of each Linear whose output was
+// kept (autograd.OutputLog replays it), unless that output was written in
+// place after the op; every other op, the Linears whose outputs were not
+// kept (nothing saved them) included, runs again.
 //
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and

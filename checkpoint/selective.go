@@ -21,10 +21,65 @@ func Selective(pol *Policy, fn Func, ins ...*autograd.Tensor) []*autograd.Tensor
 }
 
 // keptSet is what a Selective forward kept: ts[i] is the tensor saved at
-// position at[i] in the order the region's ops saved them.
+// position at[i] in the order the region's ops saved them; outs[i] is the
+// output of call outAt[i] (of calls) of the ops in ops that autograd
+// logged, kept when it is one of ts, so that recomputation skips that
+// call's arithmetic.
 type keptSet struct {
-	at []int
-	ts []*autograd.Tensor
+	at    []int
+	ts    []*autograd.Tensor
+	ops   map[string]bool
+	outAt []int
+	calls int
+	outs  []*autograd.Tensor
+}
+
+// startLog makes child log the outputs of the policy's ops (nil without a
+// policy).
+func (k *keptSet) startLog(child *autograd.Scope, pol *Policy) *autograd.OutputLog {
+	if pol == nil {
+		return nil
+	}
+	k.ops = pol.Save
+	log := autograd.NewOutputLog(pol.Save)
+	child.SetOutputLog(log)
+	return log
+}
+
+// stopLog ends the log and keeps the logged outputs that are kept saved
+// tensors anyway (they cost nothing more) and were not written in place
+// afterwards; it releases the others.
+func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog) {
+	if log == nil {
+		return
+	}
+	child.SetOutputLog(nil)
+	blocks := map[*device.Block]bool{}
+	for _, t := range k.ts {
+		blocks[t.Block()] = true
+	}
+	all := log.Outputs()
+	k.calls = len(all)
+	for i, t := range all {
+		if blocks[t.Block()] && !log.Modified(i) {
+			k.outAt = append(k.outAt, i)
+			k.outs = append(k.outs, t)
+		} else {
+			t.Release()
+		}
+	}
+}
+
+// replay makes child's recomputation reuse the kept outputs.
+func (k keptSet) replay(child *autograd.Scope) {
+	if k.ops == nil {
+		return
+	}
+	outs := make([]*autograd.Tensor, k.calls)
+	for i, at := range k.outAt {
+		outs[at] = k.outs[i]
+	}
+	child.SetOutputLog(autograd.ReplayLog(k.ops, outs))
 }
 
 // offer keeps t, saved at position i, when pol keeps it and it is not the
@@ -59,6 +114,9 @@ func (k *keptSet) bytes() int64 {
 // release gives back the forward's handles on the kept tensors.
 func (k *keptSet) release() {
 	for _, t := range k.ts {
+		t.Release()
+	}
+	for _, t := range k.outs {
 		t.Release()
 	}
 }
