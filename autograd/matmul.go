@@ -187,28 +187,19 @@ func Linear(x, w, b *Tensor) *Tensor {
 	}
 	dt := o.oneDType(true, operand{"input", x}, operand{"weight", w}, operand{"bias", b})
 	shape := append(slices.Clone(x.shape[:len(x.shape)-1]), nout)
-	out := o.empty(dt, shape)
+	out := o.replayed(dt, shape) // a recomputation that kept it skips the product
+	fresh := out == nil
+	if fresh {
+		out = o.empty(dt, shape)
+	}
 	xc := x
 	if !x.IsContiguous() {
 		xc = x.Contiguous()
 		defer xc.Release()
 	}
-	bias, beta := b, 0.0
-	if b != nil && linearBiasCopy {
-		if k := o.k(); k != nil {
-			k.Copy(out.operand(), b.expanded(shape))
-		}
-		bias, beta = nil, 1
-	} else if b != nil && !b.IsContiguous() {
-		bias = b.Contiguous()
-		defer bias.Release()
-	}
-	x2 := xc.reshapeView([]int{numel(x.shape[:len(x.shape)-1]), w.shape[1]})
-	o2 := out.reshapeView([]int{x2.shape[0], nout})
-	wt := rawView(w, w.off, []int{w.shape[1], w.shape[0]}, []int{w.strides[1], w.strides[0]})
-	gemm(o, o2, x2, wt, bias, nil, 1, beta)
-	for _, t := range []*Tensor{x2, o2, wt} {
-		t.Release()
+	if fresh {
+		linearGemm(o, out, xc, w, b, shape)
+		o.logged(out)
 	}
 	xs, ws := x.shape, w.shape
 	o.grad([]*Tensor{out}, []*Tensor{x, w, b}, []*Tensor{pick(w.requiresGrad, xc), pick(x.requiresGrad, w)}, func(c *bctx) []*Tensor {
@@ -247,4 +238,26 @@ func lastOr(s []int, d int) int {
 		return d
 	}
 	return s[len(s)-1]
+}
+
+// linearGemm computes out = xc·wᵀ (+ b) for Linear.
+func linearGemm(o *op, out, xc, w, b *Tensor, shape []int) {
+	nout := w.shape[0]
+	bias, beta := b, 0.0
+	if b != nil && linearBiasCopy {
+		if k := o.k(); k != nil {
+			k.Copy(out.operand(), b.expanded(shape))
+		}
+		bias, beta = nil, 1
+	} else if b != nil && !b.IsContiguous() {
+		bias = b.Contiguous()
+		defer bias.Release()
+	}
+	x2 := xc.reshapeView([]int{numel(xc.shape[:len(xc.shape)-1]), w.shape[1]})
+	o2 := out.reshapeView([]int{x2.shape[0], nout})
+	wt := rawView(w, w.off, []int{w.shape[1], w.shape[0]}, []int{w.strides[1], w.strides[0]})
+	gemm(o, o2, x2, wt, bias, nil, 1, beta)
+	for _, t := range []*Tensor{x2, o2, wt} {
+		t.Release()
+	}
 }

@@ -36,6 +36,7 @@ type Scope struct {
 	path   []string
 	where  string // strings.Join(path, ".")
 	hooks  []SavedHooks
+	outs   *OutputLog // SetOutputLog
 
 	recomputing bool
 	rng         *rngLog

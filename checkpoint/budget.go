@@ -58,7 +58,7 @@ func (b *Budget) Forward(layers []nn.Layer, x *autograd.Tensor) *autograd.Tensor
 		b.stats[i] = &Stats{}
 		outs := run(func(in []*autograd.Tensor) []*autograd.Tensor {
 			return []*autograd.Tensor{l.Forward(in[0])}
-		}, []*autograd.Tensor{h}, b.stats[i])
+		}, []*autograd.Tensor{h}, b.stats[i], nil)
 		if h != x {
 			h.Release()
 		}

@@ -29,6 +29,9 @@ type Stats struct {
 	// the function's inputs and parameters excluded.
 	SavedBytes int64
 	OutBytes   int64 // bytes of the outputs
+	// KeptBytes is the bytes of the distinct activation blocks a Selective
+	// forward kept for backward (0 for Run).
+	KeptBytes int64
 	// RecomputePeak is how far the activation bytes rose while backward
 	// recomputed the function: everything it saves, its outputs, and the
 	// transients in between. 0 until backward has run.
@@ -40,7 +43,7 @@ type Stats struct {
 // The outputs belong to the inputs' scope. When that scope records no
 // graph, Run just calls fn.
 func Run(fn Func, ins ...*autograd.Tensor) []*autograd.Tensor {
-	return run(fn, ins, nil)
+	return run(fn, ins, nil, nil)
 }
 
 func scopeOf(ts []*autograd.Tensor) *autograd.Scope {
@@ -54,7 +57,9 @@ func scopeOf(ts []*autograd.Tensor) *autograd.Scope {
 
 // run checkpoints fn; when st is not nil it receives what the forward
 // measured, and RecomputePeak when backward recomputes.
-func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
+// pol, when not nil, says which saved tensors the forward keeps (see
+// Selective).
+func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Tensor {
 	s := scopeOf(ins)
 	if s == nil || !s.GradEnabled() {
 		return fn(ins)
@@ -68,10 +73,13 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 	child := s.Child()
 	defer child.Release() // also when fn or Record panics (out of memory)
 	var want []savedMeta
+	var kept keptSet
 	child.PushSavedHooks(autograd.SavedHooks{
 		Pack: func(t *autograd.Tensor) any {
 			want = append(want, metaOf(t))
-			t.Release()
+			if !kept.offer(pol, len(want)-1, t, ins) {
+				t.Release()
+			}
 			return nil
 		},
 		Unpack: func(any) *autograd.Tensor { panic("checkpoint: unpack of a dropped tensor") },
@@ -79,7 +87,9 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 	cast := s.AutocastDType()
 	stopLog := child.LogRNG()
 	leaves := leavesOf(child, ins)
+	log := kept.startLog(child, pol)
 	outs := fn(leaves)
+	kept.stopLog(child, log)
 	draws := stopLog()
 	needGrad := false
 	adopted := make([]*autograd.Tensor, len(outs))
@@ -100,36 +110,42 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats) []*autograd.Tensor {
 			st.SavedBytes += m.blk.Len()
 		}
 	}
+	st.KeptBytes = kept.bytes()
 
 	shapes := make([][]int, len(adopted))
 	for i, a := range adopted {
 		shapes[i] = a.Shape()
 	}
 	autograd.Record(autograd.Custom{
-		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: ins, RequiresGrad: needGrad, Leaves: touched,
+		Name: "checkpoint", Outs: adopted, Ins: ins, Saved: append(append(append([]*autograd.Tensor(nil), ins...), kept.ts...), kept.outs...),
+		RequiresGrad: needGrad, Leaves: touched,
 		Backward: func(grads, saved []*autograd.Tensor, need []bool) []*autograd.Tensor {
-			return recompute(s, fn, cast, draws, want, shapes, grads, saved, need, st)
+			nk := len(ins) + len(kept.ts)
+			ks := keptSet{at: kept.at, ts: saved[len(ins):nk], ops: kept.ops, outAt: kept.outAt, calls: kept.calls, outs: saved[nk:]}
+			return recompute(s, fn, cast, draws, want, shapes, grads, saved[:len(ins)], need, st, ks)
 		},
 	})
+	kept.release() // the graph node holds its own handles
 	return adopted
 }
 
 // recompute reruns fn on the saved inputs as the forward did and
 // differentiates through it.
 func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RNGDraw, want []savedMeta,
-	shapes [][]int, grads, saved []*autograd.Tensor, need []bool, st *Stats) []*autograd.Tensor {
+	shapes [][]int, grads, saved []*autograd.Tensor, need []bool, st *Stats, kept keptSet) []*autograd.Tensor {
 	child := s.Child()
 	defer child.Release()
 	var got []savedMeta
 	child.PushSavedHooks(autograd.SavedHooks{
 		Pack: func(t *autograd.Tensor) any {
 			got = append(got, metaOf(t))
-			return t
+			return kept.substitute(len(got)-1, t)
 		},
 		Unpack: func(p any) *autograd.Tensor { return p.(*autograd.Tensor).Detach() },
-		Free:   func(p any) { p.(*autograd.Tensor).Release() },
+		Free:   func(p any) { kept.free(p.(*autograd.Tensor)) },
 	})
 	leaves := leavesOf(child, saved)
+	kept.replay(child)
 	var outs []*autograd.Tensor
 	old := child.SetAutocast(cast)
 	stop := child.ReplayRNG(draws)

@@ -8,6 +8,27 @@
 // segments from the measured activation bytes of each layer so that the
 // activation peak stays under a byte budget.
 //
+// Selective (SelectiveEach for a stack, --selective in the examples and
+// the planner) is selective recomputation (Korthikanti et al. 2022,
+// torchtitan's op-level AC): a per-op-kind Policy says which saved tensors
+// the forward keeps. DefaultPolicy keeps the outputs of the autograd ops
+// matmul, linear, scaled_dot_product_attention and conv2d (DefaultSave)
+// and drops everything else an op saves (outputs of add, mul, gelu, relu,
+// layer_norm, batch_norm, dropout masks, softmax, log_softmax, casts).
+// The kind of a saved tensor is the op that allocated its storage (its
+// device.Label Op), so the policy needs no cooperation from the ops.
+// Backward reruns the region's forward as Run does and uses each kept
+// tensor in place of its recomputed twin, which it frees at once: the
+// gradients are bit-identical to plain autograd (tests on F64, F32 and
+// BF16 autocast, dropout and batch-norm included). Memory while a region
+// waits for backward: its inputs + its outputs + the distinct kept blocks
+// (Stats.KeptBytes), against Run's inputs + outputs and plain's inputs +
+// outputs + every saved block; while it recomputes, Run's transients. Time:
+// the recomputation skips the arithmetic of each Linear whose output was
+// kept (autograd.OutputLog replays it), unless that output was written in
+// place after the op; every other op, the Linears whose outputs were not
+// kept (nothing saved them) included, runs again.
+//
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and
 // batch-norm does not update its running statistics a second time. It then

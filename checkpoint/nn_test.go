@@ -38,7 +38,8 @@ var stackCases = []stackCase{
 	}, []int{2, 8, 8}},
 }
 
-// runStack runs one training step of the stack (plain when segments is 0)
+// runStack runs one training step of the stack (plain when segments is 0,
+// each block in a Selective region when it is negative)
 // and returns the loss, the gradients and the buffers (running statistics).
 func runStack(t *testing.T, c stackCase, dt dtype.DType, segments int) []float64 {
 	t.Helper()
@@ -58,9 +59,12 @@ func runStack(t *testing.T, c stackCase, dt dtype.DType, segments int) []float64
 	defer s.Release()
 	xs := s.FromFloat64s(dev, c.input, x).Cast(dt)
 	var h *autograd.Tensor
-	if segments == 0 {
+	switch {
+	case segments == 0:
 		h = nn.NewSequential(ls...).Forward(xs)
-	} else {
+	case segments < 0: // each block selective
+		h = checkpoint.SelectiveEach(ls, nil, xs)
+	default:
 		h = checkpoint.Sequential(ls, segments, xs)
 	}
 	loss := h.Pow(2).Mean(false)

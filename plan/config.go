@@ -29,6 +29,9 @@ type Config struct {
 	// CheckpointBudget plans the segments under a byte budget instead.
 	Checkpoint       int
 	CheckpointBudget int64
+	// Selective runs each block in a checkpoint.Selective region
+	// (--selective): matmul and attention outputs kept, the rest recomputed.
+	Selective bool
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -169,6 +172,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("amp dtype %s: want f16 or bf16", c.AMP)
 	case c.AMPParams && c.AMP == dtype.Invalid:
 		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
+	case c.Selective && (c.Checkpoint != 0 || c.CheckpointBudget != 0):
+		return fmt.Errorf("selective recomputation with checkpointing: choose one")
 	case c.Checkpoint != 0 && c.CheckpointBudget != 0:
 		return fmt.Errorf("checkpoint segments and a checkpoint budget: choose one")
 	case !(c.Prune >= 0 && c.Prune < 1):

@@ -41,7 +41,7 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
 	case c.Offload || c.AMPParams || c.Prune > 0:
 		return fmt.Errorf("offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
-	case c.composed() && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0):
+	case c.composed() && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0 || c.Selective):
 		return fmt.Errorf("amp and checkpointing with pp %d or dp %d: not available yet", c.PP, c.Ranks)
 	case g.Heads%c.TP != 0:
 		return fmt.Errorf("tp %d for %s: its %d heads must divide by tp", c.TP, m.Name, g.Heads)
@@ -235,6 +235,8 @@ func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timel
 // runBlocks returns c's checkpointing of a block list (nil: none).
 func runBlocks(c Config) func([]nn.Layer, *autograd.Tensor) *autograd.Tensor {
 	switch {
+	case c.Selective:
+		return func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.SelectiveEach(ls, nil, x) }
 	case c.CheckpointBudget > 0:
 		return checkpoint.NewBudget(c.CheckpointBudget).Forward
 	case c.Checkpoint != 0:

@@ -56,6 +56,7 @@ type Common struct {
 	SequenceParallel bool
 	PipeSchedule     string
 	View
+	ActivationFlags
 
 	fs      *flag.FlagSet
 	resumed *Snapshot // the --resume snapshot's metadata, read by Parse
@@ -104,6 +105,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.BoolVar(&c.SequenceParallel, "sequence-parallel", false, "with --tp: the LayerNorm, dropout and residual regions split by token rows too (activations /T; batch × context must divide by T)")
 	fs.StringVar(&c.PipeSchedule, "pipe-schedule", "1f1b", "with --pp: 1f1b (at most P−s micro-batches alive on stage s) or gpipe (all --accum of them)")
 	c.registerView(fs)
+	c.registerActivation(fs)
 	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file (its folder must exist and be writable)")
 }
 

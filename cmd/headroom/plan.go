@@ -169,6 +169,9 @@ func techniques(c plan.Config) map[string]any {
 	if c.CheckpointBudget > 0 {
 		t["checkpoint_budget"] = c.CheckpointBudget
 	}
+	if c.Selective {
+		t["selective"] = true
+	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
 	}

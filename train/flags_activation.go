@@ -1,0 +1,32 @@
+package train
+
+import (
+	"flag"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
+	"github.com/headroom-ml/headroom/nn"
+)
+
+// ActivationFlags are the activation-memory flags beyond checkpointing
+// (issue #18): --selective.
+type ActivationFlags struct {
+	// Selective runs each block in a checkpoint.Selective region under
+	// checkpoint.DefaultPolicy: matmul and attention outputs are kept,
+	// pointwise ops, norms, dropout and softmax recomputed in backward.
+	Selective bool
+}
+
+// registerActivation adds the ActivationFlags to fs.
+func (a *ActivationFlags) registerActivation(fs *flag.FlagSet) {
+	fs.BoolVar(&a.Selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute its pointwise ops, norms, dropout and softmax in backward (not with --checkpoint or --checkpoint-budget)")
+}
+
+// selectiveBlocks is RunBlocks for --selective.
+func (c *Common) selectiveBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, string, error) {
+	if c.Checkpoint != "" || c.CheckpointBudget != "" {
+		return nil, "", Usagef("--selective with --checkpoint or --checkpoint-budget: choose one")
+	}
+	return func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.SelectiveEach(ls, nil, x) },
+		"selective recomputation", nil
+}
