@@ -314,11 +314,24 @@ def openblas(paths, threads):
     return "", 0
 
 
+_onednn_isa = None
+
+
 def onednn_isa():
     """The instruction set oneDNN's CPU primitives run (its verbose
     header's isa: field, as ONEDNN_MAX_CPU_ISA caps it), read by turning
     verbose mode on for one convolution with this process's stdout
-    redirected into a file; "" when oneDNN prints none."""
+    redirected into a file; "" when oneDNN prints none. oneDNN prints
+    that header once per process, so the first answer is kept and
+    returned by every later call (main asks again after the steps)."""
+    global _onednn_isa
+    if _onednn_isa is None:
+        _onednn_isa = read_onednn_isa()
+    return _onednn_isa
+
+
+def read_onednn_isa():
+    """onednn_isa's one reading of oneDNN's verbose header."""
     import tempfile
 
     x, w = torch.randn(2, 64, 16, 16), torch.randn(64, 64, 3, 3)
