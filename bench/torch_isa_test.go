@@ -47,3 +47,19 @@ func TestTorchOneDNNISATwice(t *testing.T) {
 		}
 	}
 }
+
+// TestSideBySideSkipped: a run PyTorch skipped has no row and is named
+// under the table with its reason; the row it did run stays.
+func TestSideBySideSkipped(t *testing.T) {
+	res := &Result{Threads: 2, Speed: []SpeedRow{
+		{Model: "resnet18", Technique: "plain", Params: 11173962, SecondsPerStep: 0.5},
+		{Model: "resnet18", Technique: "amp bf16", Params: 11173962, SecondsPerStep: 0.6}}}
+	tr := torchFixture(openblasAlt, openblasLib)
+	tr.Rows[2].Technique = "plain" // the fixture's resnet18 speed row
+	tr.Skipped = []TorchSkip{{Model: "resnet18", Technique: "amp bf16", Reason: "oneDNN Intel AVX2 has no primitive for it"}}
+	s := SideBySide(res, tr)
+	if !strings.Contains(s, "| resnet18 | plain |") || strings.Contains(s, "| resnet18 | amp bf16 |") ||
+		!strings.Contains(s, "- resnet18 amp bf16: no PyTorch row, oneDNN Intel AVX2 has no primitive for it") {
+		t.Errorf("side by side with a skipped run:\n%s", s)
+	}
+}
