@@ -117,6 +117,9 @@ func SideBySide(r *Result, t *TorchResult) string {
 	if len(t.Rows) > 0 && t.Rows[0].PeakNote != "" {
 		notes = append(notes, "torch's peak: "+t.Rows[0].PeakNote+"; headroom's: the allocator's exact requested bytes (peak_bytes.total)")
 	}
+	for _, k := range t.Skipped {
+		notes = append(notes, fmt.Sprintf("%s %s: no PyTorch row, %s", k.Model, k.Technique, k.Reason))
+	}
 	for _, n := range notes {
 		fmt.Fprintf(&b, "\n- %s", n)
 	}

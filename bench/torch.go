@@ -64,6 +64,16 @@ type TorchEnv struct {
 type TorchResult struct {
 	TorchEnv
 	Rows []TorchRow `json:"rows"`
+	// Skipped are the runs PyTorch could not do (oneDNN has no bfloat16
+	// convolution below AVX-512): no row, a note in SideBySide.
+	Skipped []TorchSkip `json:"skipped"`
+}
+
+// TorchSkip is a run the script skipped and why.
+type TorchSkip struct {
+	Model     string `json:"model"`
+	Technique string `json:"technique"`
+	Reason    string `json:"reason"`
 }
 
 // BLAS is the BLAS the PyTorch process loaded.

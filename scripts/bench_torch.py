@@ -45,7 +45,9 @@ kernels (ATEN_CPU_CAPABILITY caps it), onednn_isa: the instruction set of
 oneDNN's convolutions (ONEDNN_MAX_CPU_ISA caps it), threads, interop_threads) and "rows": [{model, technique, params,
 batch, steps, warmup, step_seconds, seconds_per_step (the median),
 samples_per_sec, speed, final_loss (0 for a speed row), peak_bytes,
-peak_note}]. --probe prints the environment alone.
+peak_note}] and "skipped": [{model, technique, reason}], the runs oneDNN has
+no primitive for (amp bf16 convolutions below AVX-512). --probe prints the
+environment alone.
 
 Only the standard library and torch are needed. The learning-rate schedules of
 the Go examples (cosine with warmup) are not reproduced: over the few steps of
@@ -314,11 +316,24 @@ def openblas(paths, threads):
     return "", 0
 
 
+_onednn_isa = None
+
+
 def onednn_isa():
     """The instruction set oneDNN's CPU primitives run (its verbose
     header's isa: field, as ONEDNN_MAX_CPU_ISA caps it), read by turning
     verbose mode on for one convolution with this process's stdout
-    redirected into a file; "" when oneDNN prints none."""
+    redirected into a file; "" when oneDNN prints none. oneDNN prints
+    that header once per process, so the first answer is kept and
+    returned by every later call (main asks again after the steps)."""
+    global _onednn_isa
+    if _onednn_isa is None:
+        _onednn_isa = read_onednn_isa()
+    return _onednn_isa
+
+
+def read_onednn_isa():
+    """onednn_isa's one reading of oneDNN's verbose header."""
     import tempfile
 
     x, w = torch.randn(2, 64, 16, 16), torch.randn(64, 64, 3, 3)
@@ -506,6 +521,21 @@ def bench(model_name, technique, args, data):
     }
 
 
+def bench_or_skip(model_name, technique, args, data):
+    """bench's row, or {model, technique, reason} when oneDNN has no
+    primitive for it: its bfloat16 convolutions need AVX-512, so under
+    ONEDNN_MAX_CPU_ISA=AVX2 (--isa avx2) or on an AVX2-only CPU PyTorch
+    cannot run an amp bf16 ResNet step at all."""
+    try:
+        return bench(model_name, technique, args, data)
+    except RuntimeError as e:
+        if "could not create a primitive" not in str(e):
+            raise
+        reason = f"oneDNN {onednn_isa() or '(ISA unknown)'} has no primitive for it: {e}"
+        print(f"bench_torch.py: {model_name} {technique}: skipped, {reason}", file=sys.stderr)
+        return {"model": model_name, "technique": technique, "reason": reason}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="resnet,transformer", help="resnet, transformer (loss models) and " + ", ".join(SPEED_MODELS))
@@ -550,10 +580,15 @@ def main():
         if len(data["corpus"]) < 1000:
             ap.error(f"corpus {args.corpus} has only {len(data['corpus'])} bytes")
     environment(args.threads)  # OpenBLAS's threads set before any step
-    rows = [bench(m, t, args, data) for m in models for t in techniques
-            if m not in SPEED_MODELS or t != "checkpoint √n"]
+    rows, skipped = [], []
+    for m in models:
+        for t in techniques:
+            if m not in SPEED_MODELS or t != "checkpoint √n":
+                row = bench_or_skip(m, t, args, data)
+                (rows if "reason" not in row else skipped).append(row)
     out = environment(args.threads)
     out["rows"] = rows
+    out["skipped"] = skipped
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
