@@ -19,6 +19,12 @@
 //	g, err := nn.NewGPT(b, "", nn.GPTConfig{…}, gen)     // GPT-2 style
 //	defer nn.Release(m)                                  // parameters belong to the caller
 //
+// GPT.Loss is the training loss of a GPT: Forward then CrossEntropy, or,
+// with GPT.FusedLoss (default off), the LM head and the loss fused in row
+// chunks (autograd.LinearCrossEntropy), which replaces the B·T·V·s bytes
+// of logits (and their gradient) by 2·256·V·s of chunk workspace and B·T
+// per-row log-sum-exps.
+//
 // Initial values are counter-based: the k-th random fill of a build
 // (Uniform, Normal, KaimingUniform) draws from Philox4x32-10 stream k of
 // the builder's seed, element i's value a pure function of (seed, k, i)

@@ -165,6 +165,10 @@ type GPT struct {
 	// (checkpoint.Sequential, checkpoint.Budget.Forward). It must not
 	// release its input.
 	RunBlocks func(blocks []Layer, x *autograd.Tensor) *autograd.Tensor
+	// FusedLoss makes Loss compute the LM head and the cross-entropy
+	// together in row chunks (autograd.LinearCrossEntropy): the
+	// B·T·Vocab logits never exist.
+	FusedLoss bool
 }
 
 // NewGPT builds a GPT named name from cfg on b's device and dtype,
@@ -215,6 +219,13 @@ func (g *GPT) build(b *Builder, gen *autograd.Generator) {
 // panics with an *autograd.Error (autograd.Try returns it).
 func (g *GPT) Forward(idx *autograd.Tensor) *autograd.Tensor {
 	return g.Layers().Forward("nn.gpt", idx)
+}
+
+// Loss returns the mean cross-entropy of the next-token predictions for
+// idx (B, T) against targets (B·T), fused with the LM head when
+// FusedLoss is set (GPTLayers.Loss).
+func (g *GPT) Loss(idx, targets *autograd.Tensor) *autograd.Tensor {
+	return g.Layers().Loss("nn.gpt", idx, targets, g.FusedLoss, autograd.LCEOptions{})
 }
 
 // Layers returns the parts the GPT's forward runs (pipeline parallelism

@@ -177,3 +177,50 @@ func dropout(d *Dropout, x *autograd.Tensor) *autograd.Tensor {
 	x.Release()
 	return y
 }
+
+// Loss returns the cross-entropy (o's options; mean by default) of the
+// next-token logits Forward would make for idx (B, T) against targets
+// (B·T, I64 or I32). With fused the LM head and the loss are one
+// autograd.LinearCrossEntropy over chunks of o.Chunk rows, so the
+// (B·T, Vocab) logits never exist: the forward saves the final
+// LayerNorm's output and one log-sum-exp per row, and backward recomputes
+// each chunk's logits (its memory formula is LinearCrossEntropy's).
+// Without fused it is Forward, then autograd.CrossEntropy. A fused loss
+// needs the tied head or an nn *Linear one (a quantized head panics with
+// an *autograd.Error naming op).
+func (l GPTLayers) Loss(op string, idx, targets *autograd.Tensor, fused bool, o autograd.LCEOptions) *autograd.Tensor {
+	h := l.Body(l.Embed(op, idx))
+	if !fused {
+		logits := l.Out(h)
+		flat := logits.Reshape(-1, logits.Dim(2))
+		logits.Release()
+		return autograd.CrossEntropy(flat, targets, o.CEOptions)
+	}
+	w, b := l.headWeights(op)
+	s := h.Scope()
+	var y *autograd.Tensor
+	func() {
+		defer s.Within(join(l.Name, "transformer"))()
+		y = l.LNF.Forward(h)
+	}()
+	h.Release()
+	defer s.Within(join(l.Name, "lm_head"))()
+	flat := y.Reshape(-1, y.Dim(2))
+	y.Release()
+	loss := autograd.LinearCrossEntropy(flat, w, b, targets, o)
+	flat.Release()
+	return loss
+}
+
+// headWeights returns the LM head's weight (Vocab, C) and bias (nil:
+// none), Wte's table when tied.
+func (l GPTLayers) headWeights(op string) (w, b *autograd.Tensor) {
+	switch h := l.Head.(type) {
+	case nil:
+		return l.Wte.Weight, nil
+	case *Linear:
+		return h.Weight, h.Bias
+	}
+	fail(op, "%s: a fused loss needs the tied head or an nn.Linear one, not %T", l.Name, l.Head)
+	return nil, nil
+}

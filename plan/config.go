@@ -32,6 +32,9 @@ type Config struct {
 	// Selective runs each block in a checkpoint.Selective region
 	// (--selective): matmul and attention outputs kept, the rest recomputed.
 	Selective bool
+	// FusedLoss computes a GPT's LM head and loss in row chunks
+	// (--fused-loss, nn.GPT.FusedLoss): the logits never exist.
+	FusedLoss bool
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -174,6 +177,10 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
 	case c.Selective && (c.Checkpoint != 0 || c.CheckpointBudget != 0):
 		return fmt.Errorf("selective recomputation with checkpointing: choose one")
+	case c.FusedLoss && m.Kind != "gpt":
+		return fmt.Errorf("fused loss for %s: it fuses a GPT's LM head with the loss; %s has none", m.Name, m.Name)
+	case c.FusedLoss && (c.TP > 1 || c.PP > 1):
+		return fmt.Errorf("fused loss with tp %d, pp %d: not available yet (the vocabulary-parallel head has its own loss)", c.TP, c.PP)
 	case c.Checkpoint != 0 && c.CheckpointBudget != 0:
 		return fmt.Errorf("checkpoint segments and a checkpoint budget: choose one")
 	case !(c.Prune >= 0 && c.Prune < 1):

@@ -176,10 +176,8 @@ func batchLoss(m Model, c Config, dev *device.Device, model nn.Module, micro int
 	if m.Kind == "gpt" {
 		g := model.(*nn.GPT)
 		return func(s *autograd.Scope, _ int) *autograd.Tensor {
-			logits := g.Forward(input(s, dtype.I64, micro, c.Seq))
-			flat := logits.Reshape(-1, m.GPT.Vocab)
-			logits.Release()
-			return autograd.CrossEntropy(flat, input(s, dtype.I64, micro*c.Seq), autograd.CEOptions{})
+			g.FusedLoss = c.FusedLoss
+			return g.Loss(input(s, dtype.I64, micro, c.Seq), input(s, dtype.I64, micro*c.Seq))
 		}
 	}
 	r := model.(*nn.ResNet)

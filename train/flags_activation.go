@@ -9,17 +9,21 @@ import (
 )
 
 // ActivationFlags are the activation-memory flags beyond checkpointing
-// (issue #18): --selective.
+// (issue #18): --selective, --fused-loss.
 type ActivationFlags struct {
 	// Selective runs each block in a checkpoint.Selective region under
 	// checkpoint.DefaultPolicy: matmul and attention outputs are kept,
 	// pointwise ops, norms, dropout and softmax recomputed in backward.
 	Selective bool
+	// FusedLoss computes a GPT's LM head and cross-entropy together in
+	// row chunks (nn.GPT.FusedLoss): the batch's logits never exist.
+	FusedLoss bool
 }
 
 // registerActivation adds the ActivationFlags to fs.
 func (a *ActivationFlags) registerActivation(fs *flag.FlagSet) {
 	fs.BoolVar(&a.Selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute its pointwise ops, norms, dropout and softmax in backward (not with --checkpoint or --checkpoint-budget)")
+	fs.BoolVar(&a.FusedLoss, "fused-loss", false, "the LM head and the cross-entropy in chunks of 256 rows: the batch×context×vocabulary logits never exist (not with --tp or --pp)")
 }
 
 // selectiveBlocks is RunBlocks for --selective.

@@ -50,8 +50,8 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 		if err := r.train(p.Name, nil); err != nil {
 			return err
 		}
-		rk.Trained() // the training peaks, before the loss's all-reduce below
-		sum, err := parallel.AllSumFloat64(rk.Comm, rk.Dev, r.Loss) // over MPI this process holds one rank
+		rk.Trained() // the training peaks; then the loss's all-reduce (over MPI this process holds one rank)
+		sum, err := parallel.AllSumFloat64(rk.Comm, rk.Dev, r.Loss)
 		if err != nil {
 			return err
 		}

@@ -172,6 +172,9 @@ func techniques(c plan.Config) map[string]any {
 	if c.Selective {
 		t["selective"] = true
 	}
+	if c.FusedLoss {
+		t["fused_loss"] = true
+	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
 	}

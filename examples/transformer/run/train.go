@@ -92,6 +92,7 @@ func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, in
 			nn.Release(model)
 			return nil, err
 		}
+		model.FusedLoss = c.FusedLoss
 		src := rand.NewPCG(c.Seed, 7)
 		return &replica{c: c, dev: dev, model: model, b: b, gen: gen, src: src, rng: rand.New(src), text: text, rank: rank}, nil
 	}
@@ -150,6 +151,9 @@ func (r *replica) LoadState(snap *train.Snapshot) error {
 // lossOf returns the mean cross-entropy of the model's next-byte
 // predictions for a batch.
 func lossOf(s *autograd.Scope, dev *device.Device, m nn.Layer, x, y []int64, shape []int) *autograd.Tensor {
+	if g, ok := m.(*nn.GPT); ok { // fused with the head under --fused-loss
+		return g.Loss(s.FromInt64s(dev, shape, x), s.FromInt64s(dev, []int{len(y)}, y))
+	}
 	logits := m.Forward(s.FromInt64s(dev, shape, x))
 	flat := logits.Reshape(-1, 256)
 	logits.Release()
