@@ -134,10 +134,7 @@ func (s *SpeedStep) gpt(b *nn.Builder, rng *rand.Rand) error {
 	n := s.Batch * c.Context
 	x, y := randomInts(rng, n, c.Vocab), randomInts(rng, n, c.Vocab)
 	s.loss = func(sc *autograd.Scope, _ int) *autograd.Tensor {
-		logits := g.Forward(sc.FromInt64s(s.dev, []int{s.Batch, c.Context}, x))
-		flat := logits.Reshape(-1, c.Vocab)
-		logits.Release()
-		return autograd.CrossEntropy(flat, sc.FromInt64s(s.dev, []int{n}, y), autograd.CEOptions{})
+		return g.Loss(sc.FromInt64s(s.dev, []int{s.Batch, c.Context}, x), sc.FromInt64s(s.dev, []int{n}, y))
 	}
 	return nil
 }
