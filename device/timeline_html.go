@@ -63,10 +63,21 @@ func WriteHTMLCompare(w io.Writer, a, b *Timeline, nameA, nameB string) error {
 	return nil
 }
 
+// ViewedPeak is the peak of a timeline as its HTML page shows it.
+type ViewedPeak struct {
+	// At is the index of the last alloc event whose total is the largest
+	// (the instant Stats.AtPeak describes); -1 without allocs.
+	At int
+	// Total is the requested bytes there; ByTag splits it by tag.
+	Total int64
+	ByTag [NumTags]int64
+}
+
 // ViewPeak returns the peak as the HTML page computes it from its encoded
 // events: the last alloc reaching the largest total, and its bytes per tag.
-func (t *Timeline) ViewPeak() (memview.Peak, error) {
-	return memview.PeakOf(t.viewRun(""))
+func (t *Timeline) ViewPeak() (ViewedPeak, error) {
+	p, err := memview.PeakOf(t.viewRun(""))
+	return ViewedPeak{At: p.At, Total: p.Total, ByTag: p.ByTag}, err
 }
 
 // reservedChange is what event e added to Reserved.

@@ -6,11 +6,10 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/internal/memview"
 )
 
 // peakOfPage is the peak of tl as the page computes it.
-func peakOfPage(t *testing.T, tl *device.Timeline) memview.Peak {
+func peakOfPage(t *testing.T, tl *device.Timeline) device.ViewedPeak {
 	t.Helper()
 	pk, err := tl.ViewPeak()
 	if err != nil {
