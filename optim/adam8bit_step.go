@@ -2,7 +2,6 @@ package optim
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
@@ -46,8 +45,8 @@ func (a *Adam8bit) Step() error {
 // pending checks the learning rate and every quantised parameter that has
 // a gradient, and returns those.
 func (a *Adam8bit) pending() ([]*qslot, error) {
-	if math.IsNaN(a.lr) || math.IsInf(a.lr, 0) || a.lr < 0 {
-		return nil, fmt.Errorf("%s: step: learning rate %v, want a finite value ≥ 0", a.kind, a.lr)
+	if err := checkLR(a.kind, a.lr); err != nil {
+		return nil, err
 	}
 	var work []*qslot
 	for _, s := range a.quant {
