@@ -8,6 +8,7 @@ import (
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
@@ -118,35 +119,65 @@ func TestAdamW8bitStateBytes(t *testing.T) {
 	}
 }
 
-// TestAdamW8bitTracksF32 trains the regression with 8-bit AdamW and with
-// F32 AdamW from the same start: the losses must stay close.
+// TestAdamW8bitTracksF32 trains the regression with 8-bit Adam and AdamW
+// and with their F32 versions from the same start: the losses must stay
+// close.
 func TestAdamW8bitTracksF32(t *testing.T) {
 	g := newRegression(2, 80, 64, 128) // w: 5120 elements (quantised), b: 64 (F32)
-	c := optim.AdamConfig{LR: 1e-2}
-	dev := cpu.New(0, device.Options{})
-	w8, b8 := regressionParams(dev, g)
-	w32, b32 := regressionParams(dev, g)
-	o8, err := optim.NewAdamW8bit(params(w8, b8), c, optim.Quant8Config{})
-	if err != nil {
-		t.Fatal(err)
+	c := optim.AdamConfig{LR: 1e-2, WeightDecay: 0.01}
+	for _, kind := range []struct {
+		name string
+		q8   func([]nn.Param, optim.AdamConfig, optim.Quant8Config) (*optim.Adam8bit, error)
+		f32  func([]nn.Param, optim.AdamConfig) (*optim.Adam, error)
+	}{{"adamw", optim.NewAdamW8bit, optim.NewAdamW}, {"adam", optim.NewAdam8bit, optim.NewAdam}} {
+		dev := cpu.New(0, device.Options{})
+		w8, b8 := regressionParams(dev, g)
+		w32, b32 := regressionParams(dev, g)
+		o8, err := kind.q8(params(w8, b8), c, optim.Quant8Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o32, err := kind.f32(params(w32, b32), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const steps = 150
+		l8 := g.train(t, o8, w8, b8, steps)
+		l32 := g.train(t, o32, w32, b32, steps)
+		worst := 0.0 // the largest gap, relative to f32's loss at that step
+		for i := range l8 {
+			worst = math.Max(worst, math.Abs(l8[i]-l32[i])/l32[i])
+		}
+		t.Logf("%s: loss %.4g → %.4g (f32) and %.4g (8-bit); worst relative loss gap %.3g", kind.name, l32[0], l32[steps-1], l8[steps-1], worst)
+		if l32[steps-1] > 0.5*l32[0] {
+			t.Fatalf("%s: f32 did not train: loss %v → %v", kind.name, l32[0], l32[steps-1])
+		}
+		if worst > 0.05 {
+			t.Errorf("%s: 8-bit loss is up to %.3g relative away from f32's, want ≤ 0.05", kind.name, worst)
+		}
 	}
-	o32, err := optim.NewAdamW(params(w32, b32), c)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestAdamW8bitMetaBytes checks that the meta device accounts the same
+// optimizer bytes as cpu, so that a plan matches a run.
+func TestAdamW8bitMetaBytes(t *testing.T) {
+	g := newRegression(5, 80, 75, 4)
+	var got [2]int64
+	for i, dev := range []*device.Device{cpu.New(0, device.Options{}), meta.New(0, device.Options{})} {
+		w, b := regressionParams(dev, g)
+		o, err := optim.NewAdamW8bit(params(w, b), optim.AdamConfig{}, optim.Quant8Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setGrad(t, w, make([]float64, w.Len()))
+		setGrad(t, b, make([]float64, b.Len()))
+		if err := o.Step(); err != nil {
+			t.Fatal(err)
+		}
+		got[i] = dev.Stats().ByTag[device.Optimizer].Current
 	}
-	const steps = 150
-	l8 := g.train(t, o8, w8, b8, steps)
-	l32 := g.train(t, o32, w32, b32, steps)
-	worst := 0.0 // the largest gap, relative to f32's loss at that step
-	for i := range l8 {
-		worst = math.Max(worst, math.Abs(l8[i]-l32[i])/l32[i])
-	}
-	t.Logf("loss %.4g → %.4g (f32) and %.4g (8-bit); worst relative loss gap %.3g", l32[0], l32[steps-1], l8[steps-1], worst)
-	if l32[steps-1] > 0.5*l32[0] {
-		t.Fatalf("f32 AdamW did not train: loss %v → %v", l32[0], l32[steps-1])
-	}
-	if worst > 0.05 {
-		t.Errorf("8-bit AdamW's loss is up to %.3g relative away from f32 AdamW's, want ≤ 0.05", worst)
+	if got[0] != got[1] || got[0] == 0 {
+		t.Errorf("optimizer bytes: cpu %d, meta %d; want equal and non-zero", got[0], got[1])
 	}
 }
 
