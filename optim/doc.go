@@ -87,4 +87,19 @@
 // hyperparameters over parameters with the same names, shapes and dtypes.
 // Saving after n steps and loading into a fresh optimizer continues the run
 // bit for bit.
+//
+// # 8-bit state
+//
+// NewAdamW8bit and NewAdam8bit (Dettmers et al. 2022) keep m and v of every
+// F32 parameter of at least Quant8Config.MinElems elements (default 4096)
+// as 8-bit codes of the dynamic quantisation maps, signed for m and
+// unsigned for v, with one F32 absmax per Quant8Config.Block elements
+// (default 2048): 2n + 8·ceil(n/Block) bytes per parameter instead of 8n,
+// tagged optimizer on the parameter's device; smaller parameters keep F32
+// state through a plain Adam. Step updates one block at a time in host
+// scratch it allocates per call: 4·Block float32 and 2·Block bytes (36 KiB
+// at the default block), a bounded constant outside the allocator. The
+// arithmetic is the F32 update's; only the rounding of m and v to codes
+// differs. State adds the codes (I8 tensors holding the raw codes), the
+// absmax arrays and the scalar "quant_block"; resuming is bit-exact.
 package optim

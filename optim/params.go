@@ -124,8 +124,8 @@ func (b *base) StateBytes() int64 {
 // pending returns the slots that have a gradient, after checking every one
 // of them and their state: nothing is written before this succeeds.
 func (b *base) pending() ([]*slot, error) {
-	if math.IsNaN(b.lr) || math.IsInf(b.lr, 0) || b.lr < 0 {
-		return nil, fmt.Errorf("%s: step: learning rate %v, want a finite value ≥ 0", b.kind, b.lr)
+	if err := checkLR(b.kind, b.lr); err != nil {
+		return nil, err
 	}
 	var work []*slot
 	for _, s := range b.slots {
@@ -148,6 +148,14 @@ func (b *base) pending() ([]*slot, error) {
 		work = append(work, s)
 	}
 	return work, nil
+}
+
+// checkLR checks the learning rate of a Step.
+func checkLR(kind string, lr float64) error {
+	if math.IsNaN(lr) || math.IsInf(lr, 0) || lr < 0 {
+		return fmt.Errorf("%s: step: learning rate %v, want a finite value ≥ 0", kind, lr)
+	}
+	return nil
 }
 
 // checkPair checks that a parameter and its gradient can be updated by the

@@ -56,7 +56,12 @@ func newQuantMap(signed bool) quantMap {
 // nearest returns the code whose value is closest to x (x already divided by
 // the block's absmax, so in the map's range).
 func (m *quantMap) nearest(x float32) uint8 {
-	i := sort.Search(len(m), func(i int) bool { return m[i] >= x })
+	i := 0 // the first index with m[i] >= x, by halving the 256 entries
+	for step := len(m) / 2; step > 0; step /= 2 {
+		if m[i+step-1] < x {
+			i += step
+		}
+	}
 	if i == len(m) {
 		return uint8(len(m) - 1)
 	}
