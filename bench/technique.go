@@ -39,6 +39,7 @@ func Techniques() []Technique {
 				c.CheckpointBudget = plain.Peak.Activation / 2
 			}
 		}},
+		{Name: "selective", Apply: set(func(c *plan.Config) { c.Selective = true })},
 		{Name: "accum 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
 		{Name: "amp bf16 + amp-params + checkpoint √n + accum 4", Apply: set(func(c *plan.Config) {
 			c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4
