@@ -268,11 +268,28 @@ func splitLine(p planJSON) string {
 		return ""
 	}
 	s := " (" + strings.Join(parts, ", ")
-	held := make([]string, len(p.Ranks))
-	for i, r := range p.Ranks {
-		held[i] = commas(r.Params)
-	}
+	var held []string
+	rankRuns(len(p.Ranks), func(i, j int) bool { return p.Ranks[i].Params == p.Ranks[j].Params }, func(name string, i int) {
+		held = append(held, commas(p.Ranks[i].Params)+" ("+name+")")
+	})
 	return s + "; parameters per rank " + strings.Join(held, ", ") + ")"
+}
+
+// rankRuns calls f for each run of consecutive ranks that same says hold
+// what the run's first rank i holds, with the run's name ("3" or "0–63").
+func rankRuns(n int, same func(i, j int) bool, f func(name string, i int)) {
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && same(i, j) {
+			j++
+		}
+		name := fmt.Sprint(i)
+		if j-i > 1 {
+			name = fmt.Sprintf("%d–%d", i, j-1)
+		}
+		f(name, i)
+		i = j
+	}
 }
 
 // deviceLine says which device the plan is for.
@@ -291,25 +308,18 @@ func deviceLine(p planJSON) string {
 func rankRows(b *strings.Builder, ranks []rankJSON, first string, of func(rankJSON) (bytesJSON, *bytesJSON)) {
 	fmt.Fprintf(b, "%-9s %13s %12s %12s %12s %12s %12s %12s %12s\n", "rank", first, "parameter", "gradient",
 		"optimizer", "activation", "workspace", "comm.", "other")
-	for i := 0; i < len(ranks); {
+	same := func(i, j int) bool {
 		v, host := of(ranks[i])
-		j := i + 1
-		for ; j < len(ranks); j++ {
-			w, h := of(ranks[j])
-			if w != v || !sameHost(h, host) {
-				break
-			}
-		}
-		name := fmt.Sprint(i)
-		if j-i > 1 {
-			name = fmt.Sprintf("%d–%d", i, j-1)
-		}
+		w, h := of(ranks[j])
+		return w == v && sameHost(h, host)
+	}
+	rankRuns(len(ranks), same, func(name string, i int) {
+		v, host := of(ranks[i])
 		row(b, name, v, first == "peak")
 		if host != nil {
 			row(b, "  host", *host, first == "peak")
 		}
-		i = j
-	}
+	})
 }
 
 // row writes one line of rankRows: the total or the model states, then
