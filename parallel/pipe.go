@@ -288,3 +288,16 @@ func StageActivationBytes(c nn.GPTConfig, B, T, blocks int, dt dtype.DType, firs
 	}
 	return in + int64(blocks)*(17*bt*C*s+4*bt*cs+H*bt*cs)
 }
+
+// SetRunBlocks makes this stage run its blocks through run instead of a
+// plain loop (activation checkpointing; nil: the plain loop), as
+// nn.GPT.RunBlocks does for the whole model: the stage holds a copy of the
+// model's parts, taken when the Pipe was made, so setting the model's
+// RunBlocks afterwards does not reach it. A tensor-parallel stage follows
+// its TensorGPT's RunBlocks.
+func (p *Pipe) SetRunBlocks(run func([]nn.Layer, *autograd.Tensor) *autograd.Tensor) {
+	if s, ok := p.parts.(gptStage); ok {
+		s.l.RunBlocks = run
+		p.parts = s
+	}
+}

@@ -41,8 +41,10 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
 	case c.Offload || c.AMPParams || c.Prune > 0:
 		return fmt.Errorf("offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
-	case c.composed() && (c.AMP != dtype.Invalid || c.Checkpoint != 0 || c.CheckpointBudget != 0 || c.Selective):
-		return fmt.Errorf("amp and checkpointing with pp %d or dp %d: not available yet", c.PP, c.Ranks)
+	case c.composed() && c.AMP == dtype.F16:
+		return fmt.Errorf("amp f16 with pp %d or dp %d: not available yet (F16 needs a loss scale agreed across the mesh; bf16 works)", c.PP, c.Ranks)
+	case c.composed() && (c.CheckpointBudget != 0 || c.Selective):
+		return fmt.Errorf("a checkpoint budget or selective recomputation with pp %d or dp %d: not available yet (checkpoint segments work)", c.PP, c.Ranks)
 	case g.Heads%c.TP != 0:
 		return fmt.Errorf("tp %d for %s: its %d heads must divide by tp", c.TP, m.Name, g.Heads)
 	case g.Layers < c.PP:

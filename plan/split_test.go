@@ -25,6 +25,10 @@ func TestSplitPredictionEqualsMeasurement(t *testing.T) {
 		"dp2_tp2_pp2_z1": with(func(c *Config) { c.Ranks, c.TP, c.PP, c.Zero, c.Batch = 2, 2, 2, 1, 8 }),
 		"dp2_tp2_sp_z2":  with(func(c *Config) { c.Ranks, c.TP, c.Sequence, c.Zero = 2, 2, true, 2 }),
 		"dp2_pp2":        with(func(c *Config) { c.Ranks, c.PP, c.Accum, c.Batch = 2, 2, 2, 8 }),
+		"pp2_bf16_ckpt":  with(func(c *Config) { c.PP, c.Accum, c.AMP, c.Checkpoint = 2, 2, dtype.BF16, -1 }),
+		"dp2_tp2_pp2_z1_bf16_ckpt": with(func(c *Config) {
+			c.Ranks, c.TP, c.PP, c.Zero, c.Batch, c.AMP, c.Checkpoint = 2, 2, 2, 1, 8, dtype.BF16, -1
+		}),
 	} {
 		p := predictionEqualsMeasurement(t, name, c)
 		n := max(c.Ranks, 1) * max(c.TP, 1) * max(c.PP, 1)

@@ -101,7 +101,7 @@ func NewSplitGPT(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig,
 // cut into m.Pipe's stages when PP > 1 or the pipeline is data-parallel.
 func (g *SplitGPT) build(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig, gen *autograd.Generator) error {
 	sc := g.cfg
-	pc := parallel.PipeConfig{MicroBatches: sc.Micro, Batch: sc.Batch, Seq: sc.Seq, Schedule: sc.Schedule}
+	pc := parallel.PipeConfig{MicroBatches: sc.Micro, Batch: sc.Batch, Seq: sc.Seq, Schedule: sc.Schedule, Autocast: sc.Autocast}
 	var err error
 	if sc.TP > 1 {
 		if g.TP, err = parallel.NewTensorGPT(b, name, cfg, m.Tensor, gen, parallel.TensorOptions{Sequence: sc.Sequence}); err != nil {
@@ -133,6 +133,9 @@ func (g *SplitGPT) SetRunBlocks(run func([]nn.Layer, *autograd.Tensor) *autograd
 		g.TP.RunBlocks = run
 	} else {
 		g.GPT.RunBlocks = run
+	}
+	if g.Pipe != nil {
+		g.Pipe.SetRunBlocks(run)
 	}
 }
 

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/dtype"
 	"sort"
 	"strings"
 
@@ -37,8 +38,9 @@ var splitRefused = []string{"offload", "fused-loss", "mpi", "save", "resume", "i
 // each ≥ 1, --ranks 1 or a multiple of --tp × --pp (the data-parallel
 // copies of the pipeline: DataRanks), the batch split over the copies
 // and the micro-batches, --zero 0 to 2 and only over copies, the flags of
-// splitRefused and, under --pp or a composed layout, --amp and
-// --checkpoint refused as not available yet; --sequence-parallel needs
+// splitRefused and, under --pp or a composed layout, --amp fp16,
+// --checkpoint-budget and --selective refused as not available yet (--amp
+// bf16 and --checkpoint work inside the stages); --sequence-parallel needs
 // --tp and --pipe-schedule --pp. The model's own limits (heads and
 // vocabulary divisible by --tp, layers ≥ --pp, no clipping composed) are
 // the program's to check. It sets --ranks to the mesh's size.
@@ -68,8 +70,11 @@ func (c *Common) CheckSplit() error {
 		return Usagef("--zero %d with --tp %d --pp %d on %d data-parallel copies: want --zero 1 or 2 over ≥ 2 copies (--ranks a multiple of %d); stage 3 is not available yet", c.Zero, c.TP, c.PP, max(dp, 1), 2*n)
 	}
 	refused := c.given(splitRefused)
+	if ac, _ := c.AMPDType(); (c.PP > 1 || dp > 1) && ac == dtype.F16 {
+		refused = append(refused, "--amp "+c.AMP+" (F16 needs a loss scale agreed across the mesh)")
+	}
 	if c.PP > 1 || dp > 1 {
-		refused = append(refused, c.given([]string{"amp", "checkpoint", "checkpoint-budget"})...)
+		refused = append(refused, c.given([]string{"checkpoint-budget", "selective"})...)
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
