@@ -100,6 +100,8 @@
 // scratch it allocates per call: 4·Block float32 and 2·Block bytes (36 KiB
 // at the default block), a bounded constant outside the allocator. The
 // arithmetic is the F32 update's; only the rounding of m and v to codes
-// differs. State adds the codes (I8 tensors holding the raw codes), the
+// differs. The nearest code comes from a bucket table per map (8 KiB each,
+// 16 KiB in all, built once at package init, a fixed constant) that gives
+// the same code as a binary search over the map. State adds the codes (I8 tensors holding the raw codes), the
 // absmax arrays and the scalar "quant_block"; resuming is bit-exact.
 package optim

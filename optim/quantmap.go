@@ -54,36 +54,30 @@ func newQuantMap(signed bool) quantMap {
 }
 
 // nearest returns the code whose value is closest to x (x already divided by
-// the block's absmax, so in the map's range).
+// the block's absmax, so in the map's range) by binary search: the
+// reference of quantLookup.nearest.
 func (m *quantMap) nearest(x float32) uint8 {
-	i := 0 // the first index with m[i] >= x, by halving the 256 entries
-	for step := len(m) / 2; step > 0; step /= 2 {
-		if m[i+step-1] < x {
-			i += step
-		}
-	}
-	if i == len(m) {
-		return uint8(len(m) - 1)
-	}
-	if i > 0 && x-m[i-1] <= m[i]-x {
-		return uint8(i - 1)
-	}
-	return uint8(i)
+	return m.pick(x, m.firstAtLeast(x))
 }
 
-// quantiseBlock writes one code per element of src into codes and returns
-// the block's absmax (0 for an all-zero block, whose codes then all mean 0).
-func (m *quantMap) quantiseBlock(codes []uint8, src []float32) float32 {
-	var absmax float32
+// blockScale returns the absmax of src and its reciprocal (0 and 0 for an
+// all-zero block).
+func blockScale(src []float32) (absmax, inv float32) {
 	for _, x := range src {
 		if a := float32(math.Abs(float64(x))); a > absmax {
 			absmax = a
 		}
 	}
-	inv := float32(0)
 	if absmax > 0 {
 		inv = 1 / absmax
 	}
+	return absmax, inv
+}
+
+// quantiseBlock writes one code per element of src into codes and returns
+// the block's absmax (0 for an all-zero block, whose codes then all mean 0).
+func (m *quantMap) quantiseBlock(codes []uint8, src []float32) float32 {
+	absmax, inv := blockScale(src)
 	for i, x := range src {
 		codes[i] = m.nearest(x * inv)
 	}
