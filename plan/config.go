@@ -58,7 +58,7 @@ type Config struct {
 	// at this fraction). The step planned is the pruned model's. Not
 	// with Zero 3, which never holds the whole model that pruning reads.
 	Prune float64
-	// Optimizer is "adamw", "adam" or "sgd" (default: the model's).
+	// Optimizer is "adamw", "adam", "sgd" or "adamw8bit" (default: the model's).
 	Optimizer string
 	// Steps is the number of steps run (default 2: the first allocates
 	// the optimizer's state, the second shows the steady state).
@@ -191,9 +191,12 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("capacity %d bytes: want 0 (unlimited) … %d (2^62)", c.Capacity, int64(MaxBytes))
 	}
 	switch c.Optimizer {
-	case "adamw", "adam", "sgd":
+	case "adamw", "adam", "sgd", Adam8bitName:
 	default:
-		return fmt.Errorf("optimizer %q: want adamw, adam or sgd", c.Optimizer)
+		return fmt.Errorf("optimizer %q: want adamw, adam, sgd or adamw8bit", c.Optimizer)
+	}
+	if err := c.check8bit(); err != nil {
+		return err
 	}
 	if err := c.checkDevice(); err != nil {
 		return err

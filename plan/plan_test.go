@@ -45,6 +45,9 @@ func TestPredictionEqualsMeasurement(t *testing.T) {
 		"resnet_checkpoint":      with(img, func(c *Config) { c.Checkpoint = -1 }),
 		"resnet_prune":           with(img, func(c *Config) { c.Prune = 0.3 }),
 		"resnet_ranks2":          with(img, func(c *Config) { c.Ranks = 2 }),
+		"gpt_adamw8bit":          with(small, func(c *Config) { c.Optimizer = Adam8bitName }),
+		"gpt_adamw8bit_bf16":     with(small, func(c *Config) { c.Optimizer, c.AMP = Adam8bitName, dtype.BF16 }),
+		"resnet_adamw8bit":       with(img, func(c *Config) { c.Optimizer = Adam8bitName }),
 	}
 	for name, c := range cases {
 		predictionEqualsMeasurement(t, name, c)

@@ -161,6 +161,8 @@ func newOptimizer(c Config, params []nn.Param, sync interface{ NoSync(func()) },
 		return optim.NewSGD(params, sgd)
 	case "adam":
 		return optim.NewAdam(params, adam)
+	case Adam8bitName:
+		return newAdamW8bit(params, adamw)
 	}
 	return optim.NewAdamW(params, adamw)
 }

@@ -33,7 +33,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.IntVar(&m.ranks, "ranks", 1, "data-parallel ranks")
 	fs.IntVar(&m.zero, "zero", 0, "ZeRO stage 0-3: 1 shards the optimizer state over the ranks, 2 the gradients too, 3 the parameters too")
 	fs.BoolVar(&m.offload, "offload", false, "with --zero ≥ 1: optimizer state and f32 master weights on a host device")
-	fs.StringVar(&m.optimizer, "optimizer", "", "adamw, adam or sgd (default: the model's: adamw for GPTs, sgd with momentum for ResNets)")
+	fs.StringVar(&m.optimizer, "optimizer", "", "adamw, adam, sgd or adamw8bit (default: the model's: adamw for GPTs, sgd with momentum for ResNets)")
 	fs.BoolVar(&m.json, "json", false, "print JSON")
 	fs.StringVar(&m.device, "device", "cpu", "the device planned for: cpu or cuda (a cuda device holds cuBLAS's workspace from the start: 32 MiB on --cuda-major 9)")
 	fs.IntVar(&m.cudaMajor, "cuda-major", 0, "with --device cuda: the GPU's compute capability major (default 9: H100, H200; 8: A100; 7: V100)")

@@ -29,6 +29,8 @@ type Config struct {
 	Prompt string
 	// WeightDecay of AdamW and the gradient-norm clip.
 	WeightDecay, Clip float64
+	// Optimizer is "adamw" or "adamw8bit" (--optimizer).
+	Optimizer string
 }
 
 // Supported lists the technique flags this example implements.
@@ -54,6 +56,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&c.Prompt, "prompt", "func main() {\n", "start of the generated sample, at least one byte with --sample")
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay, ≥ 0 and finite")
 	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip, ≥ 0 and finite (0: none)")
+	c.registerOptimizer(fs)
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:",
 		Supported:  Supported,
@@ -70,6 +73,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 func (c *Config) check() error {
 	return train.First(
 		c.checkSplit(),
+		c.checkOptimizer(),
 		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),
 		train.Want(c.Width >= 1, "width", c.Width, "a model width ≥ 1"),
 		train.Want(c.Heads >= 1, "heads", c.Heads, "≥ 1 attention heads"),

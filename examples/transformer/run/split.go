@@ -80,11 +80,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 			b = nn.NewDeferredBuilder(rk.Dev, param, c.Seed)
 		}
 		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
-			cfg := optim.AdamConfig{LR: c.LR, Beta2: 0.99, WeightDecay: c.WeightDecay}
-			if d != nil {
-				return parallel.NewAdamW(d, cfg)
-			}
-			return optim.NewAdamW(ps, cfg)
+			return c.newOptimizer(ps, d, false)
 		})
 		if err != nil {
 			return err

@@ -103,13 +103,9 @@ func (r *replica) Module() nn.Module { return r.model }
 // Builder is the builder that made the model (train.Built).
 func (r *replica) Builder() *nn.Builder { return r.b }
 
-// Optimizer is AdamW (β₂ 0.99) with the flags' weight decay.
+// Optimizer is the flags' AdamW (Config.newOptimizer).
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {
-	cfg := optim.AdamConfig{LR: r.c.LR, Beta2: 0.99, WeightDecay: r.c.WeightDecay, MasterWeights: r.c.AMPParams}
-	if d != nil {
-		return parallel.NewAdamW(d, cfg)
-	}
-	return optim.NewAdamW(r.model.Params(), cfg)
+	return r.c.newOptimizer(r.model.Params(), d, r.c.AMPParams)
 }
 
 // Forward returns the next-byte cross-entropy of the rank's rows of the

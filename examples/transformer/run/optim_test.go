@@ -1,0 +1,81 @@
+package run_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/examples/transformer/run"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/train/traintest"
+)
+
+// adamw8bitBytes is the closed form of an 8-bit AdamW's state for the
+// model of args: 2n + 8·ceil(n/2048) bytes per parameter of ≥ 4096
+// elements, 8n for the rest.
+func adamw8bitBytes(t *testing.T, args []string) int64 {
+	t.Helper()
+	c, err := run.Parse(args, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := nn.NewGPT(nn.NewBuilder(cpu.New(0, device.Options{}), dtype.F32, 1), "gpt", c.GPT(), autograd.NewGenerator(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(g)
+	var sum int64
+	for _, p := range g.Params() {
+		if p.Buffer {
+			continue
+		}
+		n := int64(p.T.Len())
+		if n >= 4096 {
+			sum += 2*n + 8*((n+2047)/2048)
+		} else {
+			sum += 8 * n
+		}
+	}
+	return sum
+}
+
+// TestAdamW8bitRun: 3 steps with --optimizer adamw8bit train and the
+// report's optimizer peak is the closed form of the model's parameters.
+func TestAdamW8bitRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	args := append(baseArgs(t), "--width", "64", "--optimizer", "adamw8bit")
+	mainOK(t, "--width", "64", "--optimizer", "adamw8bit", "--steps", "3", "--report", path)
+	r := traintest.ReadReport(t, path)
+	got := r["peak_bytes"].(map[string]any)["optimizer"].(float64)
+	if want := adamw8bitBytes(t, args); got != float64(want) {
+		t.Errorf("optimizer peak %v bytes, want the closed form %d (2n + 8·ceil(n/2048) per parameter ≥ 4096 elements, 8n for the rest)", got, want)
+	}
+	if !(r["final_loss"].(float64) > 0) {
+		t.Errorf("final loss %v", r["final_loss"])
+	}
+}
+
+// TestAdamW8bitRefused: flags the 8-bit AdamW cannot run with are refused
+// before any work, naming the flag.
+func TestAdamW8bitRefused(t *testing.T) {
+	for _, extra := range [][]string{
+		{"--amp", "bf16", "--amp-params"},
+		{"--ranks", "2"},
+		{"--tp", "2"},
+	} {
+		var out, errb bytes.Buffer
+		code := run.Main(append(append(baseArgs(t), "--optimizer", "adamw8bit", "--steps", "1"), extra...), &out, &errb)
+		if code == 0 || !strings.Contains(errb.String(), "adamw8bit") || strings.Contains(out.String(), "step") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q: want a usage error naming adamw8bit before any step", extra, code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run.Main(append(baseArgs(t), "--optimizer", "lion"), &out, &errb); code == 0 || !strings.Contains(errb.String(), "adamw or adamw8bit") {
+		t.Errorf("--optimizer lion: exit %d, stderr %q", code, errb.String())
+	}
+}
