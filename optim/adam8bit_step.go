@@ -112,7 +112,7 @@ func (a *Adam8bit) allocate(work []*qslot) error {
 // gradient and both moments as float32, and of both code arrays.
 type scratch8 struct {
 	p, g, m, v []float32
-	mc, vc     []byte // the codes
+	mc, vc     []byte    // the codes
 	max        []float32 // one absmax
 }
 
