@@ -5,7 +5,6 @@ import (
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/optim"
 )
 
@@ -277,16 +276,7 @@ func (p *Pipe) shareLoss(loss float64) (float64, error) {
 // scalar runs the collective f on a one-element F64 tensor holding v (8
 // bytes, tag communication, freed after) and returns its result.
 func (p *Pipe) scalar(v float64, f func(*autograd.Tensor) error) (float64, error) {
-	var t *autograd.Tensor
-	if err := autograd.Try(func() { t = autograd.New(p.dev, dtype.F64, device.Communication, 1) }); err != nil {
-		return 0, err
-	}
-	defer t.Release()
-	t.SetFloat64s([]float64{v})
-	if err := f(t); err != nil {
-		return 0, err
-	}
-	return t.Float64s()[0], nil
+	return onScalar(p.dev, v, f)
 }
 
 // Optimizer returns o, an optimizer over this stage's Params, as an

@@ -4,8 +4,6 @@ import (
 	"math"
 
 	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/parallel"
 )
@@ -60,14 +58,6 @@ func (o *tensorOptimizer) AllSum(v float64) (float64, error) {
 			w += s
 		}
 	}
-	var t *autograd.Tensor
-	if err := autograd.Try(func() { t = autograd.New(o.whole[0].Device(), dtype.F64, device.Communication, 1) }); err != nil {
-		return 0, err
-	}
-	defer t.Release()
-	t.SetFloat64s([]float64{v - w})
-	if err := o.comm.AllReduce(t, parallel.Sum); err != nil {
-		return 0, err
-	}
-	return t.Float64s()[0] + w, nil
+	sum, err := parallel.AllSumFloat64(o.comm, o.whole[0].Device(), v-w)
+	return sum + w, err
 }
