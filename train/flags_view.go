@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/headroom-ml/headroom/device"
 )
@@ -17,7 +16,7 @@ type View struct {
 
 // registerView adds --mem-view to fs.
 func (v *View) registerView(fs *flag.FlagSet) {
-	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end; the recording costs about 150 bytes of host memory per event")
+	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end; the recording holds one 136-byte device.Event per allocation, free and retag in host memory until the end")
 }
 
 // startView starts recording dev's timeline when --mem-view asks and returns
@@ -30,15 +29,7 @@ func (v *View) startView(dev *device.Device, out io.Writer) func() error {
 	dev.StartTimeline()
 	return func() error {
 		tl := dev.StopTimeline()
-		f, err := os.Create(v.MemView)
-		if err != nil {
-			return fmt.Errorf("--mem-view: %w", err)
-		}
-		err = tl.WriteHTML(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := WriteAtomic(v.MemView, tl.WriteHTML); err != nil {
 			return fmt.Errorf("--mem-view: %w", err)
 		}
 		fmt.Fprintln(out, "memory view", v.MemView)

@@ -261,13 +261,22 @@ func (r *Report) Write(path string) error {
 // folder that is synced and renamed over path: readers see the old file or
 // the new one, never a part.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic is WriteFileAtomic for content that fill streams to w: a
+// failure of fill leaves path as it was.
+func WriteAtomic(path string, fill func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	err = fill(f)
 	if err == nil {
 		err = f.Sync()
 	}

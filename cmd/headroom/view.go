@@ -89,24 +89,12 @@ func readViewTimeline(path string) (*device.Timeline, error) {
 
 // writeView writes the page of one timeline or two, atomically.
 func writeView(out string, names []string, tls []*device.Timeline) error {
-	tmp := out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if len(tls) == 2 {
-		err = device.WriteHTMLCompare(f, tls[0], tls[1], filepath.Base(names[0]), filepath.Base(names[1]))
-	} else {
-		err = tls[0].WriteHTML(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, out)
+	return train.WriteAtomic(out, func(w io.Writer) error {
+		if len(tls) == 2 {
+			return device.WriteHTMLCompare(w, tls[0], tls[1], filepath.Base(names[0]), filepath.Base(names[1]))
+		}
+		return tls[0].WriteHTML(w)
+	})
 }
 
 // openBrowser starts the system's opener on path, saying so when there is none.
