@@ -107,12 +107,20 @@ func (c *local) Rank() int { return c.rank }
 func (c *local) Size() int { return c.g.n }
 
 // Abort makes every pending and future collective of every rank return an
-// *AbortError naming this rank and wrapping err. The first Abort wins.
+// *AbortError naming this rank and wrapping err. The first Abort wins. A
+// rank that fails because another's Abort reached it (err wraps an
+// *AbortError) passes that one on, so that every group of a failure
+// domain names the rank that failed first, whichever group the abort
+// reaches first.
 func (c *local) Abort(err error) {
 	if err == nil {
 		err = errors.New("aborted")
 	}
 	ae := &AbortError{Rank: c.world, Err: err}
+	var cause *AbortError
+	if errors.As(err, &cause) {
+		ae = cause
+	}
 	if c.g.dom == nil {
 		c.g.abort(ae)
 		return
