@@ -84,8 +84,7 @@ func wholeParams(c Config, m Model) (int64, error) {
 }
 
 // composed reports whether c composes parallelisms: PP above 1 or data
-// parallelism with TP (the mesh path of train.SplitGPT, run without
-// clipping and autocast).
+// parallelism with TP (the mesh path of train.SplitGPT).
 func (c Config) composed() bool { return c.split() && (c.PP > 1 || c.Ranks > 1) }
 
 // shape is c's rank mesh.
@@ -176,8 +175,7 @@ func runMesh(c Config, m Model, ds *devices, res []result) error {
 
 // splitStep builds mesh rank m's part of the GPT on dev and runs c.Steps
 // steps on zeros, as the transformer example's --tp and --pp do
-// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper
-// (0 composed: not available there).
+// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper.
 func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timeline bool) (result, error) {
 	var res result
 	_, forward := c.dtypes()
@@ -193,9 +191,6 @@ func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timel
 	}
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: c.Ranks, Zero: c.Zero, Sequence: c.Sequence, Schedule: schedule, Micro: c.Accum,
 		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward}
-	if c.composed() {
-		sc.Clip = 0
-	}
 	g, err := train.NewSplitGPT(mesh, b, "gpt", cfg, autograd.NewGenerator(1), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
 		if d != nil {
 			return newOptimizer(c, ps, d, false)

@@ -193,7 +193,6 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 // splitRefusals are the example's own refusals of --tp and --pp (base:
 // 1 layer, 2 heads, width 32, batch 8, context 16).
 var splitRefusals = []traintest.Refusal{
-	traintest.Refuse("--tp 2 --pp 2 --layers 2 --tie-embeddings=false", "--clip 1: want 0 with --tp 2 --pp 2 --ranks 4: global-norm clipping over a mesh", "not available yet"),
 	traintest.Refuse("--tp 4", "--heads 2: want a number of heads divisible by --tp 4"),
 	traintest.Refuse("--tp 512 --heads 512 --width 512", "--tp 512: want a divisor of the vocabulary, 256 bytes"),
 	traintest.Refuse("--pp 2", "--pp 2: want at most --layers 1 stages"),
