@@ -172,3 +172,61 @@ func TestMeshClipMatchesOneDevice(t *testing.T) {
 			tc.shape, tc.zero, want.norms[0], want.norms[len(want.norms)-1], ms.clip, worst, ld, pd)
 	}
 }
+
+// TestMeshLossScaling runs F16 autocast with dynamic loss scaling on
+// DP2×TP2×PP2 (ZeRO 1) and TP2×PP2: the losses match one device's
+// scaled run within 2e-3 relative (F16 rounding of the partial sums in
+// another order) and every rank keeps one device's scale. Then one
+// rank's gradients get an infinity in step 2: every rank must skip that
+// step (its parameters and optimizer state unchanged — checked by the
+// rank, bit for bit), halve its scale and step again from step 3.
+func TestMeshLossScaling(t *testing.T) {
+	for _, shape := range []parallel.MeshShape{{2, 2, 2}, {1, 2, 2}} {
+		ms := smallMesh(dtype.F32, shape)
+		ms.steps, ms.autocast, ms.lossScale = 6, dtype.F16, true
+		want, _ := ms.reference(t)
+		got, err := ms.run()
+		if err != nil {
+			t.Fatalf("%v: %v", shape, err)
+		}
+		for r, g := range got {
+			for step := range g.losses {
+				if g.scales[step] != want.scales[step] {
+					t.Errorf("%v rank %d step %d: scale %v, one device %v", shape, r, step, g.scales[step], want.scales[step])
+				}
+			}
+		}
+		ld := meanLossDiff(ms, got, want)
+		if ld > 2e-3 {
+			t.Errorf("%v: losses differ from one device's by %.2g relative, want ≤ 2e-3", shape, ld)
+		}
+		forced := shape.Size() - 1
+		ms.overflow = func(rank, step int) bool { return rank == forced && step == 2 }
+		got, err = ms.run()
+		if err != nil {
+			t.Fatalf("%v, an overflow on rank %d: %v", shape, forced, err)
+		}
+		for r, g := range got {
+			if g.norms[2] != 0 || g.norms[3] == 0 || g.scales[2] != want.scales[1]/2 || g.scales[5] != g.scales[2] {
+				t.Errorf("%v rank %d, an overflow on rank %d in step 2: norms %v, scales %v: want step 2 skipped and the scale halved from %v",
+					shape, r, forced, g.norms, g.scales, want.scales[1])
+			}
+		}
+		t.Logf("%v: scale %v, losses %.4f → %.4f, largest relative loss difference %.2g; the overflow on rank %d: scales %v",
+			shape, want.scales[0], want.losses[0], want.losses[len(want.losses)-1], ld, forced, got[0].scales)
+	}
+}
+
+// meanLossDiff returns the largest relative difference of the data
+// ranks' mean loss from one device's.
+func meanLossDiff(ms meshSetup, got []meshRank, want pipeResult) (diff float64) {
+	s := ms.shape
+	for i, w := range want.losses {
+		var sum float64
+		for dp := range s.Data {
+			sum += got[s.Rank(dp, 0, s.Pipe-1)].losses[i]
+		}
+		diff = math.Max(diff, math.Abs(sum/float64(s.Data)-w)/w)
+	}
+	return diff
+}

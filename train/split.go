@@ -31,8 +31,10 @@ type SplitConfig struct {
 	Autocast dtype.DType
 	// Grad is the gradients' dtype (Common.Precision's grad): F16 scales
 	// the loss dynamically (amp.Scaler's defaults), every rank skipping
-	// an overflowed step together; others need no scaling.
-	Grad dtype.DType
+	// an overflowed step together; others need no scaling. Scaler
+	// configures the scaling (zero: amp's defaults).
+	Grad   dtype.DType
+	Scaler amp.ScalerConfig
 	// Schedule of the learning rate (nil: the optimizer's).
 	LR optim.Schedule
 }
@@ -66,7 +68,7 @@ func (sc SplitConfig) Composed() bool {
 // when DP > 1, nil otherwise). gen draws dropout masks.
 func NewSplitGPT(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig, gen *autograd.Generator, sc SplitConfig,
 	newOpt func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error)) (*SplitGPT, error) {
-	g := &SplitGPT{cfg: sc, Scaler: amp.NewScaler(sc.Grad, amp.ScalerConfig{})}
+	g := &SplitGPT{cfg: sc, Scaler: amp.NewScaler(sc.Grad, sc.Scaler)}
 	if err := g.build(m, b, name, cfg, gen); err != nil {
 		g.Release()
 		return nil, err

@@ -79,7 +79,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 			b = nn.NewDeferredBuilder(rk.Dev, param, c.Seed)
 		}
 		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
-			return c.newOptimizer(ps, d, false)
+			return c.newOptimizer(ps, d, c.AMPParams)
 		})
 		if err != nil {
 			return err

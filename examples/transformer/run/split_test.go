@@ -36,6 +36,11 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--pp", "2"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "bf16", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--pp", "2"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--checkpoint", "--pp", "2"}, 0},
+		// F16 autocast, and 16-bit parameters with F32 masters (F16: loss-scaled, the found-inf flag agreed by every rank).
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "fp16"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "fp16", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "bf16", "--amp-params"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--amp-params", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "fp16", "--amp-params"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "fp16", "--amp-params", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--amp", "fp16", "--amp-params"}, []string{"--amp", "fp16", "--amp-params", "--tp", "2"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--checkpoint", "--tp", "2", "--pp", "2", "--ranks", "8"}, 0},
 	} {
 		one := report(t, append(base, tc.one...)...)
