@@ -67,10 +67,16 @@
 // with ZeRO 1 or 2 divides the optimizer state (and gradients) of each
 // stage by DP. Per rank, with Ψ_r the parameters it holds (Rank.Params),
 // F32 AdamW holds 4Ψ_r parameter, 4Ψ_r gradient and 8⌈Ψ_r/DP⌉ optimizer
-// bytes under ZeRO 1 (8Ψ_r without); Megatron's bf16 count is
-// (2 + 4 + 12/DP)Ψ_r, 6 + 12/DP bytes per parameter. Every rank's bytes
-// are the real step's on meta devices; with DP above 1 one representative
-// per (tp, pp) coordinate runs for all copies, whose bytes are the same
-// (TestRepresentativesEqualFullMesh). Not yet: AMP, checkpointing and
-// clipping with PP or DP, ZeRO 3, offload.
+// bytes under ZeRO 1 (8Ψ_r without); with AMPParams (16-bit parameters
+// and gradients, F32 masters and moments sharded) 2Ψ_r + 2Ψ_r + 12Ψ_r/DP,
+// 4 + 12/DP bytes per parameter, where Megatron's bf16 count is
+// (2 + 4 + 12/DP)Ψ_r because it keeps F32 gradients; the gradient tag
+// also holds, on every stage but the last, one micro-batch's activation
+// gradient received from the next stage (TestSplit175BModelStates: every
+// rank of gpt3-175b on TP 8 × PP 16 × DP 8). Clipping is by the whole
+// model's norm (parallel.MeshOptimizer), F16 gradients loss-scaled. Every
+// rank's bytes are the real step's on meta devices; with DP above 1 one
+// representative per (tp, pp) coordinate runs for all copies, whose bytes
+// are the same (TestRepresentativesEqualFullMesh). Not yet: checkpoint
+// budgets and selective recomputation with PP or DP, ZeRO 3, offload.
 package plan
