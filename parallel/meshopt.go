@@ -102,8 +102,8 @@ func (o *MeshOptimizer) GradNorm() (float64, error) {
 	if o.m.TensorRank == 0 {
 		share += rep
 	}
-	if o.m.DataRank != 0 && (o.ddp == nil || o.ddp.pieces == nil) {
-		share = 0 // the copies' reduced gradients are the same: data rank 0 counts them
+	if o.m.DataRank != 0 && (o.ddp == nil || o.ddp.pieces == nil) && !math.IsNaN(share) && !math.IsInf(share, 0) {
+		share = 0 // the copies' reduced gradients are the same: data rank 0 counts them (a non-finite one is passed on)
 	}
 	ss, err := o.AllSum(share)
 	if err != nil {
