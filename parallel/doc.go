@@ -646,7 +646,8 @@
 // counted on data rank 0 only, and under ZeRO 1–2 each copy adds its
 // pieces. The factor is ClipGradNorm's, clip/(‖g‖ + 1e-6) when below 1.
 // TestMeshClipMatchesOneDevice (F64, clip 0.05 binding every step, 6
-// AdamW steps): TP2, PP2, DP2×TP2 (ZeRO 0) and DP2×TP2×PP2 (ZeRO 1) give
+// AdamW steps): TP2 (± sequence parallelism), PP2, DP2×TP2 (ZeRO 0),
+// DP2×TP2×PP2 (ZeRO 1, and ZeRO 2 with sequence parallelism) give
 // every rank one device's norm within 1.2e-13 relative, the losses
 // within 1e-15 and the parameters within 6e-14 (TP, PP) and 1.4e-12
 // (DP: the data mean's association, clipping or not). An amp.Scaler over

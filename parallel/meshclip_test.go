@@ -127,8 +127,9 @@ func diffAt(a, b string) string {
 }
 
 // TestMeshClipMatchesOneDevice clips by the global gradient norm
-// (MeshOptimizer) on TP2, PP2, DP2×TP2 under ZeRO 0 and DP2×TP2×PP2 under
-// ZeRO 1, in F64, with a clip below every step's norm: every rank's norm
+// (MeshOptimizer) on TP2 (with and without sequence parallelism), PP2,
+// DP2×TP2 under ZeRO 0 and DP2×TP2×PP2 under ZeRO 1 and under ZeRO 2 with
+// sequence parallelism, in F64, with a clip below every step's norm: every rank's norm
 // of every step must be one device's (so the clip factor is), and the
 // losses and parameters too, within 1e-12 relative — the parameters of
 // the data-parallel meshes within 1e-11: their gradient mean adds the
@@ -137,11 +138,15 @@ func diffAt(a, b string) string {
 // (measured), clipping or not.
 func TestMeshClipMatchesOneDevice(t *testing.T) {
 	for _, tc := range []struct {
-		shape parallel.MeshShape
-		zero  int
-	}{{parallel.MeshShape{1, 2, 1}, 1}, {parallel.MeshShape{1, 1, 2}, 1}, {parallel.MeshShape{2, 2, 1}, 0}, {parallel.MeshShape{2, 2, 2}, 1}} {
+		shape    parallel.MeshShape
+		zero     int
+		sequence bool
+	}{
+		{parallel.MeshShape{1, 2, 1}, 1, false}, {parallel.MeshShape{1, 2, 1}, 1, true}, {parallel.MeshShape{1, 1, 2}, 1, false},
+		{parallel.MeshShape{2, 2, 1}, 0, false}, {parallel.MeshShape{2, 2, 2}, 1, false}, {parallel.MeshShape{2, 2, 2}, 2, true},
+	} {
 		ms := smallMesh(dtype.F64, tc.shape)
-		ms.zero, ms.steps, ms.clip = tc.zero, 6, 0.05
+		ms.zero, ms.steps, ms.clip, ms.sequence = tc.zero, 6, 0.05, tc.sequence
 		want, shapes := ms.reference(t)
 		got, err := ms.run()
 		if err != nil {
@@ -168,8 +173,8 @@ func TestMeshClipMatchesOneDevice(t *testing.T) {
 		if err != nil {
 			t.Errorf("%v ZeRO %d: %v", tc.shape, tc.zero, err)
 		}
-		t.Logf("%v ZeRO %d: norms %.4g → %.4g (clip %g), largest relative difference: norms %.2g, losses %.2g, parameters %.2g",
-			tc.shape, tc.zero, want.norms[0], want.norms[len(want.norms)-1], ms.clip, worst, ld, pd)
+		t.Logf("%v ZeRO %d sequence parallel %v: norms %.4g → %.4g (clip %g), largest relative difference: norms %.2g, losses %.2g, parameters %.2g",
+			tc.shape, tc.zero, tc.sequence, want.norms[0], want.norms[len(want.norms)-1], ms.clip, worst, ld, pd)
 	}
 }
 
