@@ -4,8 +4,7 @@ import "fmt"
 
 // checkStepInBackward refuses what the optimizer step inside backward
 // cannot run yet: data parallelism (gradients are reduced across ranks
-// before the updates), tensor and pipeline parallelism, and the 8-bit
-// AdamW, which cannot update one parameter at a time.
+// before the updates) and tensor and pipeline parallelism.
 func (c Config) checkStepInBackward() error {
 	if !c.StepInBackward {
 		return nil
@@ -15,8 +14,6 @@ func (c Config) checkStepInBackward() error {
 		return fmt.Errorf("step in backward with %d ranks, ZeRO stage %d: not available yet (gradients are reduced across ranks before the updates)", c.Ranks, c.Zero)
 	case c.TP > 1 || c.PP > 1:
 		return fmt.Errorf("step in backward with tp %d, pp %d: not available yet (the model-parallel step clips and steps per stage)", c.TP, c.PP)
-	case c.Optimizer == Adam8bitName:
-		return fmt.Errorf("step in backward with optimizer %s: it cannot update one parameter at a time yet; use adamw", Adam8bitName)
 	}
 	return nil
 }

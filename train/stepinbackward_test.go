@@ -244,14 +244,12 @@ func TestStepInBackwardNonFiniteFails(t *testing.T) {
 }
 
 // TestStepInBackwardRefuses: clipping, data parallelism and an optimizer
-// that cannot update one parameter at a time are refused before any work.
+// that cannot update one parameter at a time (not an optim.ParamStepper)
+// are refused before any work.
 func TestStepInBackwardRefuses(t *testing.T) {
 	r := newOverflowRig(t, false)
 	defer r.opt.Release()
-	q, err := optim.NewAdamW8bit([]nn.Param{{Name: "a", T: r.a}}, optim.AdamConfig{}, optim.Quant8Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := struct{ optim.Optimizer }{r.opt} // no StepParam
 	for _, c := range []struct {
 		st   train.Stepper
 		want string

@@ -48,7 +48,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.BoolVar(&m.selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute the rest in backward (not with --checkpoint)")
 	fs.BoolVar(&m.fusedLoss, "fused-loss", false, "a GPT's LM head and cross-entropy in chunks of 256 rows: the logits never exist, as the transformer example's --fused-loss")
-	fs.BoolVar(&m.stepInBackward, "step-in-backward", false, "update each parameter inside backward as soon as its gradient is complete and free it there, as the examples' --step-in-backward (a GPT without clipping; not with ranks, tp, pp or adamw8bit)")
+	fs.BoolVar(&m.stepInBackward, "step-in-backward", false, "update each parameter inside backward as soon as its gradient is complete and free it there, as the examples' --step-in-backward (a GPT without clipping; not with ranks, tp or pp)")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")
 	fs.StringVar(&m.capacity, "capacity", "", "each device's capacity, e.g. 24GiB or 80GB: says whether the step fits")
 	fs.IntVar(&m.tp, "tp", 1, "tensor-parallel ranks of a GPT (heads and vocabulary divisible by it), as the transformer example's --tp")

@@ -87,7 +87,6 @@ func (c *Config) check() error {
 		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
 		train.Want(c.Clip >= 0 && train.Finite(c.Clip), "clip", c.Clip, "a finite gradient-norm limit ≥ 0 (0: no clipping)"),
 		train.Want(c.Clip == 0 || !c.StepInBackward, "clip", c.Clip, "0 with --step-in-backward (the global norm needs every gradient before the first update)"),
-		train.Want(c.Optimizer == "adamw" || !c.StepInBackward, "optimizer", c.Optimizer, "adamw with --step-in-backward (adamw8bit cannot update one parameter at a time yet)"),
 		// A batch's windows and targets, int64 each, are built on the host
 		// (validation batches take --batch whole).
 		train.FitsHost("batch", c.Batch, 16*float64(c.Batch)*float64(c.Context)),
