@@ -93,16 +93,20 @@ func (b *base) slotOf(t *autograd.Tensor) *slot {
 }
 
 // hostCopy is a tensor's values in host memory: float64 for an F64 tensor,
-// float32 (exact for F32, F16 and BF16) for the others.
+// float32 (exact for F32, F16, BF16 and I8 codes) for the others.
 type hostCopy struct {
 	t   *autograd.Tensor
 	f32 []float32
 	f64 []float64
 }
 
-// saveHost copies t to host memory.
+// saveHost copies t to host memory; on a device that holds no values
+// (meta) there is nothing to copy and the copy is empty.
 func saveHost(t *autograd.Tensor) hostCopy {
-	if t.DType() == dtype.F64 {
+	switch {
+	case t.Device().Kernels() == nil:
+		return hostCopy{}
+	case t.DType() == dtype.F64:
 		return hostCopy{t: t, f64: t.Float64s()}
 	}
 	return hostCopy{t: t, f32: t.Float32s()}
@@ -110,7 +114,10 @@ func saveHost(t *autograd.Tensor) hostCopy {
 
 // restore writes the copy back into its tensor.
 func (h hostCopy) restore() {
-	if h.t.DType() == dtype.F64 {
+	switch {
+	case h.t == nil:
+		return
+	case h.t.DType() == dtype.F64:
 		h.t.SetFloat64s(h.f64)
 		return
 	}
