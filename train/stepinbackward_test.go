@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -269,3 +270,44 @@ func TestStepInBackwardRefuses(t *testing.T) {
 type noSync struct{}
 
 func (noSync) NoSync(f func()) { f() }
+
+// failingStepper is an AdamW whose StepParam fails on call fail (1-based).
+type failingStepper struct {
+	*optim.Adam
+	calls, fail int
+}
+
+func (f *failingStepper) StepParam(t *autograd.Tensor) (func(), error) {
+	if f.calls++; f.calls == f.fail {
+		return nil, errors.New("no memory for the state (test)")
+	}
+	return f.Adam.StepParam(t)
+}
+
+// TestStepInBackwardFailureRollsBack: an update that fails inside
+// backward (the second, after a has stepped) fails the step with that
+// error, and the step changes nothing: parameters, state, step counts,
+// no gradient left.
+func TestStepInBackwardFailureRollsBack(t *testing.T) {
+	r := newOverflowRig(t, false)
+	defer r.opt.Release()
+	if _, err := r.step(1); err != nil {
+		t.Fatal(err)
+	}
+	f := &failingStepper{Adam: r.opt, fail: 2}
+	r.st.Opt = f
+	before := r.snapshot()
+	_, err := r.step(1)
+	if err == nil || !strings.Contains(err.Error(), "micro-batch 0 of step 1: no memory for the state (test)") {
+		t.Fatalf("a failing update inside backward: %v", err)
+	}
+	if f.calls != 2 || strings.Join(r.order, ",") != "a,b" {
+		t.Fatalf("StepParam called %d times, gradients ready %v; want a updated before b failed", f.calls, r.order)
+	}
+	if after := r.snapshot(); !sameBits(after, before) || r.st.Steps() != 1 {
+		t.Errorf("the failed step changed the state: %v, want %v (steps %d, want 1)", after, before, r.st.Steps())
+	}
+	if g := r.dev.Stats().ByTag[device.Gradient].Current; g != 0 {
+		t.Errorf("%d gradient bytes live after the failed step, want 0", g)
+	}
+}
