@@ -22,7 +22,7 @@ const sibRows, sibIn, sibHidden, sibClasses = 12, 10, 24, 6
 // sibRun trains an F64 MLP (10 → 24 → 24 → 6) for 4 steps of k
 // micro-batches, the optimizer stepping inside backward or not, and
 // returns the losses, the parameters afterwards and the gradient peak.
-func sibRun(t *testing.T, mk func([]nn.Param) (optim.Optimizer, error), k int, inBackward bool) ([]float64, []float64, int64) {
+func sibRun(t *testing.T, mk func([]nn.Param) (optim.Optimizer, error), k int, inBackward bool, scaler ...*amp.Scaler) ([]float64, []float64, int64) {
 	t.Helper()
 	dev := cpu.New(0, device.Options{})
 	b := nn.NewBuilder(dev, dtype.F64, 7)
@@ -45,6 +45,9 @@ func sibRun(t *testing.T, mk func([]nn.Param) (optim.Optimizer, error), k int, i
 		y[i] = int64(rng.IntN(sibClasses))
 	}
 	st := &train.Stepper{Opt: opt, Accum: k, StepInBackward: inBackward}
+	if len(scaler) > 0 {
+		st.Scaler = scaler[0]
+	}
 	dev.ResetPeak()
 	per := sibRows / k
 	var losses []float64
@@ -109,6 +112,21 @@ func TestStepInBackwardBitIdentical(t *testing.T) {
 			if peak != want {
 				t.Errorf("%s k=%d: gradient peak in backward %d B, want %d B", o.name, k, peak, want)
 			}
+		}
+	}
+}
+
+// TestStepInBackwardScaledBitIdentical: under an enabled loss scaler
+// (f16 semantics, scale 2^16) each gradient is unscaled inside backward
+// as Unscale would do it: the same losses, parameters and scale bit for
+// bit.
+func TestStepInBackwardScaledBitIdentical(t *testing.T) {
+	for _, o := range sibOptimizers {
+		plain, sib := amp.NewScaler(dtype.F16, amp.ScalerConfig{GrowthInterval: 2}), amp.NewScaler(dtype.F16, amp.ScalerConfig{GrowthInterval: 2})
+		wantLoss, wantP, _ := sibRun(t, o.mk, 1, false, plain)
+		gotLoss, gotP, _ := sibRun(t, o.mk, 1, true, sib)
+		if !sameBits(gotLoss, wantLoss) || !sameBits(gotP, wantP) || plain.Scale() != sib.Scale() || sib.Scale() != 1<<18 {
+			t.Errorf("%s with a scaler: losses %v vs %v, scale %v vs %v (want 2^18 after 4 clean steps): want bit-identical", o.name, gotLoss, wantLoss, sib.Scale(), plain.Scale())
 		}
 	}
 }
