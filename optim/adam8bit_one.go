@@ -11,8 +11,8 @@ var _ ParamStepper = (*Adam8bit)(nil)
 // StepParam updates t alone (see ParamStepper): a quantised parameter
 // block by block, as Step does (host scratch of one block), a small one
 // through the F32 Adam. The undo's host copy of a quantised parameter is
-// 4 bytes per element for t, 4 for each code (m and v: held as float32)
-// and 4 per block for each absmax.
+// its bytes and its state's: 6 per element (4 for t, 1 for each code) and
+// 8 per block (the two absmax).
 func (a *Adam8bit) StepParam(t *autograd.Tensor) (func(), error) {
 	for _, s := range a.quant {
 		if s.t == t {

@@ -102,3 +102,45 @@ func TestAdam8bitStepParamEqualsStep(t *testing.T) {
 		same(t, "8-bit AdamW via StepParam", got[i], want[i])
 	}
 }
+
+// TestStepParamMasterWeights: with BF16 parameters and F32 master
+// weights, StepParam (undone once, then redone) gives Step's parameters,
+// masters and moments bit for bit.
+func TestStepParamMasterWeights(t *testing.T) {
+	run := func(perParam bool) [][]float64 {
+		dev := cpu.New(0, device.Options{})
+		w := param(dev, dtype.BF16, "w", 0.5, -1.25, 2, 0.75)
+		o, err := optim.NewAdamW(params(w), optim.AdamConfig{LR: 0.01, MasterWeights: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Release()
+		var out [][]float64
+		for i := range 3 {
+			setGrad(t, w, []float64{0.1 * float64(i+1), -0.2, 0.3, 1})
+			if perParam {
+				before := allState(o)
+				undo, err := o.StepParam(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				undo()
+				same(t, "master weights after undo", allState(o), before)
+				if _, err := o.StepParam(w); err != nil {
+					t.Fatal(err)
+				}
+				w.ZeroGrad()
+			}
+			if err := o.Step(); err != nil {
+				t.Fatal(err)
+			}
+			o.ZeroGrad()
+			out = append(out, allState(o))
+		}
+		return out
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		same(t, "bf16 with master weights via StepParam", got[i], want[i])
+	}
+}

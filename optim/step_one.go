@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/dtype"
 )
 
 // ParamStepper is implemented by the optimizers that can update one
@@ -18,9 +17,9 @@ type ParamStepper interface {
 	// arithmetic, allocating its state first when it has none. The Step
 	// that follows skips t once its gradient is freed and counts the step.
 	// Before writing it copies t, its master copy and its state to host
-	// memory — 4 bytes per element of each (8 for F64), held by the
-	// returned undo until it is dropped — and undo puts them, and t's
-	// update count, back bit for bit (releasing state StepParam allocated).
+	// memory as they are stored — their bytes, held by the returned undo
+	// until it is dropped — and undo puts them, and t's update count, back
+	// bit for bit (releasing state StepParam allocated).
 	// On error nothing has changed.
 	StepParam(t *autograd.Tensor) (undo func(), err error)
 }
@@ -92,34 +91,29 @@ func (b *base) slotOf(t *autograd.Tensor) *slot {
 	return nil
 }
 
-// hostCopy is a tensor's values in host memory: float64 for an F64 tensor,
-// float32 (exact for F32, F16, BF16 and I8 codes) for the others.
+// hostCopy is a tensor's bytes in host memory, as the device holds them.
 type hostCopy struct {
 	t   *autograd.Tensor
-	f32 []float32
-	f64 []float64
+	raw []byte
 }
 
-// saveHost copies t to host memory; on a device that holds no values
-// (meta) there is nothing to copy and the copy is empty.
+// saveHost copies contiguous t to host memory; on a device that holds no
+// values (meta) there is nothing to copy and the copy is empty.
 func saveHost(t *autograd.Tensor) hostCopy {
-	switch {
-	case t.Device().Kernels() == nil:
+	k := t.Device().Kernels()
+	if k == nil {
 		return hostCopy{}
-	case t.DType() == dtype.F64:
-		return hostCopy{t: t, f64: t.Float64s()}
 	}
-	return hostCopy{t: t, f32: t.Float32s()}
+	raw := make([]byte, t.Bytes())
+	k.Read(raw, operand(t))
+	return hostCopy{t: t, raw: raw}
 }
 
 // restore writes the copy back into its tensor.
 func (h hostCopy) restore() {
-	switch {
-	case h.t == nil:
-		return
-	case h.t.DType() == dtype.F64:
-		h.t.SetFloat64s(h.f64)
+	if h.t == nil {
 		return
 	}
-	h.t.SetFloat32s(h.f32)
+	h.t.Device().Kernels().Write(operand(h.t), h.raw)
+	h.t.Block().Bump()
 }
