@@ -94,8 +94,7 @@
 // applies to one parameter the update the next Step would apply to it,
 // with the same kernel, allocating its state if it has none, and returns
 // an undo that puts the parameter, its state and its update count back bit
-// for bit from a host copy taken first (4 bytes per element of each
-// tensor, 8 for F64; none on meta). The Step that follows updates the
+// for bit from a host copy of their bytes taken first (none on meta). The Step that follows updates the
 // parameters that still have a gradient and counts the step. The step
 // inside backward (train.Stepper.StepInBackward) calls it from a gradient
 // hook and frees each gradient at once.

@@ -132,14 +132,14 @@
 // then all gradients); only the last one steps inside backward.
 //
 // Host: each update keeps its undo until the step ends — a host copy of
-// the parameter, its master copy and its state, 4 bytes per element each
-// (8 for F64; 8-bit codes are held as float32 too) — so that a step the
-// loss scaler skips (a gradient overflowed: the remaining gradients are
-// freed unused, the parameters already updated are put back, the scale
-// backs off) or a step that fails (out of memory, a non-finite gradient
-// without a scaler) changes nothing. That is Σ (parameter + state) × 4
-// bytes of host memory at the end of backward, outside the allocator: a
-// step can never be half-applied. On meta nothing is copied.
+// the parameter, its master copy and its state, byte for byte as stored
+// (AdamW on F32: 12 bytes per element; 8-bit AdamW: 6, plus 8 per block)
+// — so that a step the loss scaler skips (a gradient overflowed: the
+// remaining gradients are freed unused, the parameters already updated
+// are put back, the scale backs off) or a step that fails (out of memory,
+// a non-finite gradient without a scaler) changes nothing. That is the bytes of the parameters
+// and optimizer state in host memory at the end of backward, outside the
+// allocator: a step can never be half-applied. On meta nothing is copied.
 //
 // Refused, before any work, naming both flags: --clip (the global norm
 // needs every gradient before the first update; the transformer example
