@@ -329,3 +329,23 @@ func TestStepInBackwardFailureRollsBack(t *testing.T) {
 		t.Errorf("%d gradient bytes live after the failed step, want 0", g)
 	}
 }
+
+// TestStepInBackwardRemovesItsHooks: after a step, a backward outside the
+// Stepper only accumulates gradients; no parameter moves.
+func TestStepInBackwardRemovesItsHooks(t *testing.T) {
+	r := newOverflowRig(t, false)
+	defer r.opt.Release()
+	if _, err := r.step(1); err != nil {
+		t.Fatal(err)
+	}
+	before := r.snapshot()
+	s := autograd.NewScope()
+	if err := s.Use(r.a).Sum(false).Add(s.Use(r.b).Sum(false)).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	if after := r.snapshot(); !sameBits(after, before) || r.a.Grad() == nil || r.b.Grad() == nil {
+		t.Errorf("a plain backward after the step changed the state (%v, want %v) or left no gradients", after, before)
+	}
+	r.opt.ZeroGrad()
+}
