@@ -35,6 +35,11 @@ type Config struct {
 	// FusedLoss computes a GPT's LM head and loss in row chunks
 	// (--fused-loss, nn.GPT.FusedLoss): the logits never exist.
 	FusedLoss bool
+	// StepInBackward updates each parameter inside the last micro-batch's
+	// backward and frees its gradient there (--step-in-backward,
+	// train.Stepper.StepInBackward); a GPT is then planned without
+	// clipping, as the transformer example needs --clip 0 with it.
+	StepInBackward bool
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -194,6 +199,9 @@ func (c Config) check(m Model) error {
 	case "adamw", "adam", "sgd", Adam8bitName:
 	default:
 		return fmt.Errorf("optimizer %q: want adamw, adam, sgd or adamw8bit", c.Optimizer)
+	}
+	if err := c.checkStepInBackward(); err != nil {
+		return err
 	}
 	if err := c.check8bit(); err != nil {
 		return err

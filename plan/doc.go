@@ -45,6 +45,13 @@
 // MaxBytes (2^62 bytes) on a device is refused (SizeError) rather than
 // counted wrong.
 //
+// StepInBackward plans the optimizer step inside backward as the
+// examples' --step-in-backward runs it (a GPT without clipping): the same
+// Stepper on meta, so the gradient peak predicted is the largest gradient
+// alive at once, byte for byte as on cpu
+// (TestStepInBackwardPredictionEqualsMeasurement). Refused with ranks,
+// ZeRO, tp or pp.
+//
 // Fit searches batch sizes and technique combinations for the largest
 // batch that fits a capacity, cheapest first. It bisects, and trusts only
 // the steps it ran: each answer fits and the batch after it does not, and

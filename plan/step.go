@@ -72,9 +72,10 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	// value changes no allocation.
 	sc := amp.NewScaler(gradDT, amp.ScalerConfig{InitScale: 1})
 	st := &train.Stepper{Opt: opt, Scaler: sc, Autocast: forward, Accum: c.Accum, Sync: sync}
-	if m.Kind == "gpt" {
+	if m.Kind == "gpt" && !c.StepInBackward {
 		st.Clip = 1
 	}
+	st.StepInBackward = c.StepInBackward
 	fwd := batchLoss(m, c, dev, model, c.Batch/c.Ranks/c.Accum, pdt)
 	for i := range c.Steps {
 		last := i == c.Steps-1

@@ -175,6 +175,9 @@ func techniques(c plan.Config) map[string]any {
 	if c.FusedLoss {
 		t["fused_loss"] = true
 	}
+	if c.StepInBackward {
+		t["step_in_backward"] = true
+	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
 	}

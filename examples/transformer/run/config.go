@@ -34,7 +34,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "selective", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "selective", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
 
 // Parse reads the command line into a Config and checks every flag (see
 // train.Common.Parse): its errors are *train.UsageError values, but -help's
@@ -86,6 +86,7 @@ func (c *Config) check() error {
 		train.Want(c.Sample == 0 || c.Prompt != "", "prompt", `""`, "at least one byte to start --sample's text"),
 		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
 		train.Want(c.Clip >= 0 && train.Finite(c.Clip), "clip", c.Clip, "a finite gradient-norm limit ≥ 0 (0: no clipping)"),
+		train.Want(c.Clip == 0 || !c.StepInBackward, "clip", c.Clip, "0 with --step-in-backward (the global norm needs every gradient before the first update)"),
 		// A batch's windows and targets, int64 each, are built on the host
 		// (validation batches take --batch whole).
 		train.FitsHost("batch", c.Batch, 16*float64(c.Batch)*float64(c.Context)),
