@@ -92,20 +92,20 @@ func (l *FrozenLinear) Forward(x *autograd.Tensor) *autograd.Tensor {
 			if grads[0] == nil || !need[0] {
 				return []*autograd.Tensor{nil}
 			}
-			return []*autograd.Tensor{l.backward(op, grads[0], m)}
+			return []*autograd.Tensor{l.backward(op, grads[0], m, xc.Shape())}
 		},
 	})
 	return y
 }
 
-// backward returns dx (M, In) = dy·Ŵ, tile by tile.
-func (l *FrozenLinear) backward(op string, dy *autograd.Tensor, m int) *autograd.Tensor {
+// backward returns dx (…, In) = dy·Ŵ of x's shape, tile by tile.
+func (l *FrozenLinear) backward(op string, dy *autograd.Tensor, m int, shape []int) *autograd.Tensor {
 	g := dy
 	if !g.IsContiguous() || g.DType() != dtype.F32 {
 		g = g.Cast(dtype.F32).Contiguous()
 		defer g.Release()
 	}
-	dx := output(g.Scope(), g.Device(), dtype.F32, op+"_backward", m, l.In)
+	dx := output(g.Scope(), g.Device(), dtype.F32, op+"_backward", shape...)
 	if dx.Scope() == nil {
 		dx.Block().Retag(device.Workspace)
 	}

@@ -63,7 +63,7 @@ func TestFrozenLinear(t *testing.T) {
 		for i := range rv {
 			rv[i] = rng.NormFloat64()
 		}
-		x := autograd.FromFloat64s(dev, []int{sz.m, sz.in}, xv).Cast(dtype.F32).SetRequiresGrad(true)
+		x := autograd.FromFloat64s(dev, []int{2, sz.m / 2, sz.in}, xv).Cast(dtype.F32).SetRequiresGrad(true)
 		xf := x.Float64s()
 		s := autograd.NewScope()
 		before := dev.Stats().ByTag[device.Workspace].Allocated
@@ -79,7 +79,7 @@ func TestFrozenLinear(t *testing.T) {
 				t.Fatalf("%v: y[%d] = %g, dequantised matmul %g", sz, i, v, want[i])
 			}
 		}
-		if err := y.BackwardWith(s.FromFloat64s(dev, []int{sz.m, sz.out}, rv).Cast(dtype.F32)); err != nil {
+		if err := y.BackwardWith(s.FromFloat64s(dev, []int{2, sz.m / 2, sz.out}, rv).Cast(dtype.F32)); err != nil {
 			t.Fatal(err)
 		}
 		s.Release()
