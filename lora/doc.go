@@ -49,14 +49,14 @@
 // Σ_a = Σ r·(In+Out) over them (the adapters' elements):
 //
 //   - parameters: P·s + Σ_a·s (Float base), or (P − P_L)·4 + P_L +
-//     8·Σ Out (scales and biases) + 4·Σ_a (Int8 base);
+//     4·Σ Out (one F32 scale per output feature) + 4·Σ_a (Int8 base);
 //   - gradients: Σ_a·s (the base gets none);
 //   - AdamW state: 2·Σ_a·4 (m and v);
 //   - activations: the base's, plus per adapted Linear on M rows its
 //     result M·Out·s and the scaled low-rank activation M·r·s (saved by B's
 //     product), plus M·In·s with dropout (the dropped input A's product
 //     saves); an Int8 base's Linears save x alive already, as float ones
-//     do, and borrow 4·min(Out, max(1, 65536/In))·In bytes of workspace in
+//     //     do, and borrow 4·min(Out, max(1, 65536/In))·In bytes of workspace in
 //     their forward and backward.
 //
 // For a GPT of width C and L blocks with every Linear adapted, Σ_a =

@@ -27,7 +27,7 @@ const FrozenTile = 1 << 16
 // Out) F32 and borrows 4·rows·In bytes of workspace, rows =
 // min(Out, max(1, FrozenTile/In)), freed before it returns (plus an F32
 // contiguous copy of x when x is not contiguous F32, which the graph then
-// keeps); it saves x, alive already. Backward allocates dx (M, In) F32 and
+// keeps); it saves nothing (dx needs only the weight). Backward allocates dx (…, In) F32 and
 // borrows the same tile.
 type FrozenLinear struct {
 	Name        string
