@@ -232,6 +232,11 @@ func (m *GPT) Train(on bool) {
 	}
 }
 
+// StepBuffers returns the buffers a training step writes: none (the base
+// is frozen and a GPT has no running statistics). train.Stepper copies only
+// these to the host before a step, not the whole base.
+func (m *GPT) StepBuffers() []nn.Param { return nil }
+
 // Trainable returns the adapters' params: what the optimizer steps
 // (nn.Trainable(m) gives the same).
 func (m *GPT) Trainable() []nn.Param { return nn.Trainable(m) }
