@@ -148,3 +148,33 @@ func TestTrainFrozen(t *testing.T) {
 		nn.Release(m)
 	}
 }
+
+// TestDropout: with lora dropout the adapted model differs from the
+// same adapters without dropout in training mode and equals it bit for bit
+// after Train(false).
+func TestDropout(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	x, _ := batch(14)
+	plain := apply(t, newGPT(t, dev, dtype.F64, 15), lora.Config{Rank: 2})
+	defer nn.Release(plain)
+	randomB(plain, 16)
+	m, err := lora.Apply(newGPT(t, dev, dtype.F64, 15), lora.Config{Rank: 2, Dropout: 0.5}, autograd.NewGenerator(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(m)
+	randomB(m, 16)
+	want := logits(dev, plain, x)
+	if got := logits(dev, m, x); slices.Equal(got, want) {
+		t.Errorf("dropout 0.5 in training mode changed nothing")
+	}
+	m.Train(false)
+	if got := logits(dev, m, x); !slices.Equal(got, want) {
+		t.Errorf("dropout in eval mode: logits differ from no dropout by %g; want bit-equal", maxDiff(got, want))
+	}
+	g := newGPT(t, dev, dtype.F64, 15)
+	if _, err := lora.Apply(g, lora.Config{Rank: 2, Dropout: 0.5}, nil); err == nil {
+		t.Errorf("dropout with a nil generator was accepted")
+	}
+	nn.Release(g)
+}
