@@ -30,11 +30,10 @@ const FrozenTile = 1 << 16
 // keeps); it saves nothing (dx needs only the weight). Backward allocates dx (…, In) F32 and
 // borrows the same tile.
 type FrozenLinear struct {
-	Name        string
-	In, Out     int
-	Weight      *autograd.Tensor // (Out, In) I8
-	WeightScale *autograd.Tensor // (Out) F32
-	Bias        *autograd.Tensor // (Out) F32, nil without bias
+	// Linear holds the weight (Out, In) I8, its scales (Out) F32 and the
+	// bias (Out) F32 (nil without), as this package's Linear does; its
+	// InputScale is nil (x is not quantized). Params and Train are its.
+	*Linear
 }
 
 // Freeze returns the INT8 frozen form of the float Linear l: its weight
@@ -51,7 +50,7 @@ func Freeze(l *nn.Linear) (*FrozenLinear, error) {
 			defer s.Release()
 			s.NoGrad(func() { q.Bias.CopyFrom(s.Use(l.Bias).Cast(dtype.F32)) })
 		}
-		f = &FrozenLinear{Name: q.Name, In: q.In, Out: q.Out, Weight: q.Weight, WeightScale: q.WeightScale, Bias: q.Bias}
+		f = &FrozenLinear{q}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("quant.Freeze %s: %w", l.Name, err)
@@ -167,12 +166,3 @@ func shifted(t device.Operand, off int) device.Operand {
 	t.Off += off
 	return t
 }
-
-// Params returns the weight, its scales and the bias, all as buffers: the
-// layer is not trained.
-func (l *FrozenLinear) Params() []nn.Param {
-	return buffers(l.Weight, l.WeightScale, l.Bias)
-}
-
-// Train does nothing: the layer behaves the same in both modes.
-func (l *FrozenLinear) Train(bool) {}
