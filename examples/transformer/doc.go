@@ -25,7 +25,6 @@
 //
 //	go run ./examples/transformer --init m.safetensors --data other/ --lora 8 --lora-base int8
 //
-// //
 // Every flag is checked before any work starts (-help lists them with
 // their ranges). --resume takes the snapshot's flags; one that changes the
 // run (--steps, --batch, --lr, --context, --amp, …) needs --override. Exit
