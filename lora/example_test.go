@@ -49,10 +49,13 @@ func Example() {
 	}
 	_, ok := f.Tensors["base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight"]
 	fmt.Println(len(f.Tensors), "tensors in the file; PEFT names:", ok)
-	_, err = m.Merge()
-	fmt.Println(err != nil)
+	merged, err := m.Merge() // an F32 nn.GPT: the INT8 base dequantised, the updates added
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(nn.Count(merged), "parameters in the merged model,", merged.Blocks[0].MLP.FC.Weight.DType())
 	// Output:
 	// 8 adapters, 8192 trainable parameters (16·L·r·C = 8192), optimizer over 16 tensors
 	// 16 tensors in the file; PEFT names: true
-	// true
+	// 118528 parameters in the merged model, f32
 }

@@ -1,6 +1,7 @@
 package lora_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -177,4 +178,39 @@ func TestDropout(t *testing.T) {
 		t.Errorf("dropout with a nil generator was accepted")
 	}
 	nn.Release(g)
+}
+
+// TestMergeInt8 merges adapters over an INT8 base into an F32 nn.GPT:
+// its logits equal the adapted model's to F32 rounding (1e-5 of the
+// largest), it holds no INT8 tensor, and its parameter bytes are the
+// float model's (4·P): the INT8 tensors were released.
+func TestMergeInt8(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	x, _ := batch(20)
+	m := apply(t, newGPT(t, dev, dtype.F32, 21), lora.Config{Rank: 2, Alpha: 4, Base: lora.Int8, Targets: []string{"attn"}})
+	randomB(m, 22)
+	want := logits(dev, m, x)
+	g, err := m.Merge()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.Release(g)
+	got := logits(dev, g, x)
+	var top float64
+	for _, v := range want {
+		top = max(top, math.Abs(v))
+	}
+	if d := maxDiff(got, want); d > 1e-5*top {
+		t.Errorf("merged int8 model's logits differ by %g (largest %g); want ≤ 1e-5 of it", d, top)
+	} else {
+		t.Logf("merged int8 base + adapters vs adapted: max |Δ| = %.3g of %.3g", d, top)
+	}
+	for _, p := range g.Params() {
+		if p.T.DType() != dtype.F32 || p.T.Released() || !p.T.RequiresGrad() {
+			t.Errorf("merged %s: %s, released %v, requires grad %v; want a live trainable F32 parameter", p.Name, p.T.DType(), p.T.Released(), p.T.RequiresGrad())
+		}
+	}
+	if got, want := dev.Stats().ByTag[device.Parameter].Current, 4*nn.Count(g); got != want {
+		t.Errorf("after the merge the device holds %d parameter bytes; want the F32 model's %d", got, want)
+	}
 }
