@@ -45,6 +45,11 @@ func ParseBase(s string) (Base, error) {
 // targeting it adapts all three, as PEFT's target_modules=["c_attn"] does.
 var Modules = []string{"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"}
 
+// Parts are the target names of q, k and v alone: the row thirds of
+// attn.c_attn's output. An adapter on some of them is one adapter on
+// c_attn whose B has rows for those parts only (n·C, r).
+var Parts = []string{"q", "k", "v"}
+
 // groups are the shorthand target names.
 var groups = map[string][]string{
 	"all":    Modules,
@@ -68,8 +73,9 @@ type Config struct {
 	// lora_dropout), in [0, 1); it needs Apply's generator.
 	Dropout float64
 	// Targets names the block Linears that get adapters: entries of
-	// Modules, or the shorthands all, attn (c_attn and attn.c_proj), mlp
-	// (c_fc and mlp.c_proj), qkv or c_attn, c_fc (nil: all).
+	// Modules, q, k or v (some thirds of c_attn's output: see Parts), or
+	// the shorthands all, attn (c_attn and attn.c_proj), mlp (c_fc and
+	// mlp.c_proj), qkv or c_attn, c_fc (nil: all).
 	Targets []string
 	// Base is the frozen base's storage (Float or Int8).
 	Base Base
@@ -100,8 +106,10 @@ func (c Config) Modules() ([]string, error) {
 			}
 		case slices.Contains(Modules, t):
 			on[t] = true
+		case slices.Contains(Parts, t):
+			on[Modules[0]] = true
 		default:
-			return nil, fmt.Errorf("lora target %q: want one of %s, or all, attn, mlp, qkv, c_attn, c_fc", t, strings.Join(Modules, ", "))
+			return nil, fmt.Errorf("lora target %q: want one of %s, q, k, v, or all, attn, mlp, qkv, c_attn, c_fc", t, strings.Join(Modules, ", "))
 		}
 	}
 	var out []string
@@ -111,6 +119,25 @@ func (c Config) Modules() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// parts returns which of q, k, v an adapter on attn.c_attn covers: all
+// three unless the targets name some of them and not c_attn as a whole.
+func (c Config) parts() [3]bool {
+	var p [3]bool
+	whole := len(c.Targets) == 0
+	for _, t := range c.Targets {
+		t = strings.TrimSpace(t)
+		if i := slices.Index(Parts, t); i >= 0 {
+			p[i] = true
+		} else if slices.Contains(groups[t], Modules[0]) || t == Modules[0] {
+			whole = true
+		}
+	}
+	if whole {
+		return [3]bool{true, true, true}
+	}
+	return p
 }
 
 // Check returns an error naming the first field out of range.

@@ -33,7 +33,11 @@
 //   - Targets: "attn.c_attn" (q, k and v: GPT-2's fused Linear, like PEFT's
 //     target_modules=["c_attn"]), "attn.c_proj", "mlp.c_fc", "mlp.c_proj",
 //     or the shorthands all, attn, mlp, qkv (= c_attn), c_fc; default all
-//     four. The embeddings, the layer norms and the head stay frozen
+//     four. "q", "k", "v" adapt only those thirds of c_attn's output (the
+//     LoRA paper's W_q, W_v: Targets q, v): one adapter on c_attn whose B
+//     has rows for the named thirds only (n·C, r), its update spread into
+//     the output with zeros elsewhere; its file names are c_attn's, but
+//     PEFT's GPT-2 has no such split, so such a B loads only here. The embeddings, the layer norms and the head stay frozen
 //     without adapters.
 //   - Base: Float (default) keeps the base in its dtype; Int8 stores every
 //     block Linear as quant.FrozenLinear (INT8 weight, one F32 scale per

@@ -104,7 +104,11 @@ func (m *GPT) adapt(b *nn.Builder, k *nn.GPTBlock, targets []string, gen *autogr
 		if m.Config.Dropout > 0 {
 			drop = nn.NewDropout(nil, l.Name+".lora_dropout", m.Config.Dropout, gen)
 		}
-		ad := newLinear(b, l.Name, base, l.In, l.Out, m.Config, drop)
+		parts := [3]bool{true, true, true}
+		if module == Modules[0] {
+			parts = m.Config.parts()
+		}
+		ad := newLinear(b, l.Name, base, l.In, l.Out, m.Config, drop, parts)
 		m.Adapters = append(m.Adapters, ad)
 		return ad
 	}

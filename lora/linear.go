@@ -11,7 +11,10 @@ import (
 // (Out, Rank) zero, so that the adapted layer starts equal to the base.
 //
 // Memory: parameters (Rank·In + Out·Rank)·s bytes (s the adapters'
-// dtype's size) beside the base's. Forward, besides what the base layer
+// dtype's size; Out counts only the covered thirds with Parts) beside the
+// base's. With some of q, k, v only, the update is spread into the output
+// through one (…, Out) temporary and (…, Out/3) zeros per uncovered third,
+// released before Forward returns. Forward, besides what the base layer
 // leaves, leaves the result (…, Out) and the scaled low-rank activations
 // (…, Rank), which B's product saves; with dropout also the dropped input
 // (…, In), which A's product saves. x itself is saved alive already.
@@ -23,15 +26,66 @@ type Linear struct {
 	A             *autograd.Tensor // lora_A: (Rank, In)
 	B             *autograd.Tensor // lora_B: (Out, Rank)
 	Drop          *nn.Dropout      // lora_dropout; nil without
+	// Parts, on attn.c_attn, says which thirds of the output (q, k, v)
+	// the update covers (all: the whole output); B then has rows for
+	// those thirds only.
+	Parts [3]bool
 }
 
 // newLinear makes an adapter named name over base (in → out) from b.
-func newLinear(b *nn.Builder, name string, base nn.Layer, in, out int, cfg Config, drop *nn.Dropout) *Linear {
-	l := &Linear{Name: name, In: in, Out: out, Rank: cfg.Rank, Scale: cfg.Scale(), Base: base, Drop: drop}
+func newLinear(b *nn.Builder, name string, base nn.Layer, in, out int, cfg Config, drop *nn.Dropout, parts [3]bool) *Linear {
+	l := &Linear{Name: name, In: in, Out: out, Rank: cfg.Rank, Scale: cfg.Scale(), Base: base, Drop: drop, Parts: parts}
 	l.A = b.Param(name+".lora_A.weight", cfg.Rank, in)
 	b.KaimingUniform(l.A, in)
-	l.B = b.Param(name+".lora_B.weight", out, cfg.Rank)
+	rows := out
+	if l.parts() < 3 {
+		rows = out / 3 * l.parts()
+	}
+	l.B = b.Param(name+".lora_B.weight", rows, cfg.Rank)
 	return l
+}
+
+// parts returns how many thirds the update covers: 3 when it covers the
+// whole output.
+func (l *Linear) parts() int {
+	n := 0
+	for _, on := range l.Parts {
+		if on {
+			n++
+		}
+	}
+	return n
+}
+
+// spread returns the update v of some thirds (n·Out/3 along dim) placed
+// in its thirds of the output (Out along dim), zeros elsewhere, releasing
+// v; v itself when it covers them all.
+func (l *Linear) spread(v *autograd.Tensor, dim int) *autograd.Tensor {
+	if l.parts() == 3 {
+		return v
+	}
+	third := l.Out / 3
+	shape := v.Shape()
+	if dim < 0 {
+		dim += len(shape)
+	}
+	shape[dim] = third
+	var pieces []*autograd.Tensor
+	at := 0
+	for _, on := range l.Parts {
+		if on {
+			pieces = append(pieces, v.Slice(dim, at, at+third))
+			at += third
+		} else {
+			pieces = append(pieces, v.Scope().Zeros(v.Device(), v.DType(), shape...))
+		}
+	}
+	out := autograd.Concat(dim, pieces...)
+	for _, t := range pieces {
+		t.Release()
+	}
+	v.Release()
+	return out
 }
 
 // Forward returns base(x) + Scale·(drop(x)·Aᵀ)·Bᵀ.
@@ -55,7 +109,7 @@ func (l *Linear) Forward(x *autograd.Tensor) *autograd.Tensor {
 	}
 	us := u.Scale(l.Scale) // saved by B's product
 	u.Release()
-	v := autograd.Linear(us, l.B, nil) // (…, Out)
+	v := l.spread(autograd.Linear(us, l.B, nil), -1) // (…, Out)
 	us.Release()
 	if v.DType() != y.DType() {
 		c := v.Cast(y.DType())

@@ -72,7 +72,7 @@ func TestGradients(t *testing.T) {
 func TestMerge(t *testing.T) {
 	dev := cpu.New(0, device.Options{})
 	x, _ := batch(4)
-	for _, targets := range [][]string{nil, {"mlp"}} {
+	for _, targets := range [][]string{nil, {"mlp"}, {"q", "v"}} {
 		m := apply(t, newGPT(t, dev, dtype.F64, 8), lora.Config{Rank: 3, Alpha: 6, Targets: targets})
 		randomB(m, 9)
 		want := logits(dev, m, x)

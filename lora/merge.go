@@ -99,8 +99,8 @@ func (l *Linear) merge() {
 	s := autograd.NewScope()
 	defer s.Release()
 	s.NoGrad(func() {
-		at := s.Use(l.A).T()                       // (In, Rank)
-		ba := autograd.Linear(s.Use(l.B), at, nil) // B·A: (Out, In)
+		at := s.Use(l.A).T()                                    // (In, Rank)
+		ba := l.spread(autograd.Linear(s.Use(l.B), at, nil), 0) // B·A: (Out, In)
 		sum := s.Use(w).Add(ba.Scale(l.Scale).Cast(w.DType()))
 		w.CopyFrom(sum)
 	})

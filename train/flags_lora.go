@@ -26,7 +26,7 @@ func (l *LoRAFlags) RegisterLoRA(fs *flag.FlagSet) {
 	fs.IntVar(&l.LoRA, "lora", 0, "fine-tune rank-R adapters over the frozen model (LoRA; 0: train every parameter); with --init, the model to adapt")
 	fs.Float64Var(&l.LoRAAlpha, "lora-alpha", 0, "adapter scale alpha: updates are scaled by alpha/R (0: R)")
 	fs.Float64Var(&l.LoRADropout, "lora-dropout", 0, "dropout of the adapters' input, in [0, 1)")
-	fs.StringVar(&l.LoRATargets, "lora-targets", "all", "block Linears that get adapters, comma-separated: attn.c_attn (q, k, v), attn.c_proj, mlp.c_fc, mlp.c_proj, or all, attn, mlp")
+	fs.StringVar(&l.LoRATargets, "lora-targets", "all", "block Linears that get adapters, comma-separated: attn.c_attn (q, k, v together), q, k, v (thirds of it), attn.c_proj, mlp.c_fc, mlp.c_proj, or all, attn, mlp")
 	fs.StringVar(&l.LoRABase, "lora-base", "float", "storage of the frozen base's block Linears: float, or int8 (QLoRA-style: INT8 weights dequantised per tile in the matmul)")
 }
 
