@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/headroom-ml/headroom/lora"
@@ -66,4 +67,27 @@ func (r *replica) loraOptimizer() (optim.Optimizer, error) {
 		return nil, err
 	}
 	return r.c.newOptimizer(ps, nil, false)
+}
+
+// loraTitle is the header's note of --lora ("" without).
+func (c *Config) loraTitle() string {
+	if c.LoRA == 0 {
+		return ""
+	}
+	cfg, _ := c.loraConfig()
+	return fmt.Sprintf(", LoRA r=%d (scale %g) on %s, %s base frozen", c.LoRA, cfg.Scale(), c.LoRATargets, cfg.Base)
+}
+
+// loraRecord is the report's record of the adapters: their
+// configuration, the trainable parameters and the frozen base's bytes.
+func loraRecord(m *lora.GPT) map[string]any {
+	mods, _ := m.Config.Modules()
+	var frozen int64
+	for _, p := range m.Params() {
+		if p.Buffer {
+			frozen += p.T.Bytes()
+		}
+	}
+	return map[string]any{"rank": m.Config.Rank, "alpha": m.Config.Alpha, "scale": m.Config.Scale(), "targets": m.Config.Targets, "modules": mods,
+		"base": m.Config.Base.String(), "adapters": len(m.Adapters), "trainable_params": nn.Count(m), "frozen_bytes": frozen}
 }

@@ -27,6 +27,10 @@ func TestLoRARun(t *testing.T) {
 		mainOK(t, "--steps", "2", "--init", model, "--lora", "4", "--lora-base", base, "--report", path)
 		r := traintest.ReadReport(t, path)
 		peaks := r["peak_bytes"].(map[string]any)
+		rec := r["extra"].(map[string]any)["lora"].(map[string]any)
+		if rec["base"] != base || rec["trainable_params"].(float64) != adapters || rec["adapters"].(float64) != 8 {
+			t.Errorf("--lora-base %s: report record %v; want base %s, %d trainable parameters, 8 adapters", base, rec, base, adapters)
+		}
 		if r["params"].(float64) != adapters || peaks["gradient"].(float64) != 4*adapters || peaks["optimizer"].(float64) != 8*adapters {
 			t.Errorf("--lora 4 --lora-base %s: %v trainable parameters, gradient peak %v, optimizer peak %v; want %d, 4·%d, 8·%d",
 				base, r["params"], peaks["gradient"], peaks["optimizer"], adapters, adapters, adapters)

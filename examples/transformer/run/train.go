@@ -51,7 +51,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	return train.Train(&c.Common, out, &train.Program[*replica]{
 		Name: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Metric: "validation_loss_nats_per_byte",
-		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context),
+		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context) + c.loraTitle(),
 		Data:  fmt.Sprintf("%d-byte corpus", corpus.Len()), Steps: steps, Clip: c.Clip,
 		Schedule: schedule,
 		New:      newReplica(c, trainText),
