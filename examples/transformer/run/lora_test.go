@@ -78,6 +78,16 @@ func TestLoRAResume(t *testing.T) {
 	if code := run.Main([]string{"--resume", half, "--save", resumed}, &out, &errb); code != 0 || !strings.Contains(out.String(), "resumed from step 2 of 4") {
 		t.Fatalf("--resume alone: exit %d\n%s%s", code, out.String(), errb.String())
 	}
+	a := sameSnapshots(t, whole, resumed)
+	if _, ok := a.Tensors["model.gpt.transformer.h.0.attn.c_attn.lora_A.weight"]; !ok {
+		t.Errorf("the snapshot has no adapter tensors: %v", a.Names[:4])
+	}
+}
+
+// sameSnapshots fails the test unless the snapshot files at whole and
+// resumed hold the same tensors bit for bit, and returns the first.
+func sameSnapshots(t *testing.T, whole, resumed string) *safetensors.File {
+	t.Helper()
 	a, err := safetensors.ReadFile(whole)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +104,5 @@ func TestLoRAResume(t *testing.T) {
 			t.Errorf("tensor %q differs after resuming", n)
 		}
 	}
-	if _, ok := a.Tensors["model.gpt.transformer.h.0.attn.c_attn.lora_A.weight"]; !ok {
-		t.Errorf("the snapshot has no adapter tensors: %v", a.Names[:4])
-	}
+	return a
 }
