@@ -19,6 +19,7 @@ func TestLoRAPredictionEqualsMeasurement(t *testing.T) {
 		"gpt_lora16":            with(func(c *Config) { c.LoRA = 16 }),
 		"gpt_lora16_int8":       with(func(c *Config) { c.LoRA, c.LoRABase = 16, "int8" }),
 		"gpt_lora8_qv":          with(func(c *Config) { c.LoRA, c.LoRATargets = 8, []string{"q", "v"} }),
+		"gpt_lora8_int8_bf16":   with(func(c *Config) { c.LoRA, c.LoRABase, c.AMP = 8, "int8", dtype.BF16 }),
 		"gpt_lora4_attn_bf16":   with(func(c *Config) { c.LoRA, c.LoRATargets, c.AMP = 4, []string{"attn"}, dtype.BF16 }),
 		"gpt_lora8_int8_ckpt":   with(func(c *Config) { c.LoRA, c.LoRABase, c.Checkpoint = 8, "int8", -1 }),
 		"gpt_lora8_int8_fused":  with(func(c *Config) { c.LoRA, c.LoRABase, c.FusedLoss = 8, "int8", true }),
