@@ -65,6 +65,13 @@ type Config struct {
 	Prune float64
 	// Optimizer is "adamw", "adam", "sgd" or "adamw8bit" (default: the model's).
 	Optimizer string
+	// LoRA fine-tunes rank-LoRA adapters over the frozen GPT (package lora;
+	// 0: every parameter trained); LoRABase is "float" (default) or
+	// "int8", LoRATargets the adapted block Linears (nil: all): the
+	// transformer example's --lora, --lora-base, --lora-targets.
+	LoRA        int
+	LoRABase    string
+	LoRATargets []string
 	// Steps is the number of steps run (default 2: the first allocates
 	// the optimizer's state, the second shows the steady state).
 	Steps int
@@ -204,6 +211,9 @@ func (c Config) check(m Model) error {
 		return err
 	}
 	if err := c.check8bit(); err != nil {
+		return err
+	}
+	if err := c.checkLoRA(m); err != nil {
 		return err
 	}
 	if err := c.checkDevice(); err != nil {

@@ -29,6 +29,16 @@
 // first makes the optimizer's state, the second is the steady state), the
 // cpu device.
 //
+// LoRA (--lora R, --lora-base, --lora-targets, package lora) plans the
+// fine-tuning step of rank-R adapters over the frozen GPT as the
+// transformer example runs it: the float model is built (its bytes are in
+// the parameter peak, as in the example, which loads --init before
+// adapting), then lora.Apply freezes it (Int8: quantizes its block Linears
+// and frees their float weights) and the optimizer steps the adapters
+// alone: gradients 4·Σ_a and AdamW state 8·Σ_a bytes, Σ_a = 16·L·R·C with
+// every Linear adapted. One device only; not with amp-params, prune or
+// adamw8bit. Predicted equals measured (TestLoRAPredictionEqualsMeasurement).
+//
 // Under ZeRO stage 3 (Prune is refused with it: pruning reads the whole
 // model's weights, which no stage-3 rank holds) the ranks build the model
 // as the example programs do (train.Common.ModelBuilder): deferred, each writing

@@ -169,11 +169,16 @@ func (st *Stepper) save() (restore func()) {
 }
 
 // saveBuffers copies m's buffers to host memory and returns the function
-// that writes them back.
+// that writes them back. A model with a StepBuffers method (lora.GPT,
+// whose frozen base is a buffer no step writes) has only those copied.
 func saveBuffers(m nn.Module) (restore func()) {
 	var ts []*autograd.Tensor
 	var vals [][]float64
-	for _, p := range m.Params() {
+	ps := m.Params()
+	if sb, ok := m.(interface{ StepBuffers() []nn.Param }); ok {
+		ps = sb.StepBuffers()
+	}
+	for _, p := range ps {
 		if p.Buffer && p.T != nil && !p.T.Released() {
 			ts = append(ts, p.T)
 			vals = append(vals, p.T.Float64s())

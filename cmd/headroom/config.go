@@ -21,6 +21,7 @@ type modelFlags struct {
 	prune                                                       float64
 	ampParams, offload, json, sequence                          bool
 	selective, fusedLoss, stepInBackward                        bool
+	lora                                                        train.LoRAFlags
 }
 
 // register adds the flags to fs; techniques adds those of the memory
@@ -56,6 +57,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.IntVar(&m.dp, "dp", 0, "data-parallel ranks: another name for --ranks (with --tp or --pp: not available yet above 1)")
 	fs.BoolVar(&m.sequence, "sequence-parallel", false, "with --tp: sequence parallelism (LayerNorm, dropout and residual regions split by token rows)")
 	fs.StringVar(&m.schedule, "pipe-schedule", "1f1b", "with --pp: 1f1b or gpipe")
+	m.lora.RegisterLoRA(fs)
 }
 
 // config returns the planner's configuration; bad values are usage
@@ -71,6 +73,9 @@ func (m *modelFlags) config() (plan.Config, error) {
 		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
 		Selective: m.selective, FusedLoss: m.fusedLoss, StepInBackward: m.stepInBackward, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
+		return c, err
+	}
+	if err := m.loraConfig(&c); err != nil {
 		return c, err
 	}
 	if m.dp != 0 {

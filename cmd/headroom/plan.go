@@ -184,6 +184,7 @@ func techniques(c plan.Config) map[string]any {
 	if c.PP > 1 {
 		t["pp"], t["pipe_schedule"] = c.PP, c.Schedule
 	}
+	loraTechniques(c, t)
 	return t
 }
 
@@ -208,6 +209,9 @@ func planTable(p planJSON) string {
 	}
 	if v, ok := t["prune"]; ok {
 		fmt.Fprintf(&b, ", pruned by %g", v)
+	}
+	if v, ok := t["lora"]; ok {
+		fmt.Fprintf(&b, ", LoRA r=%v on %v (%v base)", v, t["lora_targets"], t["lora_base"])
 	}
 	if v, ok := t["checkpoint"]; ok {
 		if v == "sqrt" {

@@ -31,6 +31,8 @@ type Config struct {
 	WeightDecay, Clip float64
 	// Optimizer is "adamw" or "adamw8bit" (--optimizer).
 	Optimizer string
+	// LoRAFlags fine-tune adapters over the frozen model (--lora R).
+	train.LoRAFlags
 }
 
 // Supported lists the technique flags this example implements.
@@ -57,6 +59,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay, ≥ 0 and finite")
 	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip, ≥ 0 and finite (0: none)")
 	c.registerOptimizer(fs)
+	c.RegisterLoRA(fs)
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:",
 		Supported:  Supported,
@@ -74,6 +77,7 @@ func (c *Config) check() error {
 	return train.First(
 		c.checkSplit(),
 		c.checkOptimizer(),
+		c.checkLoRA(),
 		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),
 		train.Want(c.Width >= 1, "width", c.Width, "a model width ≥ 1"),
 		train.Want(c.Heads >= 1, "heads", c.Heads, "≥ 1 attention heads"),
