@@ -1,0 +1,137 @@
+package checkpoint_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/checkpoint"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// TestOffloadGradientsEqualPlainExactly: moving the saved tensors to the
+// host and back changes no bit of the loss, the gradients or the running
+// statistics, for every prefetch window; afterwards both devices hold
+// nothing, and every byte that went to the host came back.
+func TestOffloadGradientsEqualPlainExactly(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F64, dtype.F32} {
+		for _, bn := range []bool{false, true} {
+			for _, window := range []int{-1, 1, 2, 8} {
+				dev := cpu.New(0, device.Options{})
+				host := cpu.New(100, device.Options{})
+				plain := newModel(dev, dt, 5, 6, bn)
+				off := newModel(dev, dt, 5, 6, bn)
+				o := &checkpoint.Offload{Host: host, Window: window}
+				l1, g1, _ := step(t, dev, plain, 0, dt, dtype.Invalid)
+				l2, g2, _ := stepWith(t, dev, off, dt, dtype.Invalid, func(x *autograd.Tensor) *autograd.Tensor { return o.Forward(off.layers, x) })
+				sameBits(t, dt.String()+" offload", l1, l2, g1, g2)
+				st := o.Stats()
+				if st.Offloaded == 0 || st.Fetched != st.Offloaded {
+					t.Errorf("%s window %d: offloaded %d B, fetched %d B: want the same, not 0", dt, window, st.Offloaded, st.Fetched)
+				}
+				if hp := host.Stats().ByTag[device.Activation].Peak; hp != st.Offloaded {
+					t.Errorf("%s window %d: host activation peak %d B, offloaded %d B", dt, window, hp, st.Offloaded)
+				}
+				plain.release()
+				off.release()
+				if dev.LiveBlocks() != 0 || host.LiveBlocks() != 0 {
+					t.Fatalf("leak: device %v, host %v", dev.Live(), host.Live())
+				}
+			}
+		}
+	}
+}
+
+// TestOffloadNNBlocksMatchExactly: ResNet and GPT blocks (batch-norm,
+// attention, dropout) give bit-identical results when offloaded.
+func TestOffloadNNBlocksMatchExactly(t *testing.T) {
+	for _, c := range stackCases {
+		for _, dt := range []dtype.DType{dtype.F64, dtype.F32} {
+			plain := runStack(t, c, dt, 0)
+			host := cpu.New(100, device.Options{})
+			o := &checkpoint.Offload{Host: host}
+			got := runStackWith(t, c, dt, o.Forward)
+			for i := range plain {
+				if math.Float64bits(plain[i]) != math.Float64bits(got[i]) {
+					t.Fatalf("%s %s offload: value %d = %v, plain %v", c.name, dt, i, got[i], plain[i])
+				}
+			}
+			if host.LiveBlocks() != 0 || o.Stats().Offloaded == 0 {
+				t.Fatalf("%s %s: host holds %v after the step; offloaded %d B", c.name, dt, host.Live(), o.Stats().Offloaded)
+			}
+		}
+	}
+}
+
+// TestOffloadPeakFallsByOffloadedBytes checks the device's activation peak
+// in closed form: plain's peak less the bytes moved to the host, plus the
+// prefetch window's layers (window × one middle layer's bytes: the blocks
+// are alike), for each window; the host holds exactly the moved bytes.
+func TestOffloadPeakFallsByOffloadedBytes(t *testing.T) {
+	const n = 6
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F64} {
+		dev := cpu.New(0, device.Options{})
+		plain := newModel(dev, dt, n, 8, false)
+		_, _, p0 := step(t, dev, plain, 0, dt, dtype.Invalid)
+		plain.release()
+		for _, window := range []int{1, 2, 3} {
+			host := cpu.New(100, device.Options{})
+			m := newModel(dev, dt, n, 8, false)
+			o := &checkpoint.Offload{Host: host, Window: window}
+			_, _, p1 := stepWith(t, dev, m, dt, dtype.Invalid, func(x *autograd.Tensor) *autograd.Tensor { return o.Forward(m.layers, x) })
+			st := o.Stats()
+			// Layer 0 keeps the stack's input (its caller holds it); layers
+			// 1 … n-2 each move one layer's saved bytes, layer n-1 none.
+			perLayer := layerSaved(t, dt)
+			if want := int64(n-2)*perLayer + perLayer - batchWidth(dt); st.Offloaded != want {
+				t.Fatalf("%s: offloaded %d B, want %d B ((n-1) layers' saved activations less the kept input)", dt, st.Offloaded, want)
+			}
+			want := p0 - st.Offloaded + int64(window)*perLayer
+			t.Logf("%s window %d: plain peak %d B, offloaded %d B, peak %d B", dt, window, p0, st.Offloaded, p1)
+			if p1 != want {
+				t.Errorf("%s window %d: activation peak %d B, want plain %d − offloaded %d + window %d×%d = %d B", dt, window, p1, p0, st.Offloaded, window, perLayer, want)
+			}
+			if host.Stats().ByTag[device.Activation].Peak != st.Offloaded || host.LiveBlocks() != 0 {
+				t.Errorf("%s: host peak %d B (want %d), live %v", dt, host.Stats().ByTag[device.Activation].Peak, st.Offloaded, host.Live())
+			}
+			m.release()
+		}
+		if dev.LiveBlocks() != 0 {
+			t.Fatalf("leak: %v", dev.Live())
+		}
+	}
+}
+
+// batchWidth is the bytes of one (8, 8) activation, the stack's input.
+func batchWidth(dt dtype.DType) int64 { return 8 * 8 * int64(dt.Size()) }
+
+// layerSaved is what one block saves for backward besides parameters, in
+// the allocator's bytes of each distinct activation block its ops save
+// (its input x, W1·x for GELU, the dropout mask, dropout's output for W2's
+// gradient), counted by hooks that only look.
+func layerSaved(t *testing.T, dt dtype.DType) int64 {
+	t.Helper()
+	dev := cpu.New(0, device.Options{})
+	m := newModel(dev, dt, 1, 8, false)
+	defer m.release()
+	s := autograd.NewScope()
+	defer s.Release()
+	seen := map[*device.Block]bool{}
+	var n int64
+	s.PushSavedHooks(autograd.SavedHooks{
+		Pack: func(t *autograd.Tensor) any {
+			if b := t.Block(); b.Label().Tag == device.Activation && !seen[b] {
+				seen[b] = true
+				n += b.Len()
+			}
+			return t
+		},
+		Unpack: func(p any) *autograd.Tensor { return p.(*autograd.Tensor).Detach() },
+		Free:   func(p any) { p.(*autograd.Tensor).Release() },
+	})
+	defer s.PopSavedHooks()
+	m.layers[0].Forward(s.Full(dev, dt, 0.5, 8, 8))
+	return n
+}
