@@ -39,8 +39,8 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("tp %d, pp %d for %s: tensor and pipeline parallelism split a GPT: want a GPT model", c.TP, c.PP, m.Name)
 	case c.Zero > 2 || c.Zero > 0 && c.Ranks < 2:
 		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
-	case c.Offload || c.AMPParams || c.Prune > 0:
-		return fmt.Errorf("offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
+	case c.Offload || c.OffloadActivations || c.AMPParams || c.Prune > 0:
+		return fmt.Errorf("offload, activation offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
 	case c.composed() && c.AMP == dtype.F16:
 		return fmt.Errorf("amp f16 with pp %d or dp %d: not available yet (F16 needs a loss scale agreed across the mesh; bf16 works)", c.PP, c.Ranks)
 	case c.composed() && (c.CheckpointBudget != 0 || c.Selective):

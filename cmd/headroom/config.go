@@ -20,7 +20,7 @@ type modelFlags struct {
 	schedule                                                    string
 	prune                                                       float64
 	ampParams, offload, json, sequence                          bool
-	selective, fusedLoss                                        bool
+	selective, fusedLoss, offloadActs                           bool
 }
 
 // register adds the flags to fs; techniques adds those of the memory
@@ -47,6 +47,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.BoolVar(&m.selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute the rest in backward (not with --checkpoint)")
+	fs.BoolVar(&m.offloadActs, "offload-activations", false, "activation offload: what each block but the last saves for backward on a host device cpu:100+r, prefetched 2 blocks ahead in backward, as the examples' --offload-activations (not with --checkpoint or --selective)")
 	fs.BoolVar(&m.fusedLoss, "fused-loss", false, "a GPT's LM head and cross-entropy in chunks of 256 rows: the logits never exist, as the transformer example's --fused-loss")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")
 	fs.StringVar(&m.capacity, "capacity", "", "each device's capacity, e.g. 24GiB or 80GB: says whether the step fits")
@@ -68,7 +69,7 @@ func (m *modelFlags) config() (plan.Config, error) {
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
 		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
-		Selective: m.selective, FusedLoss: m.fusedLoss, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
+		Selective: m.selective, FusedLoss: m.fusedLoss, OffloadActivations: m.offloadActs, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
 		return c, err
 	}
