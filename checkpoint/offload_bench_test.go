@@ -18,14 +18,7 @@ import (
 // so that the variants alternate in one binary.
 func BenchmarkOffloadGPTBlocks(b *testing.B) {
 	dev := cpu.New(0, device.Options{})
-	cfg := nn.GPTConfig{Vocab: 256, Context: 64, Layers: 8, Heads: 4, Width: 128, Dropout: 0.1, Bias: true}
-	bl := nn.NewBuilder(dev, dtype.F32, 1)
-	gen := autograd.NewGenerator(3)
-	var ls []nn.Layer
-	for i := range cfg.Layers {
-		ls = append(ls, nn.NewGPTBlock(bl, "h"+string(rune('0'+i)), cfg, gen))
-	}
-	benchOffload(b, dev, ls, []int{32, 64, 128})
+	benchOffload(b, dev, benchGPTBlocks(dev), []int{32, 64, 128})
 }
 
 // BenchmarkOffloadResNetBlocks is BenchmarkOffloadGPTBlocks for 4 basic
