@@ -208,30 +208,37 @@ func (g *offGroup) begin() {
 
 // fetch allocates a device copy for each entry that has none and copies
 // the host bytes into them on another goroutine; it reports whether there
-// was anything to fetch.
+// was anything to fetch. When an allocation fails (out of memory), the
+// copies already allocated are still made and marked ready, so that the
+// graph's Free can give them back.
 func (g *offGroup) fetch() bool {
 	var todo []*offEntry
 	ready := make(chan struct{})
+	defer func() {
+		if len(todo) > 0 {
+			go copyIn(todo, ready)
+		}
+	}()
 	for _, e := range g.entries {
 		if e.dev != nil || e.live == 0 {
 			continue
 		}
 		h := e.host
-		e.dev = alloc(nil, e.src, h.dt, h.shape, device.Label{Tag: device.Activation, Op: "offload_fetch"})
-		e.ready = ready
+		d := alloc(nil, e.src, h.dt, h.shape, device.Label{Tag: device.Activation, Op: "offload_fetch"})
+		e.dev, e.ready = d, ready
 		g.o.stats.Fetched += h.Bytes()
 		todo = append(todo, e)
 	}
-	if len(todo) == 0 {
-		return false
+	return len(todo) > 0
+}
+
+// copyIn copies each entry's host bytes to its device copy, then closes
+// ready.
+func copyIn(todo []*offEntry, ready chan struct{}) {
+	for _, e := range todo {
+		transfer(e.dev, e.host)
 	}
-	go func() {
-		for _, e := range todo {
-			transfer(e.dev, e.host)
-		}
-		close(ready)
-	}()
-	return true
+	close(ready)
 }
 
 // drop gives back the entry's device copy once its bytes have arrived.
