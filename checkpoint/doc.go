@@ -49,6 +49,14 @@
 // bytes, at most Window+1 at once. Time: two copies of (n-1)·S bytes per
 // step, the backward ones overlapped with compute.
 //
+// Offload's Modes choose per layer instead: Keep (plain), SelectiveRecompute
+// (Selective under DefaultPolicy), Recompute (Run) or Offloaded; nil
+// offloads every layer but the last. The layers that are not offloaded
+// start the prefetch of the offloaded ones before them, as the last layer
+// does. Gradients stay bit-identical to plain (tested with every mode in one
+// stack). This is what a planner under one activation budget picks from
+// (issue #18; not written yet).
+//
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and
 // batch-norm does not update its running statistics a second time. It then
@@ -57,8 +65,9 @@
 // not (the forward depended on something that changed in between).
 //
 // Knobs and defaults: Sequential's segments (≤ 0: ⌈√n⌉); Budget's byte
-// budget (required); Offload's Host (required) and Window (0:
-// DefaultWindow = 2 layers; < 0: fetch on demand). Checkpointing does nothing when the scope records no
+// budget (required); Offload's Host (required), Window (0:
+// DefaultWindow = 2 layers; < 0: fetch on demand) and Modes (nil: all
+// layers but the last offloaded). Checkpointing does nothing when the scope records no
 // graph (evaluation, NoGrad).
 //
 //	loss := model.Head(checkpoint.Sequential(model.Blocks, 0, x))

@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"fmt"
+
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
@@ -24,6 +26,9 @@ const DefaultWindow = 2
 type Offload struct {
 	Host   *device.Device
 	Window int
+	// Modes, when not nil, says per layer what to do with its saved
+	// tensors (one Mode per layer); nil offloads every layer but the last.
+	Modes []Mode
 
 	last *autograd.LayerOffload
 }
@@ -52,14 +57,18 @@ func (o *Offload) window() int {
 // fits nn.GPT's and nn.ResNet's RunBlocks.
 func (o *Offload) Forward(layers []nn.Layer, x *autograd.Tensor) *autograd.Tensor {
 	s := x.Scope()
-	if o.Host == nil || s == nil || !s.GradEnabled() || len(layers) < 2 {
+	if o.Modes != nil && len(o.Modes) != len(layers) {
+		panic(&autograd.Error{Op: "checkpoint.Offload", Msg: fmt.Sprintf("%d modes for %d layers: want one per layer", len(o.Modes), len(layers))})
+	}
+	if o.Host == nil || s == nil || !s.GradEnabled() || len(layers) < 2 && o.Modes == nil {
 		return forward(layers, x)
 	}
 	lo := autograd.NewLayerOffload(o.Host, o.window())
 	o.last = lo
+	modes := o.modes(len(layers))
 	h := x
 	for i, l := range layers {
-		if i < len(layers)-1 {
+		if modes[i] == Offloaded {
 			s.PushSavedHooks(lo.Group(x))
 		} else {
 			s.PushSavedHooks(lo.Resident())
@@ -67,7 +76,7 @@ func (o *Offload) Forward(layers []nn.Layer, x *autograd.Tensor) *autograd.Tenso
 		var out *autograd.Tensor
 		func() {
 			defer s.PopSavedHooks() // also when the layer runs out of memory
-			out = l.Forward(h)
+			out = runMode(modes[i], l, h)
 		}()
 		if h != x {
 			h.Release()
