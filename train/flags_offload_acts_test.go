@@ -1,8 +1,6 @@
 package train_test
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
@@ -11,24 +9,13 @@ import (
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
-	"github.com/headroom-ml/headroom/train"
 )
-
-// parseOffloadActs parses args where --offload-activations and the
-// checkpointing flags are supported.
-func parseOffloadActs(args ...string) (*train.Common, error) {
-	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
-	c := &train.Common{}
-	c.Register(fs, train.Defaults{Steps: 1, Batch: 4, LR: 0.1})
-	err := c.Parse(fs, args, io.Discard, train.ParseOptions{Supported: []string{"checkpoint", "checkpoint-budget", "selective", "offload-activations"}})
-	return c, err
-}
 
 // TestOffloadActivationsFlag: the flag's runner moves a stack's saved
 // tensors off the device (a lower activation peak than plain's, the same
 // gradient), and it refuses the other activation techniques.
 func TestOffloadActivationsFlag(t *testing.T) {
-	c, err := parseOffloadActs("--offload-activations")
+	c, err := parseActivation("--offload-activations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +29,7 @@ func TestOffloadActivationsFlag(t *testing.T) {
 		t.Errorf("--offload-activations: activation peak %d B (plain %d B), gradient sum %v (plain %v): want a lower peak, the same gradient", p1, p0, g1, g0)
 	}
 	for _, other := range []string{"--checkpoint", "--checkpoint-budget=1MiB", "--selective"} {
-		_, err := parseOffloadActs("--offload-activations", other)
+		_, err := parseActivation("--offload-activations", other)
 		if err == nil || !strings.Contains(err.Error(), "choose one") {
 			t.Errorf("--offload-activations %s: err %v, want \"choose one\"", other, err)
 		}
