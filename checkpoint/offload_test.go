@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
 	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
 )
 
 // TestOffloadGradientsEqualPlainExactly: moving the saved tensors to the
@@ -108,15 +109,21 @@ func TestOffloadPeakFallsByOffloadedBytes(t *testing.T) {
 // batchWidth is the bytes of one (8, 8) activation, the stack's input.
 func batchWidth(dt dtype.DType) int64 { return 8 * 8 * int64(dt.Size()) }
 
-// layerSaved is what one block saves for backward besides parameters, in
-// the allocator's bytes of each distinct activation block its ops save
-// (its input x, W1·x for GELU, the dropout mask, dropout's output for W2's
-// gradient), counted by hooks that only look.
+// layerSaved is what one block of the test model saves for backward
+// besides parameters (its input x, W1·x for GELU, the dropout mask,
+// dropout's output for W2's gradient), as savedBytes counts it.
 func layerSaved(t *testing.T, dt dtype.DType) int64 {
 	t.Helper()
 	dev := cpu.New(0, device.Options{})
 	m := newModel(dev, dt, 1, 8, false)
 	defer m.release()
+	return savedBytes(m.layers[0], dev, dt, 8, 8)
+}
+
+// savedBytes is the allocator's bytes of each distinct activation block
+// that l's ops save for backward on an input of the given shape, counted
+// by hooks that only look.
+func savedBytes(l nn.Layer, dev *device.Device, dt dtype.DType, shape ...int) int64 {
 	s := autograd.NewScope()
 	defer s.Release()
 	seen := map[*device.Block]bool{}
@@ -133,8 +140,55 @@ func layerSaved(t *testing.T, dt dtype.DType) int64 {
 		Free:   func(p any) { p.(*autograd.Tensor).Release() },
 	})
 	defer s.PopSavedHooks()
-	m.layers[0].Forward(s.Full(dev, dt, 0.5, 8, 8))
+	l.Forward(s.Full(dev, dt, 0.5, shape...))
 	return n
+}
+
+// TestOffloadGPTPeakFallsByOffloadedBytes is the closed form of
+// TestOffloadPeakFallsByOffloadedBytes for 6 GPT blocks (attention,
+// dropout): offloaded = 5·S − |x|, peak = plain − offloaded + window·S.
+func TestOffloadGPTPeakFallsByOffloadedBytes(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	cfg := nn.GPTConfig{Vocab: 16, Context: 16, Layers: 6, Heads: 2, Width: 32, Dropout: 0.1, Bias: true}
+	b := nn.NewBuilder(dev, dtype.F32, 1)
+	gen := autograd.NewGenerator(5)
+	var ls []nn.Layer
+	for i := range cfg.Layers {
+		ls = append(ls, nn.NewGPTBlock(b, "h"+string(rune('0'+i)), cfg, gen))
+	}
+	m := nn.NewSequential(ls...)
+	defer nn.Release(m)
+	shape := []int{2, 16, 32}
+	xBytes := int64(2 * 16 * 32 * 4)
+	peak := func(run func(*autograd.Tensor) *autograd.Tensor) int64 {
+		s := autograd.NewScope()
+		defer s.Release()
+		dev.ResetPeak()
+		if err := run(s.Full(dev, dtype.F32, 0.5, shape...)).Pow(2).Mean(false).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		nn.ZeroGrad(m)
+		return dev.Stats().Tag(device.Activation).Peak
+	}
+	perLayer := savedBytes(ls[0], dev, dtype.F32, shape...)
+	plain := peak(m.Forward)
+	for _, window := range []int{1, 2, 3} {
+		host := cpu.New(100, device.Options{})
+		o := &checkpoint.Offload{Host: host, Window: window}
+		got := peak(func(x *autograd.Tensor) *autograd.Tensor { return o.Forward(ls, x) })
+		st := o.Stats()
+		if want := 5*perLayer - xBytes; st.Offloaded != want {
+			t.Fatalf("offloaded %d B, want 5×%d − %d = %d B", st.Offloaded, perLayer, xBytes, want)
+		}
+		want := plain - st.Offloaded + int64(window)*perLayer
+		t.Logf("window %d: plain peak %d B, offloaded %d B, peak %d B", window, plain, st.Offloaded, got)
+		if got != want {
+			t.Errorf("window %d: activation peak %d B, want plain %d − offloaded %d + window %d×%d = %d B", window, got, plain, st.Offloaded, window, perLayer, want)
+		}
+		if host.LiveBlocks() != 0 {
+			t.Fatalf("host holds %v after the step", host.Live())
+		}
+	}
 }
 
 // TestOffloadRetainGraphTwice: a second backward through a retained graph
