@@ -171,8 +171,12 @@ func (o *LayerOffload) settle(t *Tensor) {
 	close(e.ready)
 }
 
-// viewKey names a view of a block: its block, offset, layout and dtype.
-func viewKey(t *Tensor) string { return fmt.Sprint(t.blk.ID(), t.off, t.shape, t.strides, t.dt) }
+// viewKey names a view of a block as saved: its block, the block's write
+// count (a view written in place between two saves is two tensors), its
+// offset, layout and dtype.
+func viewKey(t *Tensor) string {
+	return fmt.Sprint(t.blk.ID(), t.blk.Version(), t.off, t.shape, t.strides, t.dt)
+}
 
 // unpack returns a handle on the entry's device copy, fetching its group
 // (and prefetching the window's) when backward reaches the group first.

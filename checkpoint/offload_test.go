@@ -291,3 +291,70 @@ func TestOffloadOutOfMemoryAtEachAllocation(t *testing.T) {
 	_, got, _ := stepWith(t, dev, m, dtype.F32, dtype.Invalid, func(x *autograd.Tensor) *autograd.Tensor { return o.Forward(m.layers, x) })
 	sameBits(t, "after the failed steps", 0, 0, want, got)
 }
+
+// rewritten saves a tensor, writes it in place, and saves it again: the
+// first save's op is never differentiated (its result is dropped), so
+// plain autograd accepts it, and the second must see the new values.
+type rewritten struct{ w1, w2 *autograd.Tensor }
+
+func (r rewritten) Forward(x *autograd.Tensor) *autograd.Tensor {
+	s := x.Scope()
+	a := x.Mul(x)
+	dead := a.Mul(s.Use(r.w1)) // saves a as it is now
+	dead.Release()
+	a.ScaleInPlace(3)
+	y := a.Mul(s.Use(r.w2)) // saves a as rewritten
+	a.Release()
+	return y
+}
+
+func (r rewritten) Params() []nn.Param { return []nn.Param{{Name: "w1", T: r.w1}, {Name: "w2", T: r.w2}} }
+
+func (r rewritten) Train(bool) {}
+
+// TestOffloadSeesInPlaceWrites: a view saved twice with a write in between
+// is two tensors to the offloader, so the gradients stay plain's.
+func TestOffloadSeesInPlaceWrites(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	host := cpu.New(100, device.Options{})
+	var ls []nn.Layer
+	var ws []*autograd.Tensor
+	for range 2 {
+		r := rewritten{autograd.Param(dev, dtype.F64, "w1", 4), autograd.Param(dev, dtype.F64, "w2", 4)}
+		r.w1.SetFloat64s([]float64{0.5, -1, 2, 0.25})
+		r.w2.SetFloat64s([]float64{1.5, 0.5, -0.75, 1})
+		ls, ws = append(ls, r), append(ws, r.w1, r.w2)
+	}
+	defer func() {
+		for _, w := range ws {
+			w.Release()
+		}
+	}()
+	grads := func(run func([]nn.Layer, *autograd.Tensor) *autograd.Tensor) []float64 {
+		s := autograd.NewScope()
+		defer s.Release()
+		x := s.FromFloat64s(dev, []int{4}, []float64{0.3, -0.6, 0.9, 1.2})
+		if err := run(ls, x).Sum(false).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		var g []float64
+		for _, w := range ws {
+			if w.Grad() != nil {
+				g = append(g, w.Grad().Float64s()...)
+			}
+			w.ZeroGrad()
+		}
+		return g
+	}
+	plain := grads(func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return nn.NewSequential(ls...).Forward(x) })
+	o := &checkpoint.Offload{Host: host}
+	got := grads(o.Forward)
+	if len(got) != len(plain) {
+		t.Fatalf("%d gradients offloaded, %d plain", len(got), len(plain))
+	}
+	for i := range plain {
+		if got[i] != plain[i] {
+			t.Fatalf("gradient %d = %v offloaded, plain %v (a stale host copy?)", i, got[i], plain[i])
+		}
+	}
+}
