@@ -308,7 +308,9 @@ func (r rewritten) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return y
 }
 
-func (r rewritten) Params() []nn.Param { return []nn.Param{{Name: "w1", T: r.w1}, {Name: "w2", T: r.w2}} }
+func (r rewritten) Params() []nn.Param {
+	return []nn.Param{{Name: "w1", T: r.w1}, {Name: "w2", T: r.w2}}
+}
 
 func (r rewritten) Train(bool) {}
 
