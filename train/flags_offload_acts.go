@@ -1,6 +1,9 @@
 package train
 
 import (
+	"fmt"
+	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +20,10 @@ func (c *Common) offloadBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.T
 	if c.Checkpoint != "" || c.CheckpointBudget != "" {
 		return nil, "", Usagef("--offload-activations with --checkpoint or --checkpoint-budget: choose one")
 	}
-	a := &actOffload{by: map[*device.Device]*checkpoint.Offload{}}
+	a := c.acts
+	if a == nil { // a Common that Register did not set up
+		a = newActOffload()
+	}
 	return a.forward, "activations offloaded to cpu:100+r, 2 blocks prefetched", nil
 }
 
@@ -27,6 +33,48 @@ func (c *Common) offloadBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.T
 type actOffload struct {
 	mu sync.Mutex
 	by map[*device.Device]*checkpoint.Offload
+}
+
+func newActOffload() *actOffload { return &actOffload{by: map[*device.Device]*checkpoint.Offload{}} }
+
+// hosts returns the hosts opened so far, by name.
+func (a *actOffload) hosts() []*device.Device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var hs []*device.Device
+	for _, o := range a.by {
+		hs = append(hs, o.Host)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Name() < hs[j].Name() })
+	return hs
+}
+
+// ActivationHosts returns the host devices --offload-activations has
+// opened so far (one per compute device that ran blocks), by name.
+func (c *Common) ActivationHosts() []*device.Device {
+	if c.acts == nil {
+		return nil
+	}
+	return c.acts.hosts()
+}
+
+// reportActivationHosts prints each activation host's peak and records
+// the peaks in rep.Extra["activation_hosts"] (nothing without hosts).
+func (c *Common) reportActivationHosts(out io.Writer, rep *Report) {
+	hs := c.ActivationHosts()
+	if len(hs) == 0 {
+		return
+	}
+	peaks := map[string]PeakBytes{}
+	for _, h := range hs {
+		p := Peaks(h.Stats())
+		peaks[h.Name()] = p
+		fmt.Fprintf(out, "activation offload host %s: activation peak %s\n", h.Name(), device.FormatBytes(p.Activation))
+	}
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	rep.Extra["activation_hosts"] = peaks
 }
 
 // forward runs ls on x, offloading to x's device's host.

@@ -28,6 +28,10 @@ func TestOffloadActivationsFlag(t *testing.T) {
 	if p1 >= p0 || g0 != g1 {
 		t.Errorf("--offload-activations: activation peak %d B (plain %d B), gradient sum %v (plain %v): want a lower peak, the same gradient", p1, p0, g1, g0)
 	}
+	hs := c.ActivationHosts()
+	if len(hs) != 1 || hs[0].Name() != "cpu:100" || hs[0].Stats().Tag(device.Activation).Peak == 0 || hs[0].LiveBlocks() != 0 {
+		t.Errorf("activation hosts %v: want cpu:100 alone, with an activation peak and nothing left", hs)
+	}
 	for _, other := range []string{"--checkpoint", "--checkpoint-budget=1MiB", "--selective"} {
 		_, err := parseActivation("--offload-activations", other)
 		if err == nil || !strings.Contains(err.Error(), "choose one") {
