@@ -14,9 +14,9 @@ type offloaded struct {
 // offload_fetch) when the op that saved it runs, and the host copy is
 // freed with the graph. The device block itself is freed only when no
 // other handle holds it: the forward's own results keep theirs until the
-// caller releases them, so this is a building block for layer offload
-// (issue #18), not yet a memory saving on its own. The copy is
-// synchronous: no prefetch yet. Gradients are bit-identical to keeping
+// caller releases them, so this is a building block; LayerOffload, which
+// checkpoint.Offload runs a stack of layers with, is the memory saving, and
+// prefetches. The copy is synchronous. Gradients are bit-identical to keeping
 // the tensors, since only bytes move.
 //
 //	s.PushSavedHooks(autograd.OffloadHooks(host))

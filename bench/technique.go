@@ -41,6 +41,7 @@ func Techniques() []Technique {
 		}},
 		{Name: "selective", Apply: set(func(c *plan.Config) { c.Selective = true })},
 		{Name: "step in backward", Apply: set(func(c *plan.Config) { c.StepInBackward = true })},
+		{Name: "offload activations", Apply: set(func(c *plan.Config) { c.OffloadActivations = true })},
 		{Name: "accum 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
 		{Name: "amp bf16 + amp-params + checkpoint √n + accum 4", Apply: set(func(c *plan.Config) {
 			c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4

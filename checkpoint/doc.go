@@ -29,6 +29,34 @@
 // place after the op; every other op, the Linears whose outputs were not
 // kept (nothing saved them) included, runs again.
 //
+// Offload (--offload-activations in the examples and the planner) trades
+// host memory and copy time for device memory, with no recomputation
+// (torch.autograd.graph.save_on_cpu, with prefetch): what the ops of each
+// layer but the last save for backward is copied to a host device (the
+// host cpu:100+r; tag activation there) during the forward, and the
+// device block goes as soon as the forward no longer needs it (the layer's
+// output stays until the next layer has read it). Backward fetches each
+// layer back ahead of use: when it reaches layer g it allocates the device
+// copies of layers g-1 … g-Window at once (DefaultWindow = 2) and copies
+// the bytes on another goroutine while layer g's backward computes; a
+// fetched copy is freed after the last op that saved it has used it.
+// Gradients are bit-identical to plain (only bytes move). Memory, for n
+// alike layers each saving S activation bytes (their input included):
+// the device's activation peak falls from plain's by the offloaded bytes,
+// (n-1)·S less the stack's input (its caller holds it), less the window,
+// Window·S; the host holds the offloaded bytes from the forward until the
+// graph is freed. Each copy stages through a Go buffer of the tensor's
+// bytes, at most Window+1 at once. Time: two copies of (n-1)·S bytes per
+// step, the backward ones overlapped with compute.
+//
+// Offload's Modes choose per layer instead: Keep (plain), SelectiveRecompute
+// (Selective under DefaultPolicy), Recompute (Run) or Offloaded; nil
+// offloads every layer but the last. The layers that are not offloaded
+// start the prefetch of the offloaded ones before them, as the last layer
+// does. Gradients stay bit-identical to plain (tested with every mode in one
+// stack). This is what a planner under one activation budget picks from
+// (issue #18; not written yet).
+//
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and
 // batch-norm does not update its running statistics a second time. It then
@@ -37,7 +65,9 @@
 // not (the forward depended on something that changed in between).
 //
 // Knobs and defaults: Sequential's segments (≤ 0: ⌈√n⌉); Budget's byte
-// budget (required). Checkpointing does nothing when the scope records no
+// budget (required); Offload's Host (required), Window (0:
+// DefaultWindow = 2 layers; < 0: fetch on demand) and Modes (nil: all
+// layers but the last offloaded). Checkpointing does nothing when the scope records no
 // graph (evaluation, NoGrad).
 //
 //	loss := model.Head(checkpoint.Sequential(model.Blocks, 0, x))

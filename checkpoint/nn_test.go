@@ -43,6 +43,20 @@ var stackCases = []stackCase{
 // and returns the loss, the gradients and the buffers (running statistics).
 func runStack(t *testing.T, c stackCase, dt dtype.DType, segments int) []float64 {
 	t.Helper()
+	return runStackWith(t, c, dt, func(ls []nn.Layer, xs *autograd.Tensor) *autograd.Tensor {
+		switch {
+		case segments == 0:
+			return nn.NewSequential(ls...).Forward(xs)
+		case segments < 0: // each block selective
+			return checkpoint.SelectiveEach(ls, nil, xs)
+		}
+		return checkpoint.Sequential(ls, segments, xs)
+	})
+}
+
+// runStackWith is runStack with the stack run by fwd.
+func runStackWith(t *testing.T, c stackCase, dt dtype.DType, fwd func([]nn.Layer, *autograd.Tensor) *autograd.Tensor) []float64 {
+	t.Helper()
 	dev := cpu.New(0, device.Options{})
 	gen := autograd.NewGenerator(9)
 	ls, m := c.build(nn.NewBuilder(dev, dt, 4), gen)
@@ -58,15 +72,7 @@ func runStack(t *testing.T, c stackCase, dt dtype.DType, segments int) []float64
 	s := autograd.NewScope()
 	defer s.Release()
 	xs := s.FromFloat64s(dev, c.input, x).Cast(dt)
-	var h *autograd.Tensor
-	switch {
-	case segments == 0:
-		h = nn.NewSequential(ls...).Forward(xs)
-	case segments < 0: // each block selective
-		h = checkpoint.SelectiveEach(ls, nil, xs)
-	default:
-		h = checkpoint.Sequential(ls, segments, xs)
-	}
+	h := fwd(ls, xs)
 	loss := h.Pow(2).Mean(false)
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)

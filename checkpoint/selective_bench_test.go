@@ -18,13 +18,7 @@ import (
 // checkpointed: run with -count N so the variants alternate in one binary.
 func BenchmarkSelectiveGPTBlocks(b *testing.B) {
 	dev := cpu.New(0, device.Options{})
-	cfg := nn.GPTConfig{Vocab: 256, Context: 64, Layers: 8, Heads: 4, Width: 128, Dropout: 0.1, Bias: true}
-	bl := nn.NewBuilder(dev, dtype.F32, 1)
-	gen := autograd.NewGenerator(3)
-	var ls []nn.Layer
-	for i := range cfg.Layers {
-		ls = append(ls, nn.NewGPTBlock(bl, "h"+string(rune('0'+i)), cfg, gen))
-	}
+	ls := benchGPTBlocks(dev)
 	m := nn.NewSequential(ls...)
 	defer nn.Release(m)
 	x := make([]float64, 32*64*128)
@@ -58,4 +52,17 @@ func BenchmarkSelectiveGPTBlocks(b *testing.B) {
 			dev.ResetPeak()
 		})
 	}
+}
+
+// benchGPTBlocks makes 8 GPT blocks of the transformer example's size
+// (width 128, 4 heads, context 64, dropout 0.1) on dev.
+func benchGPTBlocks(dev *device.Device) []nn.Layer {
+	cfg := nn.GPTConfig{Vocab: 256, Context: 64, Layers: 8, Heads: 4, Width: 128, Dropout: 0.1, Bias: true}
+	bl := nn.NewBuilder(dev, dtype.F32, 1)
+	gen := autograd.NewGenerator(3)
+	var ls []nn.Layer
+	for i := range cfg.Layers {
+		ls = append(ls, nn.NewGPTBlock(bl, "h"+string(rune('0'+i)), cfg, gen))
+	}
+	return ls
 }

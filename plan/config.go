@@ -40,6 +40,10 @@ type Config struct {
 	// train.Stepper.StepInBackward); a GPT is then planned without
 	// clipping, as the transformer example needs --clip 0 with it.
 	StepInBackward bool
+	// OffloadActivations moves what each block but the last saves for
+	// backward to the host cpu:100+r (--offload-activations,
+	// checkpoint.Offload): the host's activation bytes join Host.
+	OffloadActivations bool
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -189,6 +193,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
 	case c.Selective && (c.Checkpoint != 0 || c.CheckpointBudget != 0):
 		return fmt.Errorf("selective recomputation with checkpointing: choose one")
+	case c.OffloadActivations && (c.Selective || c.Checkpoint != 0 || c.CheckpointBudget != 0):
+		return fmt.Errorf("activation offload with selective recomputation or checkpointing: choose one")
 	case c.FusedLoss && m.Kind != "gpt":
 		return fmt.Errorf("fused loss for %s: it fuses a GPT's LM head with the loss; %s has none", m.Name, m.Name)
 	case c.FusedLoss && (c.TP > 1 || c.PP > 1):

@@ -75,6 +75,7 @@ func ExampleFit() {
 	// amp bf16 + amp-params                            max batch 31
 	// accum 2                                          max batch 20
 	// accum 4                                          max batch 40
+	// offload activations                              max batch 23
 	// checkpoint √n                                    max batch 27
 	// amp bf16 + checkpoint √n                         max batch 30
 	// amp bf16 + amp-params + checkpoint √n            max batch 46

@@ -35,6 +35,7 @@ var Techniques = []Technique{
 	{"amp bf16 + amp-params", func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }, 0, "bf16 parameters, gradients and activations; the optimizer keeps f32 masters: no extra compute"},
 	{"accum 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes"},
 	{"accum 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step"},
+	{"offload activations", func(c *Config) { c.OffloadActivations = true }, 0, "no extra compute: each block's saved tensors go to the host and come back in backward, two copies of them per step (the fetch overlapped with backward); the host holds them"},
 	{"checkpoint √n", func(c *Config) { c.Checkpoint = -1 }, 0.33, "recomputes the checkpointed blocks' forward in backward (about a third of a step)"},
 	{"amp bf16 + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit activations and recomputation"},
 	{"amp bf16 + amp-params + checkpoint √n", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit model and recomputation"},

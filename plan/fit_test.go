@@ -16,12 +16,12 @@ func TestFitAgreesWithMeasurement(t *testing.T) {
 	}
 	t.Log("\n" + pred.String())
 	// Running every technique for real takes a while; three suffice.
-	some := []Technique{Techniques[0], Techniques[2], Techniques[5]}
+	some := []Technique{Techniques[0], Techniques[2], Techniques[6]} // plain, amp-params, checkpoint √n
 	meas, err := FitMeasured(c, capacity, 64, some, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, j := range []int{0, 2, 5} {
+	for i, j := range []int{0, 2, 6} {
 		if pred.Options[j] != meas.Options[i] {
 			t.Errorf("%s: predicted %+v, measured %+v", pred.Options[j].Technique, pred.Options[j], meas.Options[i])
 		}

@@ -40,8 +40,8 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("tp %d, pp %d for %s: tensor and pipeline parallelism split a GPT: want a GPT model", c.TP, c.PP, m.Name)
 	case c.Zero > 2 || c.Zero > 0 && c.Ranks < 2:
 		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
-	case c.Offload || c.Prune > 0:
-		return fmt.Errorf("offload and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
+	case c.Offload || c.OffloadActivations || c.Prune > 0:
+		return fmt.Errorf("offload, activation offload and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
 	case c.composed() && (c.CheckpointBudget != 0 || c.Selective):
 		return fmt.Errorf("a checkpoint budget or selective recomputation with pp %d or dp %d: not available yet (checkpoint segments work)", c.PP, c.Ranks)
 	case g.Heads%c.TP != 0:

@@ -34,7 +34,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	if c.sharded() {
 		b = nn.NewDeferredBuilder(dev, pdt, 1)
 	}
-	model, err := buildModel(c, m, b)
+	model, err := buildModel(c, m, b, host)
 	if err == nil {
 		model, err = c.adapt(model)
 	}
@@ -45,7 +45,10 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	res.params = nn.Count(model) // shapes only: a deferred model has them before its shard is written
 	var sync interface{ NoSync(func()) }
 	if distributed {
-		cfg := parallel.DDPConfig{Zero: c.Zero, Host: host}
+		cfg := parallel.DDPConfig{Zero: c.Zero}
+		if c.Offload {
+			cfg.Host = host
+		}
 		if c.sharded() {
 			cfg.Builder = b
 		}
@@ -113,7 +116,7 @@ func (c Config) sharded() bool { return c.Zero == 3 }
 // buildModel makes the model with b with its checkpointing hook set and,
 // with c.Prune, pruned; the device's peak is then reset, as
 // examples/resnet does after pruning, so the plan is the pruned model's.
-func buildModel(c Config, m Model, b *nn.Builder) (nn.Module, error) {
+func buildModel(c Config, m Model, b *nn.Builder, host *device.Device) (nn.Module, error) {
 	dev := b.Dev
 	gen := autograd.NewGenerator(1)
 	var model nn.Module
@@ -125,7 +128,7 @@ func buildModel(c Config, m Model, b *nn.Builder) (nn.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	if run := runBlocks(c); run != nil {
+	if run := blockRunner(c, host); run != nil {
 		*hook = run
 	}
 	if c.Prune > 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // ActivationFlags are the activation-memory flags beyond checkpointing
-// (issue #18): --selective, --fused-loss.
+// (issue #18): --selective, --fused-loss, --offload-activations.
 type ActivationFlags struct {
 	// Selective runs each block in a checkpoint.Selective region under
 	// checkpoint.DefaultPolicy: matmul and attention outputs are kept,
@@ -18,11 +18,19 @@ type ActivationFlags struct {
 	// FusedLoss computes a GPT's LM head and cross-entropy together in
 	// row chunks (nn.GPT.FusedLoss): the batch's logits never exist.
 	FusedLoss bool
+	// OffloadActivations moves what each block but the last saves for
+	// backward to a host device cpu:100+r and prefetches it back in
+	// backward (checkpoint.Offload, DefaultWindow blocks ahead).
+	OffloadActivations bool
+
+	acts *actOffload // --offload-activations' hosts, shared by every RunBlocks
 }
 
 // registerActivation adds the ActivationFlags to fs.
 func (a *ActivationFlags) registerActivation(fs *flag.FlagSet) {
+	a.acts = newActOffload()
 	fs.BoolVar(&a.Selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute its pointwise ops, norms, dropout and softmax in backward (not with --checkpoint or --checkpoint-budget)")
+	fs.BoolVar(&a.OffloadActivations, "offload-activations", false, "activation offload: what each block but the last saves for backward goes to a host device cpu:100+r during the forward and comes back in backward, 2 blocks ahead of use (not with --checkpoint, --checkpoint-budget or --selective; --offload is the optimizer's)")
 	fs.BoolVar(&a.FusedLoss, "fused-loss", false, "the LM head and the cross-entropy in chunks of 256 rows: the batch×context×vocabulary logits never exist (not with --tp or --pp)")
 }
 

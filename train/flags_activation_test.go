@@ -9,13 +9,13 @@ import (
 	"github.com/headroom-ml/headroom/train"
 )
 
-// parseActivation parses args with --selective and the checkpointing flags
-// supported.
+// parseActivation parses args with --selective, --offload-activations and
+// the checkpointing flags supported.
 func parseActivation(args ...string) (*train.Common, error) {
 	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
 	c := &train.Common{}
 	c.Register(fs, train.Defaults{Steps: 1, Batch: 4, LR: 0.1})
-	err := c.Parse(fs, args, io.Discard, train.ParseOptions{Supported: []string{"checkpoint", "checkpoint-budget", "selective"}})
+	err := c.Parse(fs, args, io.Discard, train.ParseOptions{Supported: []string{"checkpoint", "checkpoint-budget", "selective", "offload-activations"}})
 	return c, err
 }
 

@@ -81,6 +81,7 @@ func trainRanks[R Replica](c *Common, out io.Writer, p *Program[R]) (*Report, er
 	}
 	rep.Eval, rep.Extra = ev.Value, ev.Extra
 	FinishRanks(out, rep, ranks, final, trained, rep.Steps, c.Batch, skipped)
+	c.reportActivationHosts(out, rep)
 	result(out, rep, ev, rep.Steps)
 	return rep, c.writeReport(rep)
 }

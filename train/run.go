@@ -59,6 +59,7 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 	}
 	rep := r.report(p, ev, capacity, seconds)
 	fmt.Fprint(out, r.Trained.Summary())
+	c.reportActivationHosts(out, rep)
 	result(out, rep, ev, r.End-r.Start)
 	if err := c.writeReport(rep); err != nil {
 		return nil, err

@@ -60,8 +60,12 @@ var acceptWords = map[string]func(string) bool{"amp": acceptWord, "checkpoint": 
 // --checkpoint-budget ask for (nil: plain), and a description.
 func (c *Common) RunBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, string, error) {
 	switch {
+	case c.Selective && c.OffloadActivations:
+		return nil, "", Usagef("--selective with --offload-activations: choose one")
 	case c.Selective:
 		return c.selectiveBlocks()
+	case c.OffloadActivations:
+		return c.offloadBlocks()
 	case c.Checkpoint != "" && c.CheckpointBudget != "":
 		return nil, "", Usagef("--checkpoint and --checkpoint-budget: choose one")
 	case c.CheckpointBudget != "":

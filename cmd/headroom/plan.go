@@ -64,7 +64,8 @@ type rankJSON struct {
 	Params int64  `json:"params"`
 	bytesJSON
 	AtPeak bytesJSON `json:"at_peak"`
-	// Host is the offload host's memory (the same fields, its own peaks).
+	// Host is the offload host's memory (the same fields, its own peaks):
+	// --offload's and --offload-activations'.
 	Host *bytesJSON `json:"host,omitempty"`
 }
 
@@ -177,6 +178,9 @@ func techniques(c plan.Config) map[string]any {
 	}
 	if c.StepInBackward {
 		t["step_in_backward"] = true
+	}
+	if c.OffloadActivations {
+		t["offload_activations"] = true
 	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
