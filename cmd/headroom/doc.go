@@ -37,7 +37,10 @@
 // (plan.Fit); the recommendation's target batch is run itself. --measure
 // repeats the search for real, printing each technique as it finishes: on
 // cpu devices (capacity ≤ 4 GiB), or with --device cuda on the GPU
-// (capacity ≤ its free memory).
+// (capacity ≤ its free memory). fit --split --ranks N keeps the techniques
+// given (--amp, --checkpoint, --accum, --zero…) and chooses --tp and --pp
+// instead (plan.FitSplit): every tp × pp × dp layout of the N ranks, the
+// fewest model-parallel ranks that fit the target batch chosen.
 //
 // bench runs package bench and writes bench.json, bench.md and PNG charts
 // (--device cuda: every run on the GPU); --torch adds the PyTorch twin (scripts/bench_torch.py) when python3
