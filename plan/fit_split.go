@@ -28,11 +28,9 @@ func (l Layout) ModelRanks() int { return l.TP * l.PP }
 // SplitFitResult answers "how do I arrange my ranks so that the batch
 // fits?".
 type SplitFitResult struct {
-	Model    string   `json:"model"`
-	Capacity int64    `json:"capacity"`
-	Ranks    int      `json:"ranks"`
-	Target   int      `json:"target_batch"`
-	Layouts  []Layout `json:"layouts"`
+	FitTarget
+	Ranks   int      `json:"ranks"`
+	Layouts []Layout `json:"layouts"`
 	// Best is the chosen layout (nil: none fits the target batch).
 	Best *Layout `json:"best"`
 }
@@ -60,26 +58,18 @@ type SplitFitResult struct {
 // (tensor parallelism all-reduces activations in every layer, a pipeline
 // sends one activation per stage boundary).
 func FitSplit(c Config, capacity int64, target int) (*SplitFitResult, error) {
-	if capacity <= 0 || capacity >= MaxBytes {
-		return nil, fmt.Errorf("plan: fit split: capacity %d bytes: want 0 < capacity < %d (2^62)", capacity, int64(MaxBytes))
-	}
 	if c.TP > 1 || c.PP > 1 {
 		return nil, fmt.Errorf("plan: fit split: tp %d, pp %d given: the search chooses them (give the whole rank count as ranks)", c.TP, c.PP)
 	}
-	base, m, err := c.resolved()
+	base, m, ft, err := fitTarget(c, capacity, target, "fit split")
 	if err != nil {
 		return nil, err
 	}
 	if m.Kind != "gpt" {
 		return nil, fmt.Errorf("plan: fit split: %s: tensor and pipeline parallelism split a GPT: want a GPT model", m.Name)
 	}
-	if target == 0 {
-		target = base.Batch
-	}
-	if target < 0 {
-		return nil, fmt.Errorf("plan: fit split: target batch %d: want ≥ 0 (0: the default)", target)
-	}
-	r := &SplitFitResult{Model: m.Name, Capacity: capacity, Ranks: base.Ranks, Target: target}
+	target = ft.Target
+	r := &SplitFitResult{FitTarget: ft, Ranks: base.Ranks}
 	for _, l := range layouts(base.Ranks) {
 		if err := fitLayout(c, m, capacity, target, &l); err != nil {
 			return nil, fmt.Errorf("plan: fit split: tp %d pp %d dp %d: %w", l.TP, l.PP, l.DP, err)
