@@ -54,4 +54,25 @@ same() {
 }
 same zero1 2 --ranks 2 --zero 1
 same tp2pp2 4 --ranks 4 --tp 2 --pp 2 --accum 2 --tie-embeddings=false --clip 0
+
+# A rank that fails must not leave the others waiting: under a capacity
+# between the two stages' peaks (the in-process run's extra.ranks) the
+# last stage's ranks run out of memory, and every process, stage 0's too,
+# must return its error within 60 s. mpirun is told not to kill the
+# others when one exits (orte_abort_on_non_zero_status 0): each returns
+# on its own, through the mesh's abort.
+peaks=$(awk '/"ranks": \[/ {r = 1} r && /"total"/ {gsub(/[^0-9]/, ""); print} r && /\]/ {r = 0}' "$bin/tp2pp2-inproc.json" | sort -n | uniq)
+lo=$(echo "$peaks" | head -1) hi=$(echo "$peaks" | tail -1)
+if [ -z "$lo" ] || [ "$lo" = "$hi" ]; then echo "mpi-test: the stages' peaks ($lo, $hi) do not differ: no capacity fails one stage only" >&2; exit 1; fi
+limit=$(((lo + hi) / 2))
+rc=0
+timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none "${extra[@]}" --mca orte_abort_on_non_zero_status 0 -np 4 "$bin/transformer" --mpi \
+	--ranks 4 --tp 2 --pp 2 --accum 2 --tie-embeddings=false --clip 0 "${small[@]}" --mem-limit "$limit" >"$bin/fail.log" 2>&1 || rc=$?
+failed=$({ grep -ao 'transformer: rank [0-9]*: ' "$bin/fail.log" || true; } | sort -u | wc -l)
+if [ "$rc" = 124 ] || [ "$failed" != 4 ] || ! grep -q 'out of memory' "$bin/fail.log" || [ "$(grep -ao 'transformer: rank [01]: .*aborted' "$bin/fail.log" | wc -l)" != 2 ]; then
+	cat "$bin/fail.log" >&2
+	echo "mpi-test: with --mem-limit $limit (stage peaks $lo, $hi): exit $rc, $failed of 4 ranks returned an error (want 4, stage 0's naming the abort)" >&2
+	exit 1
+fi
+echo "mpi-test: --mem-limit $limit: stage 1 ran out of memory and all 4 ranks returned the error (no deadlock)"
 echo "mpi-test: the example ran as 2 MPI ranks (ZeRO 1) and as 4 (tp 2 × pp 2)"
