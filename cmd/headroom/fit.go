@@ -42,7 +42,7 @@ func cmdFit(args []string, stdout, stderr io.Writer) error {
 	m.register(fs, true)
 	split := fs.Bool("split", false, "choose --tp and --pp: search the tensor × pipeline × data layouts of --ranks with the techniques given (--amp, --checkpoint, --accum, --zero…)")
 	measure := fs.Bool("measure", false, "also run the search for real on --device's devices and compare (on cpu: capacity ≤ 4GiB; on cuda: ≤ the GPU's free memory)")
-	pos, err := parse(fs, fitSynopsis, args, stdout)
+	pos, err := parse(fs, fitSynopsis, normalize(args), stdout)
 	if err != nil {
 		return err
 	}
