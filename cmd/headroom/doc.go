@@ -3,7 +3,7 @@
 //
 //	headroom plan --model gpt-7.5b --ranks 64 --zero 3 --amp fp16 --amp-params   # exact bytes per rank, before running
 //	headroom fit --model gpt2 --capacity 24GiB                                      # largest batch, cheapest techniques
-//	headroom fit --split --model gpt2-xl --ranks 16 --capacity 8GiB --zero 1 --amp   # the tp × pp × dp layout that fits
+//	headroom fit --split --model gpt2-xl --ranks 16 --capacity 8GiB --amp --checkpoint # the tp × pp × dp layout that fits
 //	headroom bench --quick --out bench-results                                      # every technique for real on the CPU
 //	headroom summary report.json                                                    # a run report, timeline or bench.json
 //	headroom export z.safetensors model.safetensors                                 # a snapshot's model, its shards merged
