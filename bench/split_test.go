@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/plan"
@@ -53,7 +54,21 @@ func TestSplitRows(t *testing.T) {
 		if r.TrainSteps == 0 || r.SecondsPerStep <= 0 {
 			t.Errorf("%s: loss run %d steps, %g s per step", tq.Name, r.TrainSteps, r.SecondsPerStep)
 		}
+		if line := mdRow(res.Markdown(), "transformer", tq.Name); !strings.HasSuffix(line, "| – |") || r.EvalMetric != "" {
+			t.Errorf("%s: eval metric %q, Markdown row %q: want none evaluated (a split run does not validate), shown as –", tq.Name, r.EvalMetric, line)
+		}
 		t.Logf("%-40s ranks %d, rank peaks %v, %.4f s/step, loss %.4f, train peak equal %v, flags %v",
 			tq.Name, r.Ranks, r.RankPeaks, r.SecondsPerStep, r.FinalLoss, r.SamePeak, r.Flags)
 	}
+}
+
+// mdRow returns the Markdown table row of technique in model's table.
+func mdRow(md, model, technique string) string {
+	_, table, _ := strings.Cut(md, "**"+model+"**")
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "| "+technique+" |") {
+			return line
+		}
+	}
+	return ""
 }

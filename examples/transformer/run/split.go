@@ -70,7 +70,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: dp, Zero: c.Zero, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
 		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, LR: sched}
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: c.End(steps),
-		EvalMetric: "validation_loss_nats_per_byte", CapacityBytes: capacity, Flags: c.Values()}
+		CapacityBytes: capacity, Flags: c.Values()} // no EvalMetric: validation needs the whole model, not run
 	final := make([]float64, c.Ranks)
 	var stats device.Stats // rank 0's after training
 	began := time.Now()
