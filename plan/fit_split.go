@@ -9,8 +9,10 @@ import (
 
 // Layout is one arrangement of a fit's ranks into TP tensor-parallel
 // ranks × PP pipeline stages × DP data-parallel copies, and how it did:
-// its Option is the largest batch found to fit (a multiple of DP ×
-// accum) and whether the target batch fits, with the worst rank's peak.
+// its Option says whether the target batch (rounded up to a multiple of
+// DP × accum, Unit) fits, with the worst rank's peak; MaxBatch and Peak,
+// the largest batch found to fit, are searched for the chosen layout only
+// (0 on the others).
 type Layout struct {
 	TP int `json:"tp"`
 	PP int `json:"pp"`
@@ -47,16 +49,18 @@ type SplitFitResult struct {
 //
 // The global batch is fixed across layouts: target (0: the model's batch
 // per rank × c.Ranks × accum, the data-parallel layout's default),
-// rounded up to a multiple of each layout's DP × accum. For each
-// layout Fit's search finds the largest batch that fits and runs the
-// target batch (see Fit for what the search relies on).
+// rounded up to a multiple of each layout's DP × accum. Each layout's
+// step runs once, at its target batch; then Fit's search finds the chosen
+// layout's largest batch (see Fit for what the search relies on). So the
+// cost is one plan per layout and one bisection.
 //
 // The rule: among the layouts whose target batch ran within the
 // capacity, the fewest model-parallel ranks TP × PP (each split adds
 // communication: more data parallelism is cheaper when the model fits),
-// then the largest batch that fits (headroom), then the smaller TP
-// (tensor parallelism all-reduces activations in every layer, a pipeline
-// sends one activation per stage boundary).
+// then the lowest worst-rank peak at the target batch (the most
+// headroom), then the smaller TP (tensor parallelism all-reduces
+// activations in every layer, a pipeline sends one activation per stage
+// boundary).
 func FitSplit(c Config, capacity int64, target int) (*SplitFitResult, error) {
 	if c.TP > 1 || c.PP > 1 {
 		return nil, fmt.Errorf("plan: fit split: tp %d, pp %d given: the search chooses them (give the whole rank count as ranks)", c.TP, c.PP)
@@ -76,7 +80,19 @@ func FitSplit(c Config, capacity int64, target int) (*SplitFitResult, error) {
 		}
 		r.Layouts = append(r.Layouts, l)
 	}
-	r.Best = bestLayout(r.Layouts)
+	if r.Best = bestLayout(r.Layouts); r.Best != nil {
+		b := r.Best
+		cc := layoutConfig(c, *b, 0)
+		cc.Capacity = capacity
+		o, err := search(probeOf(cc), b.Unit, target, -1)
+		if err != nil {
+			return nil, fmt.Errorf("plan: fit split: tp %d pp %d dp %d: %w", b.TP, b.PP, b.DP, err)
+		}
+		b.MaxBatch, b.Peak, b.Note = o.MaxBatch, o.Peak, o.Note
+		if o.MaxBatch < b.TargetBatch {
+			b.Note = fmt.Sprintf("batch %d fits although the search found batch %d fitting and %d not: memory is not monotone in the batch here", b.TargetBatch, o.MaxBatch, o.MaxBatch+b.Unit)
+		}
+	}
 	return r, nil
 }
 
@@ -105,8 +121,8 @@ func layoutConfig(c Config, l Layout, batch int) Config {
 	return c
 }
 
-// fitLayout plans l: the model's limits and the configuration's checks
-// first (a failure is l.Skipped), then Fit's search.
+// fitLayout plans l at the target batch: the model's limits and the
+// configuration's checks first (a failure is l.Skipped).
 func fitLayout(c Config, m Model, capacity int64, target int, l *Layout) error {
 	accum := max(c.Accum, 1)
 	unit := l.DP * accum
@@ -125,8 +141,9 @@ func fitLayout(c Config, m Model, capacity int64, target int, l *Layout) error {
 	}
 	cc := layoutConfig(c, *l, 0)
 	cc.Capacity = capacity
-	o, err := search(probeOf(cc), unit, target, -1)
-	l.Option = o
+	var err error
+	l.Unit, l.TargetBatch = unit, tb
+	l.TargetFits, l.TargetPeak, err = probeOf(cc)(tb)
 	return err
 }
 
@@ -150,8 +167,8 @@ func better(a, b Layout) bool {
 	switch {
 	case a.ModelRanks() != b.ModelRanks():
 		return a.ModelRanks() < b.ModelRanks()
-	case a.MaxBatch != b.MaxBatch:
-		return a.MaxBatch > b.MaxBatch
+	case a.TargetPeak != b.TargetPeak:
+		return a.TargetPeak < b.TargetPeak
 	}
 	return a.TP < b.TP
 }
@@ -160,7 +177,7 @@ func better(a, b Layout) bool {
 func (r *SplitFitResult) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s over %d ranks of %s, target batch %d\n", r.Model, r.Ranks, device.FormatBytes(r.Capacity), r.Target)
-	fmt.Fprintf(&b, "  %4s %4s %4s %10s %12s %12s\n", "tp", "pp", "dp", "max batch", "target fits", "worst peak")
+	fmt.Fprintf(&b, "  %4s %4s %4s %12s %12s\n", "tp", "pp", "dp", "target fits", "worst peak")
 	for _, l := range r.Layouts {
 		if l.Skipped != "" {
 			fmt.Fprintf(&b, "  %4d %4d %4d  skipped: %s\n", l.TP, l.PP, l.DP, l.Skipped)
@@ -170,10 +187,10 @@ func (r *SplitFitResult) String() string {
 		if l.TargetFits {
 			peak = device.FormatBytes(l.TargetPeak)
 		}
-		fmt.Fprintf(&b, "  %4d %4d %4d %10d %12v %12s\n", l.TP, l.PP, l.DP, l.MaxBatch, l.TargetFits, peak)
+		fmt.Fprintf(&b, "  %4d %4d %4d %12v %12s\n", l.TP, l.PP, l.DP, l.TargetFits, peak)
 	}
 	if l := r.Best; l != nil {
-		fmt.Fprintf(&b, "use --tp %d --pp %d --dp %d: batch %d fits (worst rank's peak %s; up to batch %d), the fewest model-parallel ranks that fit\n",
+		fmt.Fprintf(&b, "use --tp %d --pp %d --dp %d: batch %d fits (worst rank's peak %s; up to batch %d), the fewest model-parallel ranks that fit, then the lowest peak\n",
 			l.TP, l.PP, l.DP, l.TargetBatch, device.FormatBytes(l.TargetPeak), l.MaxBatch)
 	} else {
 		fmt.Fprintf(&b, "no layout of %d ranks fits batch %d in %s: add ranks, techniques (--amp, --checkpoint, --accum) or a smaller batch\n", r.Ranks, r.Target, device.FormatBytes(r.Capacity))

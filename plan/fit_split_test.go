@@ -27,8 +27,9 @@ func worstPeak(t *testing.T, c Config) (peak, allocated int64, oom bool) {
 // layout that splits the model; its target batch plans within the
 // capacity with the peak FitSplit reports, every planned layout with
 // fewer model-parallel ranks runs out of memory at the target batch (each
-// planned again here, on meta), and among the layouts of as many
-// model-parallel ranks none fits a larger batch.
+// planned again here, on meta), among the layouts of as many
+// model-parallel ranks none peaks lower, and the chosen layout's largest
+// batch fits while one unit more does not.
 func TestFitSplitChoosesFewestModelRanks(t *testing.T) {
 	c := Config{Model: "gpt2", Seq: 32, Ranks: 8, Zero: 1, AMP: dtype.BF16}
 	const target = 8
@@ -67,9 +68,25 @@ func TestFitSplitChoosesFewestModelRanks(t *testing.T) {
 		if l.ModelRanks() < b.ModelRanks() && !oom {
 			t.Errorf("tp %d pp %d dp %d fits batch %d with fewer model-parallel ranks than the chosen tp %d pp %d", l.TP, l.PP, l.DP, l.TargetBatch, b.TP, b.PP)
 		}
-		if l.ModelRanks() == b.ModelRanks() && l.TargetFits && l.MaxBatch > b.MaxBatch {
-			t.Errorf("tp %d pp %d dp %d fits batch %d, more than the chosen tp %d pp %d's %d", l.TP, l.PP, l.DP, l.MaxBatch, b.TP, b.PP, b.MaxBatch)
+		if l.ModelRanks() == b.ModelRanks() && l.TargetFits && l.TargetPeak < b.TargetPeak {
+			t.Errorf("tp %d pp %d dp %d peaks at %d bytes, less than the chosen tp %d pp %d's %d", l.TP, l.PP, l.DP, l.TargetPeak, b.TP, b.PP, b.TargetPeak)
 		}
+	}
+	// The chosen layout's largest batch fits, with the peak reported, and
+	// one unit more does not.
+	for _, tc := range []struct {
+		batch int
+		fits  bool
+	}{{b.MaxBatch, true}, {b.MaxBatch + b.Unit, false}} {
+		cc := layoutConfig(c, *b, tc.batch)
+		cc.Capacity = capacity
+		peak, _, oom := worstPeak(t, cc)
+		if oom == tc.fits || tc.fits && peak != b.Peak {
+			t.Errorf("chosen layout at batch %d: out of memory %v, peak %d; want fits=%v (reported max batch %d, peak %d)", tc.batch, oom, peak, tc.fits, b.MaxBatch, b.Peak)
+		}
+	}
+	if b.MaxBatch < b.TargetBatch {
+		t.Errorf("chosen layout: max batch %d below the target %d that fits", b.MaxBatch, b.TargetBatch)
 	}
 }
 

@@ -31,7 +31,8 @@ ranks), up to the memory the driver reports free on cuda:0.
 ranks (tp × pp × dp = ranks; heads divisible by tp, pp ≤ layers) at the
 target global batch (default: the model's batch × ranks × accum) with the
 techniques given, and picks the fewest model-parallel ranks tp × pp that
-fit, then the largest batch, then the smaller tp (plan.FitSplit).`
+fit, then the lowest worst-rank peak, then the smaller tp, and searches the
+chosen layout's largest batch (plan.FitSplit).`
 
 // maxMeasure is the largest capacity --measure accepts on cpu devices.
 const maxMeasure = 4 << 30
