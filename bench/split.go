@@ -34,8 +34,7 @@ func applies(t Technique, s Setup) bool {
 // splitFlags returns the example's flags for c's split: --tp and --pp,
 // and --ranks as the whole mesh (the example's --ranks counts every rank,
 // the planner's Ranks the data-parallel copies); under PP untied
-// embeddings, and composed no clipping, as the planner's step (splitGPT,
-// splitStep). Nil without a split.
+// embeddings, as the planner's step (splitGPT). Nil without a split.
 func splitFlags(c plan.Config) []string {
 	tp, pp := max(c.TP, 1), max(c.PP, 1)
 	if tp*pp == 1 {
@@ -45,11 +44,8 @@ func splitFlags(c plan.Config) []string {
 	if tp > 1 {
 		f = append(f, "--tp="+strconv.Itoa(tp))
 	}
-	if pp > 1 { // the planner's split: untied, unclipped (plan.Config.TP)
+	if pp > 1 { // the planner's split: untied (plan.Config.TP)
 		f = append(f, "--pp="+strconv.Itoa(pp), "--tie-embeddings=false")
-	}
-	if pp > 1 || c.Ranks > 1 {
-		f = append(f, "--clip=0")
 	}
 	if n := max(c.Ranks, 1) * tp * pp; n > tp*pp {
 		f = append(f, "--ranks="+strconv.Itoa(n))

@@ -43,6 +43,7 @@ func Techniques() []Technique {
 			}
 		}},
 		{Name: "selective", Apply: set(func(c *plan.Config) { c.Selective = true })},
+		{Name: "step in backward", Apply: set(func(c *plan.Config) { c.StepInBackward = true })},
 		{Name: "accum 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
 		{Name: "amp bf16 + amp-params + checkpoint √n + accum 4", Apply: set(func(c *plan.Config) {
 			c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4
@@ -88,9 +89,10 @@ func techniqueNames(ts []Technique) []string {
 
 // Flags returns the example program's flags for the step planned by c:
 // --batch (the global batch, as the planner's), --amp and --amp-params,
-// --checkpoint or --checkpoint-budget, --accum, --ranks, --zero and
-// --offload; with tensor or pipeline parallelism --tp, --pp and --ranks
-// as the whole mesh (splitFlags).
+// --checkpoint or --checkpoint-budget, --accum, --ranks, --zero,
+// --offload and --step-in-backward (with --clip=0 for a GPT); with tensor
+// or pipeline parallelism --tp, --pp and --ranks as the whole mesh
+// (splitFlags).
 func Flags(c plan.Config) []string {
 	batch := max(c.Batch, 1)
 	var f []string
@@ -121,6 +123,12 @@ func Flags(c plan.Config) []string {
 	}
 	if c.Offload {
 		f = append(f, "--offload")
+	}
+	if c.StepInBackward {
+		f = append(f, "--step-in-backward")
+		if m, err := plan.Lookup(c.Model); err == nil && m.Kind == "gpt" {
+			f = append(f, "--clip=0") // the planner's GPT step clips only without it
+		}
 	}
 	return append([]string{"--batch=" + strconv.Itoa(batch)}, f...)
 }

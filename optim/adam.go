@@ -108,22 +108,28 @@ func (a *Adam) Step() error {
 		return err
 	}
 	for _, s := range work {
-		s.step++
-		m, v := s.state[len(s.state)-2], s.state[len(s.state)-1]
-		p := a.target(s)
-		if k := s.t.Device().Kernels(); k != nil {
-			k.AdamStep(operand(p), operand(s.t.Grad()), operand(m), operand(v), device.AdamArgs{
-				LR: a.lr, Beta1: a.beta1, Beta2: a.beta2, Eps: a.eps, WeightDecay: a.wd,
-				Step: s.step, Decoupled: a.decoupled,
-			})
-		}
-		p.Block().Bump()
-		m.Block().Bump()
-		v.Block().Bump()
-		a.publish(s)
+		a.update(s)
 	}
 	a.steps++
 	return nil
+}
+
+// update applies one Adam update to s and bumps the versions of what it
+// wrote.
+func (a *Adam) update(s *slot) {
+	s.step++
+	m, v := s.state[len(s.state)-2], s.state[len(s.state)-1]
+	p := a.target(s)
+	if k := s.t.Device().Kernels(); k != nil {
+		k.AdamStep(operand(p), operand(s.t.Grad()), operand(m), operand(v), device.AdamArgs{
+			LR: a.lr, Beta1: a.beta1, Beta2: a.beta2, Eps: a.eps, WeightDecay: a.wd,
+			Step: s.step, Decoupled: a.decoupled,
+		})
+	}
+	p.Block().Bump()
+	m.Block().Bump()
+	v.Block().Bump()
+	a.publish(s)
 }
 
 // hypers are the settings a loaded State must match.

@@ -53,21 +53,28 @@ func (a *Adam8bit) pending() ([]*qslot, error) {
 		if s.t.Released() {
 			return nil, fmt.Errorf("%s: step: parameter %q was released", a.kind, s.name)
 		}
-		g := s.t.Grad()
-		if g == nil {
+		if s.t.Grad() == nil {
 			continue
 		}
-		if err := checkPair(a.kind, s.name, s.t, g, false); err != nil {
+		if err := a.checkQ(s); err != nil {
 			return nil, err
-		}
-		for _, st := range s.tensors() {
-			if st.Released() {
-				return nil, fmt.Errorf("%s: step: state %v of %q was released outside the optimizer", a.kind, st, s.name)
-			}
 		}
 		work = append(work, s)
 	}
 	return work, nil
+}
+
+// checkQ checks a quantised slot with a gradient and its state.
+func (a *Adam8bit) checkQ(s *qslot) error {
+	if err := checkPair(a.kind, s.name, s.t, s.t.Grad(), false); err != nil {
+		return err
+	}
+	for _, st := range s.tensors() {
+		if st.Released() {
+			return fmt.Errorf("%s: step: state %v of %q was released outside the optimizer", a.kind, st, s.name)
+		}
+	}
+	return nil
 }
 
 // allocate gives every slot of work without state its codes and absmax

@@ -88,6 +88,17 @@
 // Saving after n steps and loading into a fresh optimizer continues the run
 // bit for bit.
 //
+// # One parameter at a time
+//
+// SGD, Adam, AdamW and the 8-bit AdamW are ParamSteppers: StepParam(t)
+// applies to one parameter the update the next Step would apply to it,
+// with the same kernel, allocating its state if it has none, and returns
+// an undo that puts the parameter, its state and its update count back bit
+// for bit from a host copy of their bytes taken first (none on meta). The Step that follows updates the
+// parameters that still have a gradient and counts the step. The step
+// inside backward (train.Stepper.StepInBackward) calls it from a gradient
+// hook and frees each gradient at once.
+//
 // # 8-bit state
 //
 // NewAdamW8bit and NewAdam8bit (Dettmers et al. 2022) keep m and v of every

@@ -132,22 +132,30 @@ func (b *base) pending() ([]*slot, error) {
 		if s.t.Released() {
 			return nil, fmt.Errorf("%s: step: parameter %q was released", b.kind, s.name)
 		}
-		g := s.t.Grad()
-		if g == nil {
+		if s.t.Grad() == nil {
 			continue
 		}
-		if err := checkPair(b.kind, s.name, s.t, g, b.master); err != nil {
+		if err := b.checkSlot(s); err != nil {
 			return nil, err
-		}
-		for i, st := range s.state {
-			if st.Released() || !sameShape(st.Shape(), s.t.Shape()) || st.DType() != b.stateDType(s) || st.Device() != s.t.Device() {
-				return nil, fmt.Errorf("%s: step: state %s.%s (%v) no longer fits parameter %v %s on %s (released outside the optimizer?)",
-					b.kind, b.names[i], s.name, st, s.t.Shape(), s.t.DType(), s.t.Device())
-			}
 		}
 		work = append(work, s)
 	}
 	return work, nil
+}
+
+// checkSlot checks a slot with a gradient: the parameter and gradient
+// pair, and that its state still fits the parameter.
+func (b *base) checkSlot(s *slot) error {
+	if err := checkPair(b.kind, s.name, s.t, s.t.Grad(), b.master); err != nil {
+		return err
+	}
+	for i, st := range s.state {
+		if st.Released() || !sameShape(st.Shape(), s.t.Shape()) || st.DType() != b.stateDType(s) || st.Device() != s.t.Device() {
+			return fmt.Errorf("%s: step: state %s.%s (%v) no longer fits parameter %v %s on %s (released outside the optimizer?)",
+				b.kind, b.names[i], s.name, st, s.t.Shape(), s.t.DType(), s.t.Device())
+		}
+	}
+	return nil
 }
 
 // checkLR checks the learning rate of a Step.

@@ -93,26 +93,32 @@ func (o *SGD) Step() error {
 		return err
 	}
 	for i, s := range work {
-		s.step++
-		var buf device.Operand
-		if o.momentum != 0 {
-			buf = operand(s.state[len(s.state)-1])
-		}
-		p := o.target(s)
-		if k := s.t.Device().Kernels(); k != nil {
-			k.SGDStep(operand(p), operand(s.t.Grad()), buf, device.SGDArgs{
-				LR: o.lr, Momentum: o.momentum, Dampening: o.dampening, WeightDecay: o.wd,
-				Nesterov: o.nesterov, First: first[i],
-			})
-		}
-		p.Block().Bump()
-		if o.momentum != 0 {
-			s.state[len(s.state)-1].Block().Bump()
-		}
-		o.publish(s)
+		o.update(s, first[i])
 	}
 	o.steps++
 	return nil
+}
+
+// update applies one SGD update to s (first: its momentum buffer was just
+// allocated) and bumps the versions of what it wrote.
+func (o *SGD) update(s *slot, first bool) {
+	s.step++
+	var buf device.Operand
+	if o.momentum != 0 {
+		buf = operand(s.state[len(s.state)-1])
+	}
+	p := o.target(s)
+	if k := s.t.Device().Kernels(); k != nil {
+		k.SGDStep(operand(p), operand(s.t.Grad()), buf, device.SGDArgs{
+			LR: o.lr, Momentum: o.momentum, Dampening: o.dampening, WeightDecay: o.wd,
+			Nesterov: o.nesterov, First: first,
+		})
+	}
+	p.Block().Bump()
+	if o.momentum != 0 {
+		s.state[len(s.state)-1].Block().Bump()
+	}
+	o.publish(s)
 }
 
 func (o *SGD) hypers() []hyper {

@@ -629,9 +629,37 @@
 // 6 + 12/Data because it keeps F32 gradients; here gradients are in the
 // parameters' dtype (TestMeshModelStatesPerRank measures this form too).
 //
-// Not yet: clipping by the global norm across a mesh with Tensor > 1
-// (Pipe.Optimizer sums over the stages, the DDP optimizer over the data
-// group; a tensor group's replicated parameters would be counted Tensor
-// times); NCCL meshes (no point-to-point); dropout masks that match one
+// Global-norm clipping and loss scaling over a mesh: MeshOptimizer wraps
+// a rank's optimizer (the DDP's under Data > 1) as an optim.Sharded
+// whose AllSum is one F64 all-reduce over World (8 bytes of tag
+// communication, freed at once) and whose Step clips by the whole model's
+// norm before stepping,
+//
+//	‖g‖² = Σ_ranks ( own_r + [tensor rank 0]·rep_r ) · [data rank 0 or ZeRO ≥ 1]
+//
+// where own_r is the sum of squares of the rank's gradients of the
+// parameters it holds alone (its tensor-parallel shards; under ZeRO its
+// pieces of the flat buffer, cut at the parameters' bounds) and rep_r of
+// those its tensor group replicates (TensorGPT.Replicated: wpe, the
+// LayerNorms, the row-parallel biases), counted on tensor rank 0 only;
+// the data-parallel copies' reduced gradients are the same under ZeRO 0,
+// counted on data rank 0 only, and under ZeRO 1–2 each copy adds its
+// pieces. The factor is ClipGradNorm's, clip/(‖g‖ + 1e-6) when below 1.
+// TestMeshClipMatchesOneDevice (F64, clip 0.05 binding every step, 6
+// AdamW steps): TP2 (± sequence parallelism), PP2, DP2×TP2 (ZeRO 0),
+// DP2×TP2×PP2 (ZeRO 1, and ZeRO 2 with sequence parallelism) give
+// every rank one device's norm within 1.2e-13 relative, the losses
+// within 1e-15 and the parameters within 6e-14 (TP, PP) and 1.4e-12
+// (DP: the data mean's association, clipping or not). An amp.Scaler over
+// a MeshOptimizer adds the ranks' found-inf flags over World (the same
+// all-reduce): every rank skips an overflowed step, its parameters and
+// optimizer state unchanged, and all keep one scale; Pipe.Step scales
+// the losses by PipeBatch.Scale. TestMeshLossScaling (F16 autocast on
+// DP2×TP2×PP2 ZeRO-1 and TP2×PP2) measures the losses within 4.9e-4 and
+// 6.9e-5 relative of one device's scaled run, the same scale on every
+// rank, and an infinity forced into one rank's gradients making all of
+// them skip that step and halve the scale.
+//
+// Not yet: NCCL meshes (no point-to-point); dropout masks that match one
 // device across stages.
 package parallel

@@ -31,6 +31,7 @@ type meshSetup struct {
 	checkpoint bool
 	wrapData   func(parallel.Communicator) parallel.Communicator // wraps each rank's Data group (nil: none)
 	fails      func(rank, step int) bool                         // this rank's Tokens or Loss returns nil in step (nil: never)
+	overflow   func(rank, step int) bool                         // under loss scaling: an infinity in this rank's gradients of step
 }
 
 func smallMesh(dt dtype.DType, shape parallel.MeshShape) meshSetup {
@@ -48,6 +49,8 @@ type meshRank struct {
 	flat    int // the DDP's flat elements, and its shard's
 	shard   int
 	buckets int
+	norms   []float64 // under clipping or loss scaling: every step's global gradient norm (0: skipped)
+	scales  []float64 // under loss scaling: the scale after every step
 }
 
 // reference is pipeSetup.reference over Data·M micro-batches, with every
@@ -83,15 +86,16 @@ func (ms meshSetup) run() ([]meshRank, error) {
 	return out, err
 }
 
-// stagePipe builds this rank's model and its pipeline stage, and the
-// loss of a micro-batch's logits against targets.
-func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.Pipe, func(*autograd.Tensor, []int64) *autograd.Tensor, error) {
+// stagePipe builds this rank's model and its pipeline stage, the loss
+// of a micro-batch's logits against targets and the parameters the
+// tensor group replicates.
+func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.Pipe, func(*autograd.Tensor, []int64) *autograd.Tensor, []*autograd.Tensor, error) {
 	b := nn.NewDeferredBuilder(dev, ms.dt, 7)
 	cfg := parallel.PipeConfig{MicroBatches: ms.m, Batch: ms.batch, Seq: ms.seq, Schedule: ms.sched, Autocast: ms.autocast}
 	if ms.shape.Tensor == 1 {
 		g, err := nn.NewGPT(b, "gpt", ms.cfg, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if ms.checkpoint {
 			g.RunBlocks = checkpointed
@@ -102,11 +106,11 @@ func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.P
 			logits.Release()
 			y := logits.Scope().FromInt64s(logits.Device(), []int{len(tgt)}, tgt)
 			return autograd.CrossEntropy(flat, y, autograd.CEOptions{})
-		}, err
+		}, nil, err
 	}
 	g, err := parallel.NewTensorGPT(b, "gpt", ms.cfg, m.Tensor, nil, parallel.TensorOptions{Sequence: ms.sequence})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ms.checkpoint {
 		g.RunBlocks = checkpointed
@@ -116,7 +120,7 @@ func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.P
 		y := logits.Scope().FromInt64s(logits.Device(), []int{ms.batch, ms.seq}, tgt)
 		defer logits.Release()
 		return g.Loss(logits, y, autograd.CEOptions{})
-	}, err
+	}, g.Replicated(), err
 }
 
 // rank trains rank m: its stage over m.Pipe, data parallelism (ZeRO
@@ -124,7 +128,7 @@ func (ms meshSetup) stagePipe(m *parallel.Mesh, dev *device.Device) (*parallel.P
 func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 	res := meshRank{params: map[string][]float64{}}
 	dev := cpu.New(m.World.Rank(), device.Options{})
-	pp, loss, err := ms.stagePipe(m, dev)
+	pp, loss, rep, err := ms.stagePipe(m, dev)
 	if err != nil {
 		return res, err
 	}
@@ -145,6 +149,10 @@ func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 	}
 	defer opt.Release()
 	res.flat, res.shard, res.buckets = d.FlatLen(), d.ShardLen(), len(d.Buckets())
+	up, err := ms.updater(m, pp, opt, rep)
+	if err != nil {
+		return res, err
+	}
 	for step := range ms.steps {
 		first := m.DataRank * ms.m
 		l, err := pp.Step(parallel.PipeBatch{
@@ -162,11 +170,12 @@ func (ms meshSetup) rank(m *parallel.Mesh) (meshRank, error) {
 				_, tgt := ms.tokens(step, first+i)
 				return loss(logits, tgt)
 			},
+			Scale: up.scale(),
 		})
 		if err != nil {
 			return res, err
 		}
-		if err := opt.Step(); err != nil {
+		if err := up.step(m, step, &res); err != nil {
 			return res, err
 		}
 		if step == 0 {

@@ -22,6 +22,8 @@ import (
 // (TP1) bit for bit. Last, rank 1 aborts its one-rank Data communicator:
 // rank 0, in a collective of its Tensor communicator, must fail within
 // 20 s naming rank 1's error (one failure domain across the splits).
+// Between the two, 3 steps clipped by the global norm (MeshOptimizer, clip
+// 0.05) give both ranks one device's norm within 1e-12 relative.
 func TestMPIMeshRanks(t *testing.T) {
 	if os.Getenv("OMPI_COMM_WORLD_SIZE") == "" {
 		t.Skip("runs as a rank under mpirun, launched by TestMPI")
@@ -74,6 +76,25 @@ func TestMPIMeshRanks(t *testing.T) {
 			t.Errorf("%v rank %d: %d parameters, its stage %d", sh, w.Rank(), len(got.params), n)
 		}
 		t.Logf("%v rank %d: %d steps, losses %.4f → %.4f", sh, w.Rank(), ms.steps, got.losses[0], got.losses[len(got.losses)-1])
+	}
+	for _, sh := range []parallel.MeshShape{{1, 2, 1}, {1, 1, 2}} { // global-norm clipping over the MPI mesh
+		m, err := parallel.NewMesh(w, sh)
+		if err != nil {
+			t.Fatalf("%v: %v", sh, err)
+		}
+		ms := smallMesh(dtype.F64, sh)
+		ms.steps, ms.clip = 3, 0.05
+		want, _ := ms.reference(t)
+		got, err := ms.rank(m)
+		if err != nil {
+			t.Fatalf("%v rank %d, clipped: %v", sh, w.Rank(), err)
+		}
+		for step, n := range got.norms {
+			if math.Abs(n-want.norms[step]) > 1e-12*want.norms[step] {
+				t.Errorf("%v rank %d step %d: gradient norm %v, one device %v", sh, w.Rank(), step, n, want.norms[step])
+			}
+		}
+		t.Logf("%v rank %d, clip %v: norms %v, one device %v", sh, w.Rank(), ms.clip, got.norms, want.norms)
 	}
 	m, err := parallel.NewMesh(w, parallel.MeshShape{Data: 1, Tensor: 2, Pipe: 1})
 	if err != nil {

@@ -16,6 +16,10 @@ type PipeBatch struct {
 	// Loss returns micro-batch i's loss, a scalar, from its logits (made
 	// in the logits' scope); called on the last stage only.
 	Loss func(logits *autograd.Tensor, i int) *autograd.Tensor
+	// Scale multiplies every loss before its backward, after the 1/M of
+	// the micro-batches' mean (an amp.Scaler's Scale; 0: 1). Step's loss
+	// is the unscaled one.
+	Scale float64
 }
 
 // micro is one micro-batch's state on a stage.
@@ -208,6 +212,9 @@ func (p *Pipe) forward(i int, b PipeBatch, m *micro) {
 	m.loss = h.Item()
 	if M := p.cfg.MicroBatches; M > 1 {
 		h = h.Scale(1 / float64(M))
+	}
+	if b.Scale != 0 && b.Scale != 1 {
+		h = h.Scale(b.Scale)
 	}
 	m.out = h
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
@@ -34,6 +35,7 @@ type pipeSetup struct {
 	wrap          func(parallel.Communicator) parallel.Communicator // wraps each rank's communicator (nil: none)
 	devOf         func(rank int) *device.Device                     // rank's device (nil: a cpu, of capOf's capacity); the reference's is devOf(0)
 	autocast      dtype.DType                                       // the forward's autocast dtype (Invalid: none)
+	lossScale     bool                                              // F16 dynamic loss scaling (amp.Scaler's defaults)
 }
 
 func smallPipe(dt dtype.DType, stages int, sched parallel.Schedule) pipeSetup {
@@ -72,6 +74,8 @@ type pipeResult struct {
 	losses []float64
 	params map[string][]float64
 	stats  []parallel.PipeStats // per stage, of the last step
+	norms  []float64            // the reference's, with a clip: every step's gradient norm
+	scales []float64            // the reference's, with loss scaling: the scale after every step
 }
 
 // reference trains the model on one device with gradient accumulation
@@ -89,7 +93,11 @@ func (ps pipeSetup) reference(t *testing.T) pipeResult {
 		t.Fatal(err)
 	}
 	defer opt.Release()
-	st := &train.Stepper{Opt: opt, Accum: ps.m, Clip: ps.clip, Autocast: ps.autocast}
+	rec := &sumRecorder{Optimizer: opt}
+	st := &train.Stepper{Opt: rec, Accum: ps.m, Clip: ps.clip, Autocast: ps.autocast}
+	if ps.lossScale {
+		st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
+	}
 	res := pipeResult{params: map[string][]float64{}}
 	for step := range ps.steps {
 		loss, _, err := st.Step(func(s *autograd.Scope, i int) *autograd.Tensor {
@@ -100,6 +108,10 @@ func (ps pipeSetup) reference(t *testing.T) pipeResult {
 			t.Fatal(err)
 		}
 		res.losses = append(res.losses, loss)
+		res.norms = append(res.norms, math.Sqrt(rec.last))
+		if st.Scaler != nil {
+			res.scales = append(res.scales, st.Scaler.Scale())
+		}
 	}
 	for _, p := range g.Params() {
 		res.params[p.Name] = p.T.Float64s()

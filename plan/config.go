@@ -35,6 +35,11 @@ type Config struct {
 	// FusedLoss computes a GPT's LM head and loss in row chunks
 	// (--fused-loss, nn.GPT.FusedLoss): the logits never exist.
 	FusedLoss bool
+	// StepInBackward updates each parameter inside the last micro-batch's
+	// backward and frees its gradient there (--step-in-backward,
+	// train.Stepper.StepInBackward); a GPT is then planned without
+	// clipping, as the transformer example needs --clip 0 with it.
+	StepInBackward bool
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -60,6 +65,13 @@ type Config struct {
 	Prune float64
 	// Optimizer is "adamw", "adam", "sgd" or "adamw8bit" (default: the model's).
 	Optimizer string
+	// LoRA fine-tunes rank-LoRA adapters over the frozen GPT (package lora;
+	// 0: every parameter trained); LoRABase is "float" (default) or
+	// "int8", LoRATargets the adapted block Linears (nil: all): the
+	// transformer example's --lora, --lora-base, --lora-targets.
+	LoRA        int
+	LoRABase    string
+	LoRATargets []string
 	// Steps is the number of steps run (default 2: the first allocates
 	// the optimizer's state, the second shows the steady state).
 	Steps int
@@ -195,7 +207,13 @@ func (c Config) check(m Model) error {
 	default:
 		return fmt.Errorf("optimizer %q: want adamw, adam, sgd or adamw8bit", c.Optimizer)
 	}
+	if err := c.checkStepInBackward(); err != nil {
+		return err
+	}
 	if err := c.check8bit(); err != nil {
+		return err
+	}
+	if err := c.checkLoRA(m); err != nil {
 		return err
 	}
 	if err := c.checkDevice(); err != nil {

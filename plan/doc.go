@@ -29,6 +29,16 @@
 // first makes the optimizer's state, the second is the steady state), the
 // cpu device.
 //
+// LoRA (--lora R, --lora-base, --lora-targets, package lora) plans the
+// fine-tuning step of rank-R adapters over the frozen GPT as the
+// transformer example runs it: the float model is built (its bytes are in
+// the parameter peak, as in the example, which loads --init before
+// adapting), then lora.Apply freezes it (Int8: quantizes its block Linears
+// and frees their float weights) and the optimizer steps the adapters
+// alone: gradients 4·Σ_a and AdamW state 8·Σ_a bytes, Σ_a = 16·L·R·C with
+// every Linear adapted. One device only; not with amp-params, prune or
+// adamw8bit. Predicted equals measured (TestLoRAPredictionEqualsMeasurement).
+//
 // Under ZeRO stage 3 (Prune is refused with it: pruning reads the whole
 // model's weights, which no stage-3 rank holds) the ranks build the model
 // as the example programs do (train.Common.ModelBuilder): deferred, each writing
@@ -44,6 +54,13 @@
 // skips is an error. A configuration whose tensors or totals would pass
 // MaxBytes (2^62 bytes) on a device is refused (SizeError) rather than
 // counted wrong.
+//
+// StepInBackward plans the optimizer step inside backward as the
+// examples' --step-in-backward runs it (a GPT without clipping): the same
+// Stepper on meta, so the gradient peak predicted is the largest gradient
+// alive at once, byte for byte as on cpu
+// (TestStepInBackwardPredictionEqualsMeasurement). Refused with ranks,
+// ZeRO, tp or pp.
 //
 // Fit searches batch sizes and technique combinations for the largest
 // batch that fits a capacity, cheapest first. It bisects, and trusts only
@@ -77,10 +94,16 @@
 // with ZeRO 1 or 2 divides the optimizer state (and gradients) of each
 // stage by DP. Per rank, with Ψ_r the parameters it holds (Rank.Params),
 // F32 AdamW holds 4Ψ_r parameter, 4Ψ_r gradient and 8⌈Ψ_r/DP⌉ optimizer
-// bytes under ZeRO 1 (8Ψ_r without); Megatron's bf16 count is
-// (2 + 4 + 12/DP)Ψ_r, 6 + 12/DP bytes per parameter. Every rank's bytes
-// are the real step's on meta devices; with DP above 1 one representative
-// per (tp, pp) coordinate runs for all copies, whose bytes are the same
-// (TestRepresentativesEqualFullMesh). Not yet: AMP, checkpointing and
-// clipping with PP or DP, ZeRO 3, offload.
+// bytes under ZeRO 1 (8Ψ_r without); with AMPParams (16-bit parameters
+// and gradients, F32 masters and moments sharded) 2Ψ_r + 2Ψ_r + 12Ψ_r/DP,
+// 4 + 12/DP bytes per parameter, where Megatron's bf16 count is
+// (2 + 4 + 12/DP)Ψ_r because it keeps F32 gradients; the gradient tag
+// also holds, on every stage but the last, one micro-batch's activation
+// gradient received from the next stage (TestSplit175BModelStates: every
+// rank of gpt3-175b on TP 8 × PP 16 × DP 8). Clipping is by the whole
+// model's norm (parallel.MeshOptimizer), F16 gradients loss-scaled. Every
+// rank's bytes are the real step's on meta devices; with DP above 1 one
+// representative per (tp, pp) coordinate runs for all copies, whose bytes
+// are the same (TestRepresentativesEqualFullMesh). Not yet: checkpoint
+// budgets and selective recomputation with PP or DP, ZeRO 3, offload.
 package plan

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
@@ -39,10 +40,8 @@ func (c Config) checkSplit(m Model) error {
 		return fmt.Errorf("tp %d, pp %d for %s: tensor and pipeline parallelism split a GPT: want a GPT model", c.TP, c.PP, m.Name)
 	case c.Zero > 2 || c.Zero > 0 && c.Ranks < 2:
 		return fmt.Errorf("ZeRO stage %d with tp %d, pp %d over dp %d: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)", c.Zero, c.TP, c.PP, c.Ranks)
-	case c.Offload || c.AMPParams || c.Prune > 0:
-		return fmt.Errorf("offload, amp params and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
-	case c.composed() && c.AMP == dtype.F16:
-		return fmt.Errorf("amp f16 with pp %d or dp %d: not available yet (F16 needs a loss scale agreed across the mesh; bf16 works)", c.PP, c.Ranks)
+	case c.Offload || c.Prune > 0:
+		return fmt.Errorf("offload and prune with tp %d, pp %d: not available yet", c.TP, c.PP)
 	case c.composed() && (c.CheckpointBudget != 0 || c.Selective):
 		return fmt.Errorf("a checkpoint budget or selective recomputation with pp %d or dp %d: not available yet (checkpoint segments work)", c.PP, c.Ranks)
 	case g.Heads%c.TP != 0:
@@ -84,8 +83,7 @@ func wholeParams(c Config, m Model) (int64, error) {
 }
 
 // composed reports whether c composes parallelisms: PP above 1 or data
-// parallelism with TP (the mesh path of train.SplitGPT, run without
-// clipping and autocast).
+// parallelism with TP (the mesh path of train.SplitGPT).
 func (c Config) composed() bool { return c.split() && (c.PP > 1 || c.Ranks > 1) }
 
 // shape is c's rank mesh.
@@ -176,14 +174,17 @@ func runMesh(c Config, m Model, ds *devices, res []result) error {
 
 // splitStep builds mesh rank m's part of the GPT on dev and runs c.Steps
 // steps on zeros, as the transformer example's --tp and --pp do
-// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper
-// (0 composed: not available there).
+// (train.SplitGPT): the same flags, clip 1 as the GPT plans' Stepper.
 func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timeline bool) (result, error) {
 	var res result
-	_, forward := c.dtypes()
-	b := nn.NewBuilder(dev, dtype.F32, 1)
+	pdt, forward := c.dtypes()
+	b := nn.NewBuilder(dev, pdt, 1)
 	if c.PP > 1 {
-		b = nn.NewDeferredBuilder(dev, dtype.F32, 1)
+		b = nn.NewDeferredBuilder(dev, pdt, 1)
+	}
+	grad := dtype.F32
+	if c.AMPParams {
+		grad = pdt
 	}
 	cfg := splitGPT(c, m)
 	micro := c.Batch / c.Ranks / c.Accum
@@ -192,15 +193,13 @@ func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timel
 		schedule = parallel.GPipe
 	}
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: c.Ranks, Zero: c.Zero, Sequence: c.Sequence, Schedule: schedule, Micro: c.Accum,
-		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward}
-	if c.composed() {
-		sc.Clip = 0
-	}
+		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward, Grad: grad, Scaler: amp.ScalerConfig{InitScale: 1}} // scale 1: as step's
+	master := pdt != dtype.F32
 	g, err := train.NewSplitGPT(mesh, b, "gpt", cfg, autograd.NewGenerator(1), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
 		if d != nil {
-			return newOptimizer(c, ps, d, false)
+			return newOptimizer(c, ps, d, master)
 		}
-		return newOptimizer(c, ps, nil, false)
+		return newOptimizer(c, ps, nil, master)
 	})
 	if err != nil {
 		return res, err

@@ -29,6 +29,14 @@ func TestSplitPredictionEqualsMeasurement(t *testing.T) {
 		"dp2_tp2_pp2_z1_bf16_ckpt": with(func(c *Config) {
 			c.Ranks, c.TP, c.PP, c.Zero, c.Batch, c.AMP, c.Checkpoint = 2, 2, 2, 1, 8, dtype.BF16, -1
 		}),
+		"tp2_pp2_fp16": with(func(c *Config) { c.TP, c.PP, c.Accum, c.AMP = 2, 2, 2, dtype.F16 }),
+		"dp2_tp2_pp2_z1_bf16_params_ckpt": with(func(c *Config) {
+			c.Ranks, c.TP, c.PP, c.Zero, c.Batch, c.AMP, c.AMPParams, c.Checkpoint = 2, 2, 2, 1, 8, dtype.BF16, true, -1
+		}),
+		"dp2_tp2_pp2_z1_fp16_params": with(func(c *Config) {
+			c.Ranks, c.TP, c.PP, c.Zero, c.Batch, c.AMP, c.AMPParams = 2, 2, 2, 1, 8, dtype.F16, true
+		}),
+		"tp2_fp16_params": with(func(c *Config) { c.TP, c.AMP, c.AMPParams = 2, dtype.F16, true }),
 	} {
 		p := predictionEqualsMeasurement(t, name, c)
 		n := max(c.Ranks, 1) * max(c.TP, 1) * max(c.PP, 1)
@@ -46,6 +54,10 @@ func TestSplitPredictionEqualsMeasurement(t *testing.T) {
 			held := r.AtPeak.Parameter
 			if c.Optimizer == "" && c.AMP == dtype.Invalid && (held != 4*r.Params || r.Optimizer != opt) {
 				t.Errorf("%s rank %d: %d parameters in %d B, optimizer %d B: want 4 B each and %d B", name, i, r.Params, held, r.Optimizer, opt)
+			}
+			// 16-bit parameters: 2 B each; AdamW's F32 masters and moments, 12/DP B per parameter held.
+			if c.AMPParams && (held != 2*r.Params || r.Optimizer != opt/2*3) {
+				t.Errorf("%s rank %d: %d parameters in %d B, optimizer %d B: want 2 B each and %d B (12 per parameter, /DP under ZeRO)", name, i, r.Params, held, r.Optimizer, opt/2*3)
 			}
 		}
 		var held int64 // the ranks' parameters: each split one once, the whole ones on every TP rank

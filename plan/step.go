@@ -35,6 +35,9 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 		b = nn.NewDeferredBuilder(dev, pdt, 1)
 	}
 	model, err := buildModel(c, m, b)
+	if err == nil {
+		model, err = c.adapt(model)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -72,9 +75,10 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	// value changes no allocation.
 	sc := amp.NewScaler(gradDT, amp.ScalerConfig{InitScale: 1})
 	st := &train.Stepper{Opt: opt, Scaler: sc, Autocast: forward, Accum: c.Accum, Sync: sync}
-	if m.Kind == "gpt" {
+	if m.Kind == "gpt" && !c.StepInBackward {
 		st.Clip = 1
 	}
+	st.StepInBackward = c.StepInBackward
 	fwd := batchLoss(m, c, dev, model, c.Batch/c.Ranks/c.Accum, pdt)
 	for i := range c.Steps {
 		last := i == c.Steps-1
@@ -176,10 +180,9 @@ func batchLoss(m Model, c Config, dev *device.Device, model nn.Module, micro int
 		return s.Zeros(dev, dt, shape...)
 	}
 	if m.Kind == "gpt" {
-		g := model.(*nn.GPT)
+		loss := gptLoss(c, model)
 		return func(s *autograd.Scope, _ int) *autograd.Tensor {
-			g.FusedLoss = c.FusedLoss
-			return g.Loss(input(s, dtype.I64, micro, c.Seq), input(s, dtype.I64, micro*c.Seq))
+			return loss(input(s, dtype.I64, micro, c.Seq), input(s, dtype.I64, micro*c.Seq))
 		}
 	}
 	r := model.(*nn.ResNet)

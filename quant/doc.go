@@ -123,6 +123,14 @@
 // quantized model is for inference (run it inside Scope.NoGrad); to train,
 // train the float model (or use QAT) and convert again".
 //
+// The one exception is FrozenLinear (Freeze): an INT8 weight that is not
+// trained but passes gradients to its input, the frozen base of QLoRA-style
+// fine-tuning (package lora). It does not quantize x: it dequantises the
+// weight one tile of at most FrozenTile (65536) elements at a time into F32
+// workspace inside the matrix product (forward y = x·Ŵᵀ + b, backward dx =
+// dy·Ŵ), so no F32 copy of the whole weight exists; its outputs equal the
+// float64 dequantised matmul to 1e-5 relative (TestFrozenLinear).
+//
 // # Saving
 //
 // Save writes a converted model as safetensors — I8 weights, F32

@@ -26,6 +26,9 @@ func (c *Common) Describe() string {
 	if checkpoint != "" {
 		parts = append(parts, checkpoint)
 	}
+	if c.StepInBackward {
+		parts = append(parts, "optimizer step in backward")
+	}
 	if capacity != 0 {
 		parts = append(parts, "capacity "+device.FormatBytes(capacity))
 	}

@@ -57,6 +57,7 @@ type Common struct {
 	PipeSchedule     string
 	View
 	ActivationFlags
+	StepFlags
 
 	fs      *flag.FlagSet
 	resumed *Snapshot // the --resume snapshot's metadata, read by Parse
@@ -106,6 +107,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&c.PipeSchedule, "pipe-schedule", "1f1b", "with --pp: 1f1b (at most P−s micro-batches alive on stage s) or gpipe (all --accum of them)")
 	c.registerView(fs)
 	c.registerActivation(fs)
+	c.registerStep(fs)
 	fs.StringVar(&c.MemLog, "mem-log", "", "write one JSON line of memory per step to this file (its folder must exist and be writable)")
 }
 

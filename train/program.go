@@ -143,7 +143,8 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 	}
 	r.Opt = opt
 	r.Stepper = &Stepper{Opt: opt, Scaler: amp.NewScaler(grad, amp.ScalerConfig{}), Autocast: forward, Accum: c.Accum,
-		Clip: p.Clip, Schedule: p.Schedule, Model: rep.Module(), SaveState: undo(rep)}
+		Clip: p.Clip, Schedule: p.Schedule, Model: rep.Module(), SaveState: undo(rep),
+		StepInBackward: c.StepInBackward}
 	if r.ddp != nil {
 		r.Stepper.Sync = r.ddp
 	}

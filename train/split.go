@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
@@ -12,9 +13,8 @@ import (
 
 // SplitConfig says how a GPT is split over the ranks of a mesh: TP ranks
 // of tensor parallelism, PP pipeline stages, DP data-parallel copies of
-// the pipeline (ZeRO stage Zero, 0 to 2, over the copies). TP or PP alone
-// (DP 1) clip by the global gradient norm; the composed layouts run
-// without clipping (Clip must be 0).
+// the pipeline (ZeRO stage Zero, 0 to 2, over the copies). Every layout
+// clips by the whole model's gradient norm (parallel.MeshOptimizer).
 type SplitConfig struct {
 	TP, PP, DP int
 	Zero       int
@@ -26,9 +26,15 @@ type SplitConfig struct {
 	// Seq every micro-batch's shape.
 	Micro, Batch, Seq int
 	// Clip is the global gradient-norm limit (0: none); Autocast the
-	// forward's 16-bit dtype under TP (Invalid: none).
+	// forward's 16-bit dtype (Invalid: none).
 	Clip     float64
 	Autocast dtype.DType
+	// Grad is the gradients' dtype (Common.Precision's grad): F16 scales
+	// the loss dynamically (amp.Scaler's defaults), every rank skipping
+	// an overflowed step together; others need no scaling. Scaler
+	// configures the scaling (zero: amp's defaults).
+	Grad   dtype.DType
+	Scaler amp.ScalerConfig
 	// Schedule of the learning rate (nil: the optimizer's).
 	LR optim.Schedule
 }
@@ -36,15 +42,18 @@ type SplitConfig struct {
 // SplitGPT is one rank's part of a GPT trained with tensor or pipeline
 // parallelism, with its optimizer.
 type SplitGPT struct {
-	TP    *parallel.TensorGPT // under TP
-	Pipe  *parallel.Pipe      // under PP
-	GPT   *nn.GPT             // the model the pipe cuts (PP)
-	Opt   optim.Optimizer
-	cfg   SplitConfig
-	sh    optim.Sharded // the optimizer whose sums span the ranks (clipping; nil composed)
-	st    *Stepper      // TP's
-	ddp   *parallel.DDP // composed with DP > 1: data parallelism over the stage's parameters
-	steps int
+	TP   *parallel.TensorGPT // under TP
+	Pipe *parallel.Pipe      // under PP
+	GPT  *nn.GPT             // the model the pipe cuts (PP)
+	Opt  optim.Optimizer
+	// Mesh is Opt as the mesh's: its Step clips by the whole model's
+	// gradient norm, its AllSum spans every rank.
+	Mesh   *parallel.MeshOptimizer
+	Scaler *amp.Scaler
+	cfg    SplitConfig
+	st     *Stepper      // TP's
+	ddp    *parallel.DDP // composed with DP > 1: data parallelism over the stage's parameters
+	steps  int
 }
 
 // Composed reports whether sc composes parallelisms (DP above 1 with TP
@@ -59,16 +68,10 @@ func (sc SplitConfig) Composed() bool {
 // when DP > 1, nil otherwise). gen draws dropout masks.
 func NewSplitGPT(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig, gen *autograd.Generator, sc SplitConfig,
 	newOpt func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error)) (*SplitGPT, error) {
-	g := &SplitGPT{cfg: sc}
+	g := &SplitGPT{cfg: sc, Scaler: amp.NewScaler(sc.Grad, sc.Scaler)}
 	if err := g.build(m, b, name, cfg, gen); err != nil {
 		g.Release()
 		return nil, err
-	}
-	var ps []nn.Param
-	if g.Pipe != nil {
-		ps = g.Pipe.Params()
-	} else {
-		ps = g.TP.Params()
 	}
 	if max(sc.DP, 1) > 1 {
 		d, err := parallel.NewDDP(m.Data, g.Pipe, parallel.DDPConfig{Zero: sc.Zero})
@@ -80,21 +83,32 @@ func NewSplitGPT(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig,
 		g.Pipe.SyncWith(d)
 		b.Dev.ResetPeak() // as Rank.DDP: moving into the flat buffer held the parameters twice for a moment
 	}
-	opt, err := newOpt(ps, g.ddp)
-	if err != nil {
+	if err := g.optimizer(m, newOpt); err != nil {
 		g.Release()
 		return nil, err
 	}
-	g.Opt = opt
-	switch {
-	case sc.Composed():
-	case g.Pipe != nil:
-		g.sh = g.Pipe.Optimizer(opt)
-	default:
-		g.sh = &tensorOptimizer{Optimizer: opt, comm: m.Tensor, whole: wholeGrads(g.TP)}
-		g.st = &Stepper{Opt: g.sh, Accum: sc.Micro, Clip: sc.Clip, Autocast: sc.Autocast, Schedule: sc.LR}
+	if g.Pipe == nil {
+		g.st = &Stepper{Opt: g.Mesh, Scaler: g.Scaler, Accum: sc.Micro, Autocast: sc.Autocast, Schedule: sc.LR}
 	}
 	return g, nil
+}
+
+// optimizer makes the rank's optimizer (newOpt) and its MeshOptimizer.
+func (g *SplitGPT) optimizer(m *parallel.Mesh, newOpt func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error)) error {
+	opt, err := newOpt(g.Params(), g.ddp)
+	if err != nil {
+		return err
+	}
+	g.Opt = opt
+	var rep []*autograd.Tensor
+	if g.TP != nil {
+		rep = g.TP.Replicated()
+	}
+	if g.Mesh, err = parallel.NewMeshOptimizer(m, opt, rep); err != nil {
+		return err
+	}
+	g.Mesh.Clip = g.cfg.Clip
+	return nil
 }
 
 // build makes the rank's model: a TensorGPT over m.Tensor when TP > 1,
@@ -194,7 +208,7 @@ func (g *SplitGPT) Step(tokens, targets func(s *autograd.Scope, i int) *autograd
 	defer g.Opt.ZeroGrad()
 	loss, err := g.Pipe.Step(parallel.PipeBatch{Tokens: tokens, Loss: func(logits *autograd.Tensor, i int) *autograd.Tensor {
 		return g.loss(logits, targets(logits.Scope(), i))
-	}})
+	}, Scale: g.Scaler.Scale()})
 	if err != nil {
 		return 0, fmt.Errorf("step %d: %w", g.steps, err)
 	}
@@ -215,23 +229,12 @@ func (g *SplitGPT) loss(logits, target *autograd.Tensor) *autograd.Tensor {
 	return autograd.CrossEntropy(flat, target, autograd.CEOptions{})
 }
 
-// update clips the stage's gradients by the global norm over the stages
-// (computed without a clip, as Stepper does, to refuse a non-finite one)
-// and steps the optimizer.
+// update unscales the gradients (F16: every rank skips an overflowed
+// step), then clips them by the whole model's norm and steps (Mesh.Step,
+// which refuses a non-finite norm on every rank alike).
 func (g *SplitGPT) update() error {
-	if g.sh == nil { // composed: no clipping
-		return g.Opt.Step()
-	}
-	clip := g.cfg.Clip
-	if clip <= 0 {
-		clip = inf
-	}
-	norm, err := optim.ClipGradNormOf(g.sh, clip)
-	if err != nil {
+	if _, err := g.Scaler.Step(g.Mesh); err != nil {
 		return err
 	}
-	if !Finite(norm) {
-		return fmt.Errorf("gradient norm is %v", norm)
-	}
-	return g.Opt.Step()
+	return g.Scaler.Update()
 }

@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"github.com/headroom-ml/headroom/dtype"
 	"sort"
 	"strings"
 
@@ -32,18 +31,21 @@ func (c *Common) Schedule() (parallel.Schedule, error) {
 }
 
 // splitRefused are the flags a model-parallel run does not take yet.
-var splitRefused = []string{"offload", "fused-loss", "save", "resume", "init", "mem-alert", "mem-log", "quantize", "prune", "amp-params", "stop-after"}
+var splitRefused = []string{"offload", "fused-loss", "save", "resume", "init", "mem-alert", "mem-log", "quantize", "prune", "stop-after"}
 
 // CheckSplit checks --tp, --pp, --sequence-parallel and --pipe-schedule:
 // each ≥ 1, --ranks 1 or a multiple of --tp × --pp (the data-parallel
 // copies of the pipeline: DataRanks), the batch split over the copies
 // and the micro-batches, --zero 0 to 2 and only over copies, the flags of
-// splitRefused and, under --pp or a composed layout, --amp fp16,
-// --checkpoint-budget and --selective refused as not available yet (--amp
-// bf16 and --checkpoint work inside the stages); --sequence-parallel needs
-// --tp and --pipe-schedule --pp. The model's own limits (heads and
-// vocabulary divisible by --tp, layers ≥ --pp, no clipping composed) are
-// the program's to check. It sets --ranks to the mesh's size.
+// splitRefused and, under --pp or a composed layout, --checkpoint-budget
+// and --selective refused as not available yet (--amp, --amp-params and
+// --checkpoint work inside the stages); --sequence-parallel needs --tp
+// and --pipe-schedule --pp. --clip clips by the whole model's gradient
+// norm on every layout (parallel.MeshOptimizer); F16 gradients (--amp
+// fp16 --amp-params) are loss-scaled, every rank skipping an overflowed
+// step together. The model's own limits (heads and vocabulary divisible
+// by --tp, layers ≥ --pp) are the program's to check. It sets --ranks to
+// the mesh's size.
 func (c *Common) CheckSplit() error {
 	if err := First(
 		Want(c.TP >= 1, "tp", c.TP, "≥ 1 tensor-parallel ranks"),
@@ -70,9 +72,6 @@ func (c *Common) CheckSplit() error {
 		return Usagef("--zero %d with --tp %d --pp %d on %d data-parallel copies: want --zero 1 or 2 over ≥ 2 copies (--ranks a multiple of %d); stage 3 is not available yet", c.Zero, c.TP, c.PP, max(dp, 1), 2*n)
 	}
 	refused := c.given(splitRefused)
-	if ac, _ := c.AMPDType(); (c.PP > 1 || dp > 1) && ac == dtype.F16 {
-		refused = append(refused, "--amp "+c.AMP+" (F16 needs a loss scale agreed across the mesh)")
-	}
 	if c.PP > 1 || dp > 1 {
 		refused = append(refused, c.given([]string{"checkpoint-budget", "selective"})...)
 	}

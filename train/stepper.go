@@ -72,6 +72,13 @@ type Stepper struct {
 	//		return func() { loader.SetState(at) }
 	//	}
 	SaveState func() (restore func())
+	// StepInBackward updates each parameter inside the last micro-batch's
+	// backward as soon as its gradient is complete, and frees the gradient
+	// at once (see stepinbackward.go and the package doc): the gradients
+	// of the Accum−1 micro-batches before it accumulate as usual. Not with
+	// Clip, Sync or a sharded optimizer; the optimizer must be an
+	// optim.ParamStepper.
+	StepInBackward bool
 
 	steps int
 }
@@ -96,12 +103,17 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 	if st.Opt == nil {
 		return 0, false, fmt.Errorf("train: step %d: the Stepper has no optimizer", st.steps)
 	}
+	ib, err := st.newInBackward()
+	if err != nil {
+		return 0, false, fmt.Errorf("train: step %d: %w", st.steps, err)
+	}
 	s := autograd.NewScope()
 	stopLog := s.LogRNG()
 	restore := st.save()
 	defer func() {
 		draws := stopLog()
 		if err != nil {
+			ib.rollback()
 			restore()
 			autograd.RewindRNG(draws)
 		}
@@ -111,7 +123,13 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 	}
 	k := max(st.Accum, 1)
 	for i := range k {
+		if i == k-1 {
+			ib.attach()
+		}
 		l, err := st.micro(s, forward, i, k)
+		if ierr := ib.detach(); err == nil && i == k-1 {
+			err = ierr
+		}
 		if err != nil {
 			return 0, false, fmt.Errorf("micro-batch %d of step %d: %w", i, st.steps, err)
 		}
@@ -120,6 +138,9 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 	s.SetPhase("optimizer")
 	if stepped, err = st.update(); err != nil {
 		return 0, false, fmt.Errorf("step %d: %w", st.steps, err)
+	}
+	if !stepped {
+		ib.rollback() // the scaler skipped the step
 	}
 	st.steps++
 	return loss, stepped, nil
@@ -148,11 +169,16 @@ func (st *Stepper) save() (restore func()) {
 }
 
 // saveBuffers copies m's buffers to host memory and returns the function
-// that writes them back.
+// that writes them back. A model with a StepBuffers method (lora.GPT,
+// whose frozen base is a buffer no step writes) has only those copied.
 func saveBuffers(m nn.Module) (restore func()) {
 	var ts []*autograd.Tensor
 	var vals [][]float64
-	for _, p := range m.Params() {
+	ps := m.Params()
+	if sb, ok := m.(interface{ StepBuffers() []nn.Param }); ok {
+		ps = sb.StepBuffers()
+	}
+	for _, p := range ps {
 		if p.Buffer && p.T != nil && !p.T.Released() {
 			ts = append(ts, p.T)
 			vals = append(vals, p.T.Float64s())

@@ -20,7 +20,8 @@ type modelFlags struct {
 	schedule                                                    string
 	prune                                                       float64
 	ampParams, offload, json, sequence                          bool
-	selective, fusedLoss                                        bool
+	selective, fusedLoss, stepInBackward                        bool
+	lora                                                        train.LoRAFlags
 }
 
 // register adds the flags to fs; techniques adds those of the memory
@@ -48,6 +49,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.BoolVar(&m.selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute the rest in backward (not with --checkpoint)")
 	fs.BoolVar(&m.fusedLoss, "fused-loss", false, "a GPT's LM head and cross-entropy in chunks of 256 rows: the logits never exist, as the transformer example's --fused-loss")
+	fs.BoolVar(&m.stepInBackward, "step-in-backward", false, "update each parameter inside backward as soon as its gradient is complete and free it there, as the examples' --step-in-backward (a GPT without clipping; not with ranks, tp or pp)")
 	fs.IntVar(&m.accum, "accum", 1, "gradient accumulation: micro-batches per step")
 	fs.StringVar(&m.capacity, "capacity", "", "each device's capacity, e.g. 24GiB or 80GB: says whether the step fits")
 	fs.IntVar(&m.tp, "tp", 1, "tensor-parallel ranks of a GPT (heads and vocabulary divisible by it), as the transformer example's --tp")
@@ -55,6 +57,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.IntVar(&m.dp, "dp", 0, "data-parallel ranks: another name for --ranks (with --tp or --pp: not available yet above 1)")
 	fs.BoolVar(&m.sequence, "sequence-parallel", false, "with --tp: sequence parallelism (LayerNorm, dropout and residual regions split by token rows)")
 	fs.StringVar(&m.schedule, "pipe-schedule", "1f1b", "with --pp: 1f1b or gpipe")
+	m.lora.RegisterLoRA(fs)
 }
 
 // config returns the planner's configuration; bad values are usage
@@ -68,8 +71,11 @@ func (m *modelFlags) config() (plan.Config, error) {
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
 		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
-		Selective: m.selective, FusedLoss: m.fusedLoss, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
+		Selective: m.selective, FusedLoss: m.fusedLoss, StepInBackward: m.stepInBackward, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
+		return c, err
+	}
+	if err := m.loraConfig(&c); err != nil {
 		return c, err
 	}
 	if m.dp != 0 {

@@ -280,7 +280,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--pp", "2", "--checkpoint-budget", "1GiB"}, "a checkpoint budget or selective recomputation with pp 2 or dp 1: not available yet"},
 		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--dp", "2", "--zero", "3"}, "ZeRO stage 3 with tp 2, pp 1 over dp 2: want stage 1 or 2 over dp ≥ 2 (stage 3 is not available yet)"},
 		{[]string{"plan", "--model", "gpt2", "--dp", "2", "--ranks", "4"}, "--dp 2 and --ranks 4"},
-		{[]string{"plan", "--model", "gpt2", "--pp", "2", "--amp", "fp16"}, "amp f16 with pp 2 or dp 1: not available yet"},
 		{[]string{"plan", "--model", "gpt2", "--tp", "2", "--zero", "1"}, "ZeRO stage 1 with tp 2, pp 1 over dp 1: want stage 1 or 2 over dp ≥ 2"},
 		{[]string{"plan", "--model", "small", "--tp", "2"}, "want a GPT model"},
 		{[]string{"plan", "--model", "gpt2", "--sequence-parallel"}, "sequence parallelism needs tp ≥ 2"},

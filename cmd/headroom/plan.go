@@ -175,12 +175,16 @@ func techniques(c plan.Config) map[string]any {
 	if c.FusedLoss {
 		t["fused_loss"] = true
 	}
+	if c.StepInBackward {
+		t["step_in_backward"] = true
+	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
 	}
 	if c.PP > 1 {
 		t["pp"], t["pipe_schedule"] = c.PP, c.Schedule
 	}
+	loraTechniques(c, t)
 	return t
 }
 
@@ -205,6 +209,9 @@ func planTable(p planJSON) string {
 	}
 	if v, ok := t["prune"]; ok {
 		fmt.Fprintf(&b, ", pruned by %g", v)
+	}
+	if v, ok := t["lora"]; ok {
+		fmt.Fprintf(&b, ", LoRA r=%v on %v (%v base)", v, t["lora_targets"], t["lora_base"])
 	}
 	if v, ok := t["checkpoint"]; ok {
 		if v == "sqrt" {

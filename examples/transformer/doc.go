@@ -16,6 +16,15 @@
 // --resume reads them back into the same layout; train.ExportModel merges
 // them into one model file for --init.
 //
+// Fine-tuning through adapters (package lora): --lora R trains rank-R
+// adapters on the block Linears of the --init model, which stays frozen
+// (no gradient, no optimizer state); --lora-base int8 stores its block
+// Linears in INT8 (QLoRA-style); --lora-alpha, --lora-dropout and
+// --lora-targets (all, attn, mlp, attn.c_attn, attn.c_proj, mlp.c_fc,
+// mlp.c_proj) as in PEFT. One device only:
+//
+//	go run ./examples/transformer --init m.safetensors --data other/ --lora 8 --lora-base int8
+//
 // Every flag is checked before any work starts (-help lists them with
 // their ranges). --resume takes the snapshot's flags; one that changes the
 // run (--steps, --batch, --lr, --context, --amp, …) needs --override. Exit

@@ -19,7 +19,7 @@ var Order = [][]string{
 	{"optim", "checkpoint", "data"},
 	{"amp", "autograd/conformance"},
 	{"quant", "prune", "parallel"},
-	{"train"},
+	{"train", "lora"},
 	{"examples/resnet/run", "examples/transformer/run", "train/traintest"},
 	{"plan"},
 	{"bench"},

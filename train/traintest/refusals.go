@@ -69,7 +69,7 @@ var Split = []Refusal{
 	Refuse("--tp 2 --ranks 4 --zero 3", "--zero 3 with --tp 2 --pp 1 on 2 data-parallel copies", "stage 3 is not available yet"),
 	Refuse("--tp 2 --ranks 3", "--ranks 3 with --tp 2 --pp 1: want a multiple of 2 (the data-parallel copies of the 2-rank model)"),
 	Refuse("--tp 2 --ranks 4 --accum 3", "--batch 8 does not split over 2 data-parallel copies × --accum 3 micro-batches: want a multiple of 6"),
-	Refuse("--tp 2 --ranks 4 --amp fp16", "--amp fp16 (F16 needs a loss scale agreed across the mesh) with --tp 2 --ranks 4: not available yet"),
+	Refuse("--tp 2 --ranks 4 --offload", "--offload with --tp 2 --ranks 4: not available yet"),
 	Refuse("--tp 2 --save {dir}/s --mem-log {dir}/m", "--mem-log, --save with --tp 2: not available yet"),
 	Refuse("--tp 2 --accum 3", "--batch 8 does not split over 1 data-parallel copies × --accum 3 micro-batches: want a multiple of 3"),
 	Refuse("--sequence-parallel", "--sequence-parallel needs --tp ≥ 2"),

@@ -31,10 +31,12 @@ type Config struct {
 	WeightDecay, Clip float64
 	// Optimizer is "adamw" or "adamw8bit" (--optimizer).
 	Optimizer string
+	// LoRAFlags fine-tune adapters over the frozen model (--lora R).
+	train.LoRAFlags
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "selective", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule"}
+var Supported = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "selective", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
 
 // Parse reads the command line into a Config and checks every flag (see
 // train.Common.Parse): its errors are *train.UsageError values, but -help's
@@ -57,6 +59,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay, ≥ 0 and finite")
 	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip, ≥ 0 and finite (0: none)")
 	c.registerOptimizer(fs)
+	c.RegisterLoRA(fs)
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:",
 		Supported:  Supported,
@@ -74,6 +77,7 @@ func (c *Config) check() error {
 	return train.First(
 		c.checkSplit(),
 		c.checkOptimizer(),
+		c.checkLoRA(),
 		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),
 		train.Want(c.Width >= 1, "width", c.Width, "a model width ≥ 1"),
 		train.Want(c.Heads >= 1, "heads", c.Heads, "≥ 1 attention heads"),
@@ -86,6 +90,7 @@ func (c *Config) check() error {
 		train.Want(c.Sample == 0 || c.Prompt != "", "prompt", `""`, "at least one byte to start --sample's text"),
 		train.Want(c.WeightDecay >= 0 && train.Finite(c.WeightDecay), "weight-decay", c.WeightDecay, "a finite weight decay ≥ 0"),
 		train.Want(c.Clip >= 0 && train.Finite(c.Clip), "clip", c.Clip, "a finite gradient-norm limit ≥ 0 (0: no clipping)"),
+		train.Want(c.Clip == 0 || !c.StepInBackward, "clip", c.Clip, "0 with --step-in-backward (the global norm needs every gradient before the first update)"),
 		// A batch's windows and targets, int64 each, are built on the host
 		// (validation batches take --batch whole).
 		train.FitsHost("batch", c.Batch, 16*float64(c.Batch)*float64(c.Context)),

@@ -20,7 +20,10 @@ import (
 func evaluation(c *Config, out io.Writer, corpus, val *data.Text) func(*train.Run[*replica]) (train.Eval, error) {
 	return func(r *train.Run[*replica]) (train.Eval, error) {
 		ev := train.Eval{Extra: map[string]any{"corpus_bytes": corpus.Len()}}
-		var model nn.Layer = r.R.model
+		var model nn.Layer = r.R.layer()
+		if r.R.lora != nil {
+			ev.Extra["lora"] = loraRecord(r.R.lora)
+		}
 		if c.Quantize != "" {
 			q, rec, err := quantize(c, out, r, val)
 			if err != nil {

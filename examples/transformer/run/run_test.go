@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/headroom-ml/headroom/examples/transformer/run"
-	"github.com/headroom-ml/headroom/safetensors"
 	htrain "github.com/headroom-ml/headroom/train"
 	"github.com/headroom-ml/headroom/train/traintest"
 )
@@ -83,22 +82,7 @@ func TestResumeIsExactWithDropout(t *testing.T) {
 	if code := run.Main([]string{"--resume", half, "--save", resumed}, &out, &errb); code != 0 || !strings.Contains(out.String(), "resumed from step 3 of 6") {
 		t.Fatalf("--resume alone: exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	a, err := safetensors.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := safetensors.ReadFile(resumed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(a.Names) == 0 || len(a.Names) != len(b.Names) {
-		t.Fatal("snapshots missing or of different sizes")
-	}
-	for _, n := range a.Names {
-		if !bytes.Equal(a.Tensors[n].Data, b.Tensors[n].Data) {
-			t.Errorf("tensor %q differs after resuming", n)
-		}
-	}
+	sameSnapshots(t, whole, resumed)
 	// Resuming the finished run runs no step and reports the snapshot's loss.
 	r1, r2 := filepath.Join(dir, "r1.json"), filepath.Join(dir, "r2.json")
 	mainOK(t, "--steps", "6", "--resume", resumed, "--report", r1, "--dropout", "0.1")
@@ -193,7 +177,6 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 // splitRefusals are the example's own refusals of --tp and --pp (base:
 // 1 layer, 2 heads, width 32, batch 8, context 16).
 var splitRefusals = []traintest.Refusal{
-	traintest.Refuse("--tp 2 --pp 2 --layers 2 --tie-embeddings=false", "--clip 1: want 0 with --tp 2 --pp 2 --ranks 4: global-norm clipping over a mesh", "not available yet"),
 	traintest.Refuse("--tp 4", "--heads 2: want a number of heads divisible by --tp 4"),
 	traintest.Refuse("--tp 512 --heads 512 --width 512", "--tp 512: want a divisor of the vocabulary, 256 bytes"),
 	traintest.Refuse("--pp 2", "--pp 2: want at most --layers 1 stages"),

@@ -26,7 +26,6 @@ func (c *Config) checkSplit() error {
 	}
 	tokens := c.Batch / max(c.Accum, 1) / c.Shape().Data * c.Context
 	return train.First(
-		train.Want(!c.composed() || c.Clip == 0, "clip", c.Clip, fmt.Sprintf("0 with %s: global-norm clipping over a mesh of tensor, pipeline and data parallelism is not available yet", c.meshFlags())),
 		train.Want(c.Heads%c.TP == 0, "heads", c.Heads, fmt.Sprintf("a number of heads divisible by --tp %d", c.TP)),
 		train.Want(256%c.TP == 0, "tp", c.TP, "a divisor of the vocabulary, 256 bytes"),
 		train.Want(c.Layers >= c.PP, "pp", c.PP, fmt.Sprintf("at most --layers %d stages", c.Layers)),
@@ -56,7 +55,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	if err != nil {
 		return nil, err
 	}
-	param, forward, _, err := c.Precision()
+	param, forward, grad, err := c.Precision()
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +67,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	dp := c.Shape().Data
 	micro := c.Batch / dp / c.Accum
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: dp, Zero: c.Zero, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
-		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, LR: sched}
+		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, Grad: grad, LR: sched}
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: c.End(steps),
 		CapacityBytes: capacity, Flags: c.Values()} // no EvalMetric: validation needs the whole model, not run
 	final := make([]float64, c.Ranks)
@@ -80,7 +79,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 			b = nn.NewDeferredBuilder(rk.Dev, param, c.Seed)
 		}
 		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
-			return c.newOptimizer(ps, d, false)
+			return c.newOptimizer(ps, d, c.AMPParams)
 		})
 		if err != nil {
 			return err

@@ -28,11 +28,19 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-5},
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0"}, []string{"--tie-embeddings=false", "--clip", "0", "--tp", "2", "--ranks", "4", "--zero", "1"}, 1e-5},
 		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--pp", "2", "--ranks", "4", "--zero", "2"}, 1e-5},
+		// Global-norm clipping over the mesh (a clip of 0.1 binds in every step here).
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0.1"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0.1", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-5},
+		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0.1"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0.1", "--tp", "2", "--pp", "2"}, 1e-5},
 		// BF16 autocast inside the stages: within BF16 rounding of one device (measured 2.2e-5 and 3.0e-6
 		// relative after 4 steps); checkpointing inside the stages changes no bit.
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--pp", "2"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "bf16", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--pp", "2"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--checkpoint", "--pp", "2"}, 0},
+		// F16 autocast, and 16-bit parameters with F32 masters (F16: loss-scaled, the found-inf flag agreed by every rank).
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "fp16"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "fp16", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "bf16", "--amp-params"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "bf16", "--amp-params", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--tie-embeddings=false", "--accum", "4", "--amp", "fp16", "--amp-params"}, []string{"--tie-embeddings=false", "--accum", "2", "--amp", "fp16", "--amp-params", "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1"}, 1e-4},
+		{[]string{"--amp", "fp16", "--amp-params"}, []string{"--amp", "fp16", "--amp-params", "--tp", "2"}, 1e-4},
 		{[]string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--checkpoint", "--tp", "2", "--pp", "2", "--ranks", "8"}, 0},
 	} {
 		one := report(t, append(base, tc.one...)...)

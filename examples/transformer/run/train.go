@@ -10,6 +10,7 @@ import (
 	"github.com/headroom-ml/headroom/data"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/lora"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 	"github.com/headroom-ml/headroom/parallel"
@@ -50,7 +51,7 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	return train.Train(&c.Common, out, &train.Program[*replica]{
 		Name: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Metric: "validation_loss_nats_per_byte",
-		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context),
+		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context) + c.loraTitle(),
 		Data:  fmt.Sprintf("%d-byte corpus", corpus.Len()), Steps: steps, Clip: c.Clip,
 		Schedule: schedule,
 		New:      newReplica(c, trainText),
@@ -65,6 +66,7 @@ type replica struct {
 	c     *Config
 	dev   *device.Device
 	model *nn.GPT
+	lora  *lora.GPT           // the model with adapters (--lora), once the optimizer is made
 	b     *nn.Builder         // the model's (deferred under --zero 3)
 	gen   *autograd.Generator // dropout's
 	src   *rand.PCG           // the sampler's
@@ -98,13 +100,24 @@ func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, in
 	}
 }
 
-func (r *replica) Module() nn.Module { return r.model }
+func (r *replica) Module() nn.Module { return r.layer() }
+
+// layer is the model trained: the GPT, or its adapted form with --lora.
+func (r *replica) layer() nn.Layer {
+	if r.lora != nil {
+		return r.lora
+	}
+	return r.model
+}
 
 // Builder is the builder that made the model (train.Built).
 func (r *replica) Builder() *nn.Builder { return r.b }
 
 // Optimizer is the flags' AdamW (Config.newOptimizer).
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {
+	if r.c.LoRA > 0 {
+		return r.loraOptimizer()
+	}
 	return r.c.newOptimizer(r.model.Params(), d, r.c.AMPParams)
 }
 
@@ -115,7 +128,7 @@ func (r *replica) Forward(s *autograd.Scope, _ int) *autograd.Tensor {
 	x, y := r.text.Batch(r.rng, c.Batch/c.Accum, c.Context)
 	per := c.Micro()
 	lo, hi := r.rank*per*c.Context, (r.rank+1)*per*c.Context
-	return lossOf(s, r.dev, r.model, x[lo:hi], y[lo:hi], []int{per, c.Context})
+	return lossOf(s, r.dev, r.layer(), x[lo:hi], y[lo:hi], []int{per, c.Context})
 }
 
 // SaveState stores the sampler's and the dropout generator's states.
@@ -147,7 +160,9 @@ func (r *replica) LoadState(snap *train.Snapshot) error {
 // lossOf returns the mean cross-entropy of the model's next-byte
 // predictions for a batch.
 func lossOf(s *autograd.Scope, dev *device.Device, m nn.Layer, x, y []int64, shape []int) *autograd.Tensor {
-	if g, ok := m.(*nn.GPT); ok { // fused with the head under --fused-loss
+	if g, ok := m.(interface { // *nn.GPT, *lora.GPT: fused with the head under --fused-loss
+		Loss(idx, targets *autograd.Tensor) *autograd.Tensor
+	}); ok {
 		return g.Loss(s.FromInt64s(dev, shape, x), s.FromInt64s(dev, []int{len(y)}, y))
 	}
 	logits := m.Forward(s.FromInt64s(dev, shape, x))

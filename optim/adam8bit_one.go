@@ -1,0 +1,68 @@
+package optim
+
+import (
+	"fmt"
+
+	"github.com/headroom-ml/headroom/autograd"
+)
+
+var _ ParamStepper = (*Adam8bit)(nil)
+
+// StepParam updates t alone (see ParamStepper): a quantised parameter
+// block by block, as Step does (host scratch of one block), a small one
+// through the F32 Adam. The undo's host copy of a quantised parameter is
+// its bytes and its state's: 6 per element (4 for t, 1 for each code) and
+// 8 per block (the two absmax).
+func (a *Adam8bit) StepParam(t *autograd.Tensor) (func(), error) {
+	for _, s := range a.quant {
+		if s.t == t {
+			return a.stepQuant(s)
+		}
+	}
+	if a.small != nil && a.small.slotOf(t) != nil {
+		return a.small.StepParam(t)
+	}
+	return nil, fmt.Errorf("%s: step_param: tensor %v is not a parameter of this optimizer", a.kind, t)
+}
+
+// stepQuant checks, saves and updates one quantised slot.
+func (a *Adam8bit) stepQuant(s *qslot) (func(), error) {
+	switch {
+	case s.t.Released():
+		return nil, fmt.Errorf("%s: step_param: parameter %q was released", a.kind, s.name)
+	case s.t.Grad() == nil:
+		return nil, fmt.Errorf("%s: step_param: parameter %q has no gradient", a.kind, s.name)
+	}
+	if err := checkLR(a.kind, a.lr); err != nil {
+		return nil, err
+	}
+	if err := a.checkQ(s); err != nil {
+		return nil, err
+	}
+	first := s.m == nil
+	saved := []hostCopy{saveHost(s.t)}
+	for _, st := range s.tensors() {
+		saved = append(saved, saveHost(st))
+	}
+	if err := a.allocate([]*qslot{s}); err != nil {
+		return nil, err
+	}
+	step := s.step
+	s.step++
+	a.update(s, newScratch8(a.block))
+	for _, x := range []*autograd.Tensor{s.t, s.m, s.v, s.mMax, s.vMax} {
+		x.Block().Bump()
+	}
+	return func() {
+		for _, h := range saved {
+			h.restore()
+		}
+		if first {
+			for _, x := range s.tensors() {
+				x.Release()
+			}
+			s.m, s.v, s.mMax, s.vMax = nil, nil, nil, nil
+		}
+		s.step = step
+	}, nil
+}
