@@ -110,6 +110,9 @@ type Row struct {
 	Peak   train.PeakBytes  `json:"peak_bytes"`
 	AtPeak train.PeakBytes  `json:"at_peak"`
 	Host   *train.PeakBytes `json:"host_peak_bytes,omitempty"`
+	// RankPeaks is every rank's peak total, by world rank, when the step
+	// ran on more than one.
+	RankPeaks []int64 `json:"rank_peak_bytes,omitempty"`
 	// SecondsPerStep is the mean wall time of a step of the loss run and
 	// SamplesPerSec its throughput; without a loss run, the time of the
 	// measured step. MeasuredStepSeconds is the time of the step
@@ -207,6 +210,9 @@ func Run(c Config) (*Result, error) {
 	for _, s := range setups {
 		var plain *Row
 		for _, t := range techs {
+			if !applies(t, s) {
+				continue
+			}
 			r, err := measure(s, t, plain)
 			if err == nil {
 				err = c.timeRow(s, t, plain, r)
@@ -288,6 +294,11 @@ func measure(s Setup, t Technique, plain *Row) (*Row, error) {
 		}
 	}
 	rk := p.Ranks[largest]
+	for i := range p.Ranks {
+		if len(p.Ranks) > 1 {
+			r.RankPeaks = append(r.RankPeaks, p.Ranks[i].Total)
+		}
+	}
 	r.Peak, r.AtPeak, r.Host = rk.PeakBytes, rk.AtPeak, rk.Host
 	if p.Seconds > 0 {
 		r.SamplesPerSec = float64(p.Batch) / p.Seconds

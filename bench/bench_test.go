@@ -12,6 +12,7 @@ import (
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/meta"
 	examples "github.com/headroom-ml/headroom/examples/resnet/run"
+	trun "github.com/headroom-ml/headroom/examples/transformer/run"
 	"github.com/headroom-ml/headroom/plan"
 	"github.com/headroom-ml/headroom/train"
 )
@@ -155,18 +156,39 @@ func TestFlagsParse(t *testing.T) {
 		c := plan.Config{Model: "small", Batch: 8}
 		tq.Apply(&c, &Row{})
 		args := append([]string{"--steps=1"}, Flags(c)...)
-		ec, err := examples.Parse(args, &bytes.Buffer{})
+		ec, err := exampleFlags(tq.GPT, args)
 		if err != nil {
 			t.Errorf("%s: %v: %v", tq.Name, args, err)
 			continue
 		}
 		ac, _ := ec.AMPDType()
-		if ec.Batch != 8 || ec.Accum != max(c.Accum, 1) || ec.Ranks != max(c.Ranks, 1) || ec.Zero != c.Zero || ec.Offload != c.Offload ||
+		mesh := max(c.TP, 1) * max(c.PP, 1) // the example's --ranks counts the whole mesh
+		if ec.TP != max(c.TP, 1) || ec.PP != max(c.PP, 1) || ec.Ranks != max(c.Ranks, 1)*mesh && !(mesh > 1 && c.Ranks <= 1 && ec.Ranks == 1) {
+			t.Errorf("%s: flags %v parse as tp %d pp %d ranks %d, want the configuration's tp %d pp %d × dp %d", tq.Name, args, ec.TP, ec.PP, ec.Ranks, c.TP, c.PP, c.Ranks)
+		}
+		if ec.Batch != 8 || ec.Accum != max(c.Accum, 1) || ec.Zero != c.Zero || ec.Offload != c.Offload ||
 			ac != c.AMP || ec.AMPParams != c.AMPParams || (ec.Checkpoint != "") != (c.Checkpoint != 0) ||
 			(ec.CheckpointBudget != "") != (c.CheckpointBudget != 0) {
-			t.Errorf("%s: flags %v parse as %+v, want the configuration %+v", tq.Name, args, ec.Common, c)
+			t.Errorf("%s: flags %v parse as %+v, want the configuration %+v", tq.Name, args, *ec, c)
 		}
 	}
+}
+
+// exampleFlags parses args as the transformer example (gpt) or the
+// resnet example does, returning the common flags.
+func exampleFlags(gpt bool, args []string) (*train.Common, error) {
+	if gpt {
+		ec, err := trun.Parse(args, &bytes.Buffer{})
+		if err != nil {
+			return nil, err
+		}
+		return &ec.Common, nil
+	}
+	ec, err := examples.Parse(args, &bytes.Buffer{})
+	if err != nil {
+		return nil, err
+	}
+	return &ec.Common, nil
 }
 
 func TestSelect(t *testing.T) {

@@ -3,7 +3,10 @@
 // (autocast), amp bf16 + amp-params (bf16 parameters, f32 master
 // weights), amp fp16 + amp-params (with loss scaling), checkpointing
 // (⌈√n⌉ segments or a byte budget), accumulation, their combination, data
-// parallelism over 2 ranks with ZeRO stages 1 and 2 and offload — for real
+// parallelism over 2 ranks with ZeRO stages 1 and 2 and offload, and, for
+// the Transformer only, a GPT split over ranks (tp 2; pp 2 over 2
+// micro-batches; dp 2 × tp 2 × pp 2 with ZeRO 1: 8 ranks, each row's
+// rank_peak_bytes every rank's peak from its own device's allocator) — for real
 // on cpu devices (or on a GPU: Device), for the ResNet (SmallResNet on
 // MNIST) and the Transformer (the byte-level GPT of
 // examples/transformer on Go source), and compares each with the plain run.

@@ -172,9 +172,13 @@ func (r *Result) Markdown() string {
 					same++
 				}
 			}
+			evalSteps := row.TrainSteps
+			if row.EvalMetric == "" {
+				evalSteps = 0 // not evaluated (a split model's run)
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.3f | %s | %.1f | %s | %s |\n",
 				row.Technique, mib(row.Peak.Total), times(row.VsPlain, "peak_total"), atPeakCells(row), row.SecondsPerStep,
-				times(row.VsPlain, "seconds_per_step"), row.SamplesPerSec, num(row.FinalLoss, row.TrainSteps), num(row.Eval, row.TrainSteps))
+				times(row.VsPlain, "seconds_per_step"), row.SamplesPerSec, num(row.FinalLoss, row.TrainSteps), num(row.Eval, evalSteps))
 			if row.Host != nil {
 				notes = append(notes, fmt.Sprintf("%s: the host holds %s at its peak (optimizer %s).", row.Technique,
 					device.FormatBytes(row.Host.Total), device.FormatBytes(row.Host.Optimizer)))

@@ -20,13 +20,16 @@ type Technique struct {
 	// for what is not a training step, such as INT8 inference. It returns
 	// the row (Model and Technique are filled in by the bench).
 	Run func(s Setup, plain *Row) (*Row, error)
+	// GPT marks a technique only a GPT takes (tensor and pipeline
+	// parallelism): Run skips it on the other models.
+	GPT bool
 }
 
 // Techniques returns the techniques the bench runs by default, plain
 // first: the reference every other row is compared with.
 func Techniques() []Technique {
 	set := func(f func(c *plan.Config)) func(*plan.Config, *Row) { return func(c *plan.Config, _ *Row) { f(c) } }
-	return []Technique{
+	ts := []Technique{
 		{Name: "plain", Apply: set(func(*plan.Config) {})},
 		{Name: "amp bf16", Apply: set(func(c *plan.Config) { c.AMP = dtype.BF16 })},
 		{Name: "amp bf16 + amp-params", Apply: set(func(c *plan.Config) { c.AMP, c.AMPParams = dtype.BF16, true })},
@@ -51,6 +54,7 @@ func Techniques() []Technique {
 		{Name: "ranks 2 + zero 2", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 2 })},
 		{Name: "ranks 2 + zero 2 + offload", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.Offload = 2, 2, true })},
 	}
+	return append(ts, splitTechniques()...)
 }
 
 // Select returns the techniques of Techniques() with the given names, in
@@ -87,7 +91,9 @@ func techniqueNames(ts []Technique) []string {
 // Flags returns the example program's flags for the step planned by c:
 // --batch (the global batch, as the planner's), --amp and --amp-params,
 // --checkpoint or --checkpoint-budget, --accum, --ranks, --zero,
-// --offload and --step-in-backward (with --clip=0 for a GPT).
+// --offload and --step-in-backward (with --clip=0 for a GPT); with tensor
+// or pipeline parallelism --tp, --pp and --ranks as the whole mesh
+// (splitFlags).
 func Flags(c plan.Config) []string {
 	batch := max(c.Batch, 1)
 	var f []string
@@ -108,7 +114,9 @@ func Flags(c plan.Config) []string {
 	if c.Accum > 1 {
 		f = append(f, "--accum="+strconv.Itoa(c.Accum))
 	}
-	if c.Ranks > 1 {
+	if sf := splitFlags(c); sf != nil {
+		f = append(f, sf...)
+	} else if c.Ranks > 1 {
 		f = append(f, "--ranks="+strconv.Itoa(c.Ranks))
 	}
 	if c.Zero > 0 {

@@ -69,6 +69,16 @@
 // not monotone in the batch cannot make it recommend a batch that does
 // not fit.
 //
+// FitSplit chooses the tensor and pipeline split instead of the
+// techniques: for N ranks it plans every layout TP × PP × DP = N that the
+// GPT allows (heads divisible by TP, PP ≤ layers) once, at one global
+// batch, with the techniques given, and picks the fewest model-parallel
+// ranks TP × PP whose target batch fits (each split adds communication),
+// then the lowest worst-rank peak, then the smaller TP; it bisects for
+// the chosen layout's largest batch only. On gpt2 over 16 ranks (15
+// layouts, 11 planned) it answers in about 2 s (fit --split --model gpt2
+// --ranks 16 --capacity 4GiB --amp bf16 --zero 1).
+//
 // # Tensor, pipeline and data parallelism
 //
 // Config.TP, PP and Ranks (--tp, --pp, --dp) plan a GPT on a mesh of

@@ -82,3 +82,17 @@ func ExampleFit() {
 	// amp bf16 + amp-params + checkpoint √n + accum 4  max batch 144
 	// best: amp bf16 + amp-params + checkpoint √n + accum 4, batch 64 fits with a peak of 14899464 bytes
 }
+
+// FitSplit arranges 4 ranks for the transformer example's model: with a
+// capacity that holds the model on every rank, data parallelism alone
+// (no model-parallel ranks) is the choice.
+func ExampleFitSplit() {
+	r, err := plan.FitSplit(plan.Config{Model: "transformer", Seq: 8, Ranks: 4}, 64<<20, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d layouts; use tp %d pp %d dp %d for batch %d\n", len(r.Layouts), r.Best.TP, r.Best.PP, r.Best.DP, r.Best.TargetBatch)
+	// Output:
+	// 6 layouts; use tp 1 pp 1 dp 4 for batch 128
+}

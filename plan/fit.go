@@ -65,12 +65,37 @@ type Option struct {
 	Note string `json:"note,omitempty"`
 }
 
+// FitTarget is what a fit searches for: the model, each device's
+// capacity in bytes and the target global batch.
+type FitTarget struct {
+	Model    string `json:"model"`
+	Capacity int64  `json:"capacity"`
+	Target   int    `json:"target_batch"`
+}
+
+// fitTarget checks capacity and target and resolves c (op names the
+// search in errors); a target of 0 is c's default batch.
+func fitTarget(c Config, capacity int64, target int, op string) (Config, Model, FitTarget, error) {
+	if capacity <= 0 || capacity >= MaxBytes {
+		return c, Model{}, FitTarget{}, fmt.Errorf("plan: %s: capacity %d bytes: want 0 < capacity < %d (2^62)", op, capacity, int64(MaxBytes))
+	}
+	base, m, err := c.resolved()
+	if err != nil {
+		return c, m, FitTarget{}, err
+	}
+	if target == 0 {
+		target = base.Batch
+	}
+	if target < 0 {
+		return c, m, FitTarget{}, fmt.Errorf("plan: %s: target batch %d: want ≥ 0 (0: the default)", op, target)
+	}
+	return base, m, FitTarget{Model: m.Name, Capacity: capacity, Target: target}, nil
+}
+
 // FitResult answers "what do I turn on, and will it fit?".
 type FitResult struct {
-	Model    string   `json:"model"`
-	Capacity int64    `json:"capacity"`
-	Target   int      `json:"target_batch"`
-	Options  []Option `json:"options"`
+	FitTarget
+	Options []Option `json:"options"`
 	// Best is the cheapest option whose target batch ran within the
 	// capacity (nil: none).
 	Best *Option `json:"best"`
@@ -120,20 +145,12 @@ func FitMeasured(c Config, capacity int64, target int, techs []Technique, log io
 // fit searches each technique on meta devices, or on c.Device's real devices when
 // hints (each technique's predicted largest batch) are given.
 func fit(c Config, capacity int64, target int, techs []Technique, hints []int, log io.Writer) (*FitResult, error) {
-	if capacity <= 0 || capacity >= MaxBytes {
-		return nil, fmt.Errorf("plan: fit: capacity %d bytes: want 0 < capacity < %d (2^62)", capacity, int64(MaxBytes))
-	}
-	base, m, err := c.resolved()
+	base, _, ft, err := fitTarget(c, capacity, target, "fit")
 	if err != nil {
 		return nil, err
 	}
-	if target == 0 {
-		target = base.Batch
-	}
-	if target < 0 {
-		return nil, fmt.Errorf("plan: fit: target batch %d: want ≥ 0 (0: the default)", target)
-	}
-	r := &FitResult{Model: m.Name, Capacity: capacity, Target: target}
+	target = ft.Target
+	r := &FitResult{FitTarget: ft}
 	for i, tq := range techs {
 		began := time.Now()
 		cc := c

@@ -43,7 +43,11 @@
 // through NCCL with its unique id broadcast over MPI
 // (parallel.NewNCCLRank), else over MPI with the GPU's tensors staged
 // through the host device cpu:200+r (parallel.HostStaged). The run's
-// header says which.
+// header says which. A mesh of --tp and --pp (RunMesh) runs in process
+// on cpu:0…cpu:N−1, or under --mpi as one process per rank of
+// `mpirun -np N` (N = --ranks, the whole mesh) on cpu:l, its Data, Tensor
+// and Pipe communicators split from MPI's world (parallel.NewMesh; cuda
+// meshes over MPI are not available yet).
 //
 // On cuda the single-device techniques (--checkpoint, --checkpoint-budget,
 // --accum, --prune, --mem-alert) train as on cpu, to the same losses but

@@ -17,8 +17,12 @@ func (c *Common) Shape() parallel.MeshShape {
 // goroutine with its own device — world rank r on cpu:r, or cuda:K+r —
 // of the given capacity, with its Data, Tensor and Pipe communicators
 // (parallel.NewMeshGroup: in-process groups, one failure domain). It
-// returns the ranks, by world rank, as RunRanks does.
+// returns the ranks, by world rank, as RunRanks does. Under --mpi this
+// process runs its own rank of the mesh only (runMeshMPI).
 func (c *Common) RunMesh(capacity int64, f func(r *Rank, m *parallel.Mesh) error) ([]*Rank, error) {
+	if c.MPI {
+		return c.runMeshMPI(capacity, f)
+	}
 	shape := c.Shape()
 	meshes, err := parallel.NewMeshGroup(shape)
 	if err != nil {

@@ -3,6 +3,7 @@
 //
 //	headroom plan --model gpt-7.5b --ranks 64 --zero 3 --amp fp16 --amp-params   # exact bytes per rank, before running
 //	headroom fit --model gpt2 --capacity 24GiB                                      # largest batch, cheapest techniques
+//	headroom fit --split --model gpt2-xl --ranks 16 --capacity 8GiB --amp --checkpoint # the tp × pp × dp layout that fits
 //	headroom bench --quick --out bench-results                                      # every technique for real on the CPU
 //	headroom summary report.json                                                    # a run report, timeline or bench.json
 //	headroom export z.safetensors model.safetensors                                 # a snapshot's model, its shards merged
@@ -37,7 +38,10 @@
 // (plan.Fit); the recommendation's target batch is run itself. --measure
 // repeats the search for real, printing each technique as it finishes: on
 // cpu devices (capacity ≤ 4 GiB), or with --device cuda on the GPU
-// (capacity ≤ its free memory).
+// (capacity ≤ its free memory). fit --split --ranks N keeps the techniques
+// given (--amp, --checkpoint, --accum, --zero…) and chooses --tp and --pp
+// instead (plan.FitSplit): every tp × pp × dp layout of the N ranks, the
+// fewest model-parallel ranks that fit the target batch chosen.
 //
 // bench runs package bench and writes bench.json, bench.md and PNG charts
 // (--device cuda: every run on the GPU); --torch adds the PyTorch twin (scripts/bench_torch.py) when python3

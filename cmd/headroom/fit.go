@@ -12,6 +12,7 @@ import (
 
 const fitSynopsis = `fit --model NAME --capacity SIZE [--batch TARGET] [--seq S] [--image N] [--ranks N --zero Z] [--json] [--measure]
        [--device cpu|cuda [--cuda-major 9]]
+   fit --split --model GPT --capacity SIZE --ranks N [--batch TARGET] [--zero Z] [plan's technique flags] [--json]
 
 Finds, for each combination of techniques (autocast, 16-bit parameters,
 accumulation, checkpointing), the largest batch whose training step fits the
@@ -24,7 +25,14 @@ search for real on devices of that capacity (bisecting on out-of-memory),
 printing each technique as it finishes, and says whether it agrees: on
 cpu devices it allocates up to the capacity on this machine, so it
 accepts at most 4GiB; with --device cuda on cuda:0…cuda:N-1 (N the
-ranks), up to the memory the driver reports free on cuda:0.`
+ranks), up to the memory the driver reports free on cuda:0.
+
+--split chooses --tp and --pp instead: it plans every layout of the --ranks
+ranks (tp × pp × dp = ranks; heads divisible by tp, pp ≤ layers) at the
+target global batch (default: the model's batch × ranks × accum) with the
+techniques given, and picks the fewest model-parallel ranks tp × pp that
+fit, then the lowest worst-rank peak, then the smaller tp, and searches the
+chosen layout's largest batch (plan.FitSplit).`
 
 // maxMeasure is the largest capacity --measure accepts on cpu devices.
 const maxMeasure = 4 << 30
@@ -32,20 +40,25 @@ const maxMeasure = 4 << 30
 func cmdFit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("fit")
 	var m modelFlags
-	m.register(fs, false)
-	capacity := fs.String("capacity", "", "the capacity of each device, e.g. 24GiB or 80GB (required)")
+	m.register(fs, true)
+	split := fs.Bool("split", false, "choose --tp and --pp: search the tensor × pipeline × data layouts of --ranks with the techniques given (--amp, --checkpoint, --accum, --zero…)")
 	measure := fs.Bool("measure", false, "also run the search for real on --device's devices and compare (on cpu: capacity ≤ 4GiB; on cuda: ≤ the GPU's free memory)")
-	pos, err := parse(fs, fitSynopsis, args, stdout)
+	pos, err := parse(fs, fitSynopsis, normalize(args), stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return train.Usagef("unexpected arguments %q", pos)
 	}
-	if *capacity == "" {
+	if m.capacity == "" {
 		return train.Usagef("--capacity is required, e.g. --capacity 24GiB")
 	}
-	m.capacity = *capacity
+	if *split {
+		return fitSplit(fs, m, *measure, stdout)
+	}
+	if given := givenFlags(fs, splitOnlyFlags); len(given) > 0 {
+		return train.Usagef("--%s: fit chooses the techniques itself (with --split it keeps those given and chooses the layout)", given[0])
+	}
 	target := m.batch
 	if target < 0 {
 		return train.Usagef("--batch %d: want a positive target batch", target)

@@ -15,7 +15,7 @@ const usage = `usage: headroom COMMAND [flags]
 
 Commands:
   plan      predict a training step's exact memory per rank, before it runs
-  fit       find the largest batch and the cheapest techniques that fit a capacity
+  fit       find the largest batch and the cheapest techniques (or, --split, the tp × pp layout) that fit a capacity
   bench     run every technique for real on the CPU (or --device cuda): memory, time, loss; JSON, Markdown, PNG charts
   summary   explain a saved run report (--report), timeline or bench.json
   view      write a memory timeline (or two, compared) as one interactive HTML page

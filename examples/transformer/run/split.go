@@ -69,7 +69,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: dp, Zero: c.Zero, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
 		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, Grad: grad, LR: sched}
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: c.End(steps),
-		EvalMetric: "validation_loss_nats_per_byte", CapacityBytes: capacity, Flags: c.Values()}
+		CapacityBytes: capacity, Flags: c.Values()} // no EvalMetric: validation needs the whole model, not run
 	final := make([]float64, c.Ranks)
 	var stats device.Stats // rank 0's after training
 	began := time.Now()
@@ -118,17 +118,21 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 		if rk.Comm.Rank() == 0 {
 			stats = rk.Dev.Stats()
 		}
-		return nil
+		// Every rank's loss is its copy's micro-batches': the mean over the
+		// data group is the batch's (over MPI this process holds one rank).
+		sum, err := parallel.AllSumFloat64(mesh.Data, rk.Dev, final[rk.Comm.Rank()])
+		final[rk.Comm.Rank()] = sum / float64(dp)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	if train.Follower(ranks) {
+		return rep, nil // an mpirun rank other than 0: rank 0 reports
+	}
 	rep.Seconds = time.Since(began).Seconds()
 	train.FinishRanks(out, rep, ranks, final, stats, rep.Steps, c.Batch, 0)
-	rep.FinalLoss = 0 // every rank's loss is its copy's micro-batches': the mean over the copies is the batch's
-	for d := range dp {
-		rep.FinalLoss += final[c.Shape().Rank(d, 0, 0)] / float64(dp)
-	}
+	rep.FinalLoss = final[0]
 	fmt.Fprintf(out, "final training loss %.4f; %.1f samples/s; %.0f s (validation and sampling need the whole model: not run with %s)\n",
 		rep.FinalLoss, rep.SamplesPerSec, rep.Seconds, c.meshFlags())
 	if c.Report == "" {
