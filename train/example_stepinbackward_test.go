@@ -26,7 +26,8 @@ func ExampleStepper_stepInBackward() {
 		panic(err)
 	}
 	defer opt.Release()
-	st := &train.Stepper{Opt: opt, StepInBackward: true}
+	host := cpu.New(train.UndoHost, device.Options{}) // holds the undo copies while a step runs
+	st := &train.Stepper{Opt: opt, StepInBackward: true, Host: host}
 	x := make([]float64, 8*32)
 	for i := range x {
 		x[i] = float64(i%7) - 3
