@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
 )
 
 var _ ParamStepper = (*Adam8bit)(nil)
@@ -12,21 +13,21 @@ var _ ParamStepper = (*Adam8bit)(nil)
 // block by block, as Step does (host scratch of one block), a small one
 // through the F32 Adam. The undo's host copy of a quantised parameter is
 // its bytes and its state's: 6 per element (4 for t, 1 for each code) and
-// 8 per block (the two absmax).
-func (a *Adam8bit) StepParam(t *autograd.Tensor) (func(), error) {
+// 8 per block (the two absmax), on host.
+func (a *Adam8bit) StepParam(t *autograd.Tensor, host *device.Device) (*Undo, error) {
 	for _, s := range a.quant {
 		if s.t == t {
-			return a.stepQuant(s)
+			return a.stepQuant(s, host)
 		}
 	}
 	if a.small != nil && a.small.slotOf(t) != nil {
-		return a.small.StepParam(t)
+		return a.small.StepParam(t, host)
 	}
 	return nil, fmt.Errorf("%s: step_param: tensor %v is not a parameter of this optimizer", a.kind, t)
 }
 
 // stepQuant checks, saves and updates one quantised slot.
-func (a *Adam8bit) stepQuant(s *qslot) (func(), error) {
+func (a *Adam8bit) stepQuant(s *qslot, host *device.Device) (*Undo, error) {
 	switch {
 	case s.t.Released():
 		return nil, fmt.Errorf("%s: step_param: parameter %q was released", a.kind, s.name)
@@ -40,11 +41,12 @@ func (a *Adam8bit) stepQuant(s *qslot) (func(), error) {
 		return nil, err
 	}
 	first := s.m == nil
-	saved := []hostCopy{saveHost(s.t)}
-	for _, st := range s.tensors() {
-		saved = append(saved, saveHost(st))
+	u, err := saveUndo(a.kind, s.name, host, append([]*autograd.Tensor{s.t}, s.tensors()...))
+	if err != nil {
+		return nil, err
 	}
 	if err := a.allocate([]*qslot{s}); err != nil {
+		u.Release()
 		return nil, err
 	}
 	step := s.step
@@ -53,10 +55,7 @@ func (a *Adam8bit) stepQuant(s *qslot) (func(), error) {
 	for _, x := range []*autograd.Tensor{s.t, s.m, s.v, s.mMax, s.vMax} {
 		x.Block().Bump()
 	}
-	return func() {
-		for _, h := range saved {
-			h.restore()
-		}
+	u.reset = func() {
 		if first {
 			for _, x := range s.tensors() {
 				x.Release()
@@ -64,5 +63,6 @@ func (a *Adam8bit) stepQuant(s *qslot) (func(), error) {
 			s.m, s.v, s.mMax, s.vMax = nil, nil, nil, nil
 		}
 		s.step = step
-	}, nil
+	}
+	return u, nil
 }

@@ -44,7 +44,7 @@ func allState(o optim.Optimizer) []float64 {
 // (undoing and redoing the first StepParam of each step once), and
 // returns the state after each step.
 func adam8Run(t *testing.T, perParam bool) [][]float64 {
-	dev := cpu.New(0, device.Options{})
+	dev, host := cpu.New(0, device.Options{}), cpu.New(100, device.Options{})
 	rng := rand.New(rand.NewPCG(4, 4))
 	big := make([]float64, 200)
 	for i := range big {
@@ -68,15 +68,17 @@ func adam8Run(t *testing.T, perParam bool) [][]float64 {
 		}
 		if perParam {
 			before := allState(o)
-			undo, err := o.StepParam(w)
+			undo, err := o.StepParam(w, host)
 			if err != nil {
 				t.Fatal(err)
 			}
-			undo()
+			undo.Restore()
 			same(t, "8-bit state after undo", allState(o), before)
 			for _, p := range []*autograd.Tensor{b, w} {
-				if _, err := o.StepParam(p); err != nil {
+				if u, err := o.StepParam(p, host); err != nil {
 					t.Fatal(err)
+				} else {
+					u.Release()
 				}
 				p.ZeroGrad()
 			}
@@ -108,7 +110,7 @@ func TestAdam8bitStepParamEqualsStep(t *testing.T) {
 // masters and moments bit for bit.
 func TestStepParamMasterWeights(t *testing.T) {
 	run := func(perParam bool) [][]float64 {
-		dev := cpu.New(0, device.Options{})
+		dev, host := cpu.New(0, device.Options{}), cpu.New(100, device.Options{})
 		w := param(dev, dtype.BF16, "w", 0.5, -1.25, 2, 0.75)
 		o, err := optim.NewAdamW(params(w), optim.AdamConfig{LR: 0.01, MasterWeights: true})
 		if err != nil {
@@ -120,14 +122,16 @@ func TestStepParamMasterWeights(t *testing.T) {
 			setGrad(t, w, []float64{0.1 * float64(i+1), -0.2, 0.3, 1})
 			if perParam {
 				before := allState(o)
-				undo, err := o.StepParam(w)
+				undo, err := o.StepParam(w, host)
 				if err != nil {
 					t.Fatal(err)
 				}
-				undo()
+				undo.Restore()
 				same(t, "master weights after undo", allState(o), before)
-				if _, err := o.StepParam(w); err != nil {
+				if u, err := o.StepParam(w, host); err != nil {
 					t.Fatal(err)
+				} else {
+					u.Release()
 				}
 				w.ZeroGrad()
 			}

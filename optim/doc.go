@@ -93,8 +93,13 @@
 // SGD, Adam, AdamW and the 8-bit AdamW are ParamSteppers: StepParam(t)
 // applies to one parameter the update the next Step would apply to it,
 // with the same kernel, allocating its state if it has none, and returns
-// an undo that puts the parameter, its state and its update count back bit
-// for bit from a host copy of their bytes taken first (none on meta). The Step that follows updates the
+// an Undo: copies of the parameter and of its existing state (master copy
+// included) as tensors on the host device it is given, allocated through
+// that device's allocator (tag optimizer, op UndoOp "step_undo": the
+// parameter's bytes + its state's bytes), taken before the update;
+// Undo.Restore puts the parameter, its state and its update count back
+// bit for bit, Undo.Release keeps the update, and both free the copies
+// (on meta the copies are allocated, so planned, but hold no values). The Step that follows updates the
 // parameters that still have a gradient and counts the step. The step
 // inside backward (train.Stepper.StepInBackward) calls it from a gradient
 // hook and frees each gradient at once.

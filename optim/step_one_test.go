@@ -38,7 +38,7 @@ var stepOneCases = []stepOneCase{
 // gradient — and then Step. It returns the parameters' and the state's
 // values after each step.
 func stepOneRun(t *testing.T, c stepOneCase, perParam bool) [][]float64 {
-	dev := cpu.New(0, device.Options{})
+	dev, host := cpu.New(0, device.Options{}), cpu.New(100, device.Options{})
 	a := param(dev, dtype.F64, "a", 1, -2, 3)
 	b := param(dev, dtype.F64, "b", 0.5, 0.25)
 	o, err := c.make(params(a, b))
@@ -58,8 +58,10 @@ func stepOneRun(t *testing.T, c stepOneCase, perParam bool) [][]float64 {
 		}
 		if perParam {
 			for _, p := range []*autograd.Tensor{b, a} {
-				if _, err := o.StepParam(p); err != nil {
+				if u, err := o.StepParam(p, host); err != nil {
 					t.Fatal(err)
+				} else {
+					u.Release()
 				}
 				p.ZeroGrad()
 			}
@@ -109,7 +111,7 @@ func TestStepParamEqualsStep(t *testing.T) {
 // bit for bit, both when the state existed and when StepParam made it.
 func TestStepParamUndo(t *testing.T) {
 	for _, c := range stepOneCases {
-		dev := cpu.New(0, device.Options{})
+		dev, host := cpu.New(0, device.Options{}), cpu.New(100, device.Options{})
 		a := param(dev, dtype.F64, "a", 1, -2, 3)
 		o, err := c.make(params(a))
 		if err != nil {
@@ -117,11 +119,11 @@ func TestStepParamUndo(t *testing.T) {
 		}
 		setGrad(t, a, []float64{0.1, 0.2, 0.3})
 		fresh := dev.Stats().ByTag[device.Optimizer].Current
-		undo, err := o.StepParam(a)
+		undo, err := o.StepParam(a, host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		undo()
+		undo.Restore()
 		if got := dev.Stats().ByTag[device.Optimizer].Current; got != fresh {
 			t.Errorf("%s: optimizer bytes after undoing the first update = %d, want %d", c.name, got, fresh)
 		}
@@ -130,13 +132,13 @@ func TestStepParamUndo(t *testing.T) {
 		}
 		setGrad(t, a, []float64{-1, 2, 0.5})
 		before := snapshotOf(o)
-		if undo, err = o.StepParam(a); err != nil {
+		if undo, err = o.StepParam(a, host); err != nil {
 			t.Fatal(err)
 		}
 		if after := snapshotOf(o); after[0] == before[0] {
 			t.Fatalf("%s: StepParam did not change the parameter", c.name)
 		}
-		undo()
+		undo.Restore()
 		same(t, c.name+" after undo", snapshotOf(o), before)
 		o.Release()
 	}
@@ -158,7 +160,7 @@ func TestStepParamErrors(t *testing.T) {
 		{"no gradient", a, `adamw: step_param: parameter "a" has no gradient`},
 		{"not a parameter", other, "adamw: step_param: tensor"},
 	} {
-		if _, err := o.StepParam(tc.t); err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
+		if _, err := o.StepParam(tc.t, dev); err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
 			t.Errorf("%s: StepParam error %v, want one starting %q", tc.what, err, tc.want)
 		}
 	}

@@ -59,8 +59,10 @@
 // examples' --step-in-backward runs it (a GPT without clipping): the same
 // Stepper on meta, so the gradient peak predicted is the largest gradient
 // alive at once, byte for byte as on cpu
-// (TestStepInBackwardPredictionEqualsMeasurement). Refused with ranks,
-// ZeRO, tp or pp.
+// (TestStepInBackwardPredictionEqualsMeasurement); its undo copies go to
+// the host twin meta:100 (cpu:100 measured), Rank.Host: Σ over the trained
+// parameters of their bytes + their optimizer state's, tag optimizer.
+// Refused with ranks, ZeRO, tp or pp.
 //
 // Fit searches batch sizes and technique combinations for the largest
 // batch that fits a capacity, cheapest first. It bisects, and trusts only

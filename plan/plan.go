@@ -27,8 +27,8 @@ type Rank struct {
 	// tags add up to its Total, the peak (the tags' own peaks, above, may
 	// come at other moments and need not add up).
 	AtPeak train.PeakBytes `json:"at_peak"`
-	// Host is the offload host's memory (nil without offload or activation
-	// offload).
+	// Host is the host device's memory: the offload host's, the offloaded
+	// activations' or the step-in-backward undo copies' (nil without any).
 	Host *train.PeakBytes `json:"host,omitempty"`
 	// AllocatedPeak is the peak of the blocks at the sizes they occupy
 	// (device.Stats.Allocated.Peak): the bytes a capacity must hold. A

@@ -81,7 +81,7 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	if m.Kind == "gpt" && !c.StepInBackward {
 		st.Clip = 1
 	}
-	st.StepInBackward = c.StepInBackward
+	st.StepInBackward, st.Host = c.StepInBackward, host // the host holds the undo copies
 	fwd := batchLoss(m, c, dev, model, c.Batch/c.Ranks/c.Accum, pdt)
 	for i := range c.Steps {
 		last := i == c.Steps-1

@@ -135,15 +135,32 @@
 // first k−1 micro-batches accumulate every gradient as usual (the peak is
 // then all gradients); only the last one steps inside backward.
 //
-// Host: each update keeps its undo until the step ends — a host copy of
-// the parameter, its master copy and its state, byte for byte as stored
-// (AdamW on F32: 12 bytes per element; 8-bit AdamW: 6, plus 8 per block)
-// — so that a step the loss scaler skips (a gradient overflowed: the
-// remaining gradients are freed unused, the parameters already updated
-// are put back, the scale backs off) or a step that fails (out of memory,
-// a non-finite gradient without a scaler) changes nothing. That is the bytes of the parameters
-// and optimizer state in host memory at the end of backward, outside the
-// allocator: a step can never be half-applied. On meta nothing is copied.
+// Host: each update keeps its undo until the step ends — a copy of the
+// parameter, and of its master copy and state when they exist (not on its
+// first step: new state is released instead), byte for byte as stored,
+// held as tensors on the Stepper's Host device through its allocator (tag
+// optimizer, op step_undo, scope the parameter's name) — so that a step
+// the loss scaler skips (a gradient overflowed: the remaining gradients
+// are freed unused, the parameters already updated are put back, the
+// scale backs off) or a step that fails (out of memory, a non-finite
+// gradient without a scaler) changes nothing: a step can never be
+// half-applied. The copies grow as parameters step and are all freed when
+// the step ends (kept, skipped or failed), so the host's peak is, from the
+// second step on,
+//
+//	Σ over the trained parameters (bytes of the parameter + bytes of its optimizer state)
+//
+// — AdamW on F32: 12 bytes per element; 8-bit AdamW: 6 per element plus
+// 8 per block of a quantised parameter; bf16 parameters with F32 master
+// weights: 2 + 4 + 8 — and 0 between steps (TestStepInBackwardUndoHostPeak).
+// They are needed without a loss scaler too: a failed update must leave
+// the earlier ones undone. The programs open the host cpu:100 (UndoHost,
+// no limit; the same index as --offload's host of rank 0), print its peak
+// after the memory summary and record it in the report's extra.host; the
+// planner allocates the copies on meta:100 and shows the host's peak
+// (`headroom plan --step-in-backward`, equal to cpu byte for byte). Each
+// copy passes, as every cross-device copy does (autograd's Tensor.CopyFrom),
+// through one transient Go slice of the tensor's size.
 //
 // Refused, before any work, naming both flags: --clip (the global norm
 // needs every gradient before the first update; the transformer example

@@ -15,7 +15,9 @@ import (
 // The optimizer step inside backward: each parameter is updated as soon
 // as its gradient is complete and the gradient freed at once, so the
 // gradient peak is the largest single gradient (fc1.weight, 64·32·4
-// bytes) instead of all of them.
+// bytes) instead of all of them. Until the step ends each update keeps a
+// copy of the parameter and its AdamW state on the host device, so that a
+// skipped or failed step is undone bit for bit.
 func ExampleStepper_stepInBackward() {
 	dev := cpu.New(0, device.Options{})
 	b := nn.NewBuilder(dev, dtype.F32, 1)
@@ -26,7 +28,8 @@ func ExampleStepper_stepInBackward() {
 		panic(err)
 	}
 	defer opt.Release()
-	st := &train.Stepper{Opt: opt, StepInBackward: true}
+	host := cpu.New(train.UndoHost, device.Options{}) // holds the undo copies while a step runs
+	st := &train.Stepper{Opt: opt, StepInBackward: true, Host: host}
 	x := make([]float64, 8*32)
 	for i := range x {
 		x[i] = float64(i%7) - 3
@@ -42,7 +45,9 @@ func ExampleStepper_stepInBackward() {
 	}
 	fmt.Println("steps:", st.Steps())
 	fmt.Println("gradient peak:", dev.Stats().ByTag[device.Gradient].Peak, "bytes; all gradients:", 4*nn.Count(m), "bytes")
+	fmt.Println("undo copies on", host, "at the peak:", host.Stats().Requested.Peak, "bytes (12 per element); now:", host.Stats().Requested.Current)
 	// Output:
 	// steps: 3
 	// gradient peak: 8192 bytes; all gradients: 9488 bytes
+	// undo copies on cpu:100 at the peak: 28464 bytes (12 per element); now: 0
 }

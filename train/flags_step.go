@@ -10,13 +10,14 @@ import (
 type StepFlags struct {
 	// StepInBackward updates each parameter inside the last micro-batch's
 	// backward as soon as its gradient is complete and frees the gradient
-	// there (Stepper.StepInBackward).
+	// there (Stepper.StepInBackward), keeping the undo copies on the host
+	// device cpu:UndoHost while the step runs.
 	StepInBackward bool
 }
 
 // registerStep adds the StepFlags to fs.
 func (s *StepFlags) registerStep(fs *flag.FlagSet) {
-	fs.BoolVar(&s.StepInBackward, "step-in-backward", false, "update each parameter inside the last micro-batch's backward as soon as its gradient is complete and free the gradient there: one gradient alive at a time instead of all (not with --clip, data parallelism, --tp or --pp)")
+	fs.BoolVar(&s.StepInBackward, "step-in-backward", false, "update each parameter inside the last micro-batch's backward as soon as its gradient is complete and free the gradient there: one gradient alive at a time instead of all, for an undo on the host cpu:100 of the parameters and their optimizer state while the step runs (not with --clip, data parallelism, --tp or --pp)")
 }
 
 // checkStep refuses --step-in-backward where it cannot work yet: data

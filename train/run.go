@@ -35,6 +35,9 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 		return nil, err
 	}
 	defer r.release()
+	if host := openUndoHost(r.Stepper); host != nil {
+		defer Close(host, &err)
+	}
 	r.header(p, dev.String(), fmt.Sprintf("batch %d×%d", c.Batch/c.Accum, c.Accum))
 	if err := r.resume(p.Steps); err != nil {
 		return nil, err
@@ -60,6 +63,7 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 	rep := r.report(p, ev, capacity, seconds)
 	fmt.Fprint(out, r.Trained.Summary())
 	c.reportActivationHosts(out, rep)
+	reportUndoHost(out, rep, r.Stepper.Host)
 	result(out, rep, ev, r.End-r.Start)
 	if err := c.writeReport(rep); err != nil {
 		return nil, err

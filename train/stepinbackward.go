@@ -12,14 +12,15 @@ import (
 // (Stepper.StepInBackward): a hook on every parameter unscales its
 // gradient, checks it for inf/NaN, updates the parameter and frees the
 // gradient as soon as backward has added its last contribution. Each
-// update keeps an undo (a host copy of the parameter and its state) until
-// the step ends, so that a step the loss scaler skips, or one that fails,
-// is rolled back bit for bit.
+// update keeps an undo (a copy of the parameter and its state on the
+// Stepper's Host device, tag optimizer, op optim.UndoOp) until the step
+// ends, so that a step the loss scaler skips, or one that fails, is
+// rolled back bit for bit; release frees the copies of a step that stays.
 type inBackward struct {
 	st       *Stepper
 	ps       optim.ParamStepper
 	names    map[*autograd.Tensor]string
-	undo     []func()
+	undo     []*optim.Undo
 	remove   []func()
 	err      error // the first failure inside a hook
 	overflow bool  // a gradient was not finite: the step will be skipped
@@ -40,6 +41,8 @@ func (st *Stepper) newInBackward() (*inBackward, error) {
 		return nil, fmt.Errorf("step in backward (--step-in-backward) with gradient clipping (--clip %v): the global norm needs every gradient before the first update; choose one", st.Clip)
 	case sharded || st.Sync != nil:
 		return nil, fmt.Errorf("step in backward (--step-in-backward) with data parallelism: gradients are reduced across ranks before they are complete; not available yet")
+	case st.Host == nil:
+		return nil, fmt.Errorf("step in backward: the Stepper has no Host device for the undo copies of the parameters and their state (set Stepper.Host, e.g. cpu:100; meta:100 to plan)")
 	}
 	ib := &inBackward{st: st, ps: ps, names: map[*autograd.Tensor]string{}}
 	for _, p := range ps.Params() {
@@ -100,7 +103,7 @@ func (ib *inBackward) ready(leaf *autograd.Tensor) {
 		g.ScaleInPlace(sc.Scale()) // back as it was: the scaler's Unscale divides it
 		return
 	}
-	undo, err := ib.ps.StepParam(leaf)
+	undo, err := ib.ps.StepParam(leaf, ib.st.Host)
 	if err != nil {
 		ib.err = err
 		return
@@ -115,7 +118,18 @@ func (ib *inBackward) rollback() {
 		return
 	}
 	for i := len(ib.undo) - 1; i >= 0; i-- {
-		ib.undo[i]()
+		ib.undo[i].Restore()
+	}
+	ib.undo = nil
+}
+
+// release frees the undo copies of a step that stays (a nil ib: nothing).
+func (ib *inBackward) release() {
+	if ib == nil {
+		return
+	}
+	for _, u := range ib.undo {
+		u.Release()
 	}
 	ib.undo = nil
 }

@@ -44,7 +44,7 @@ func sibRun(t *testing.T, mk func([]nn.Param) (optim.Optimizer, error), k int, i
 	for i := range y {
 		y[i] = int64(rng.IntN(sibClasses))
 	}
-	st := &train.Stepper{Opt: opt, Accum: k, StepInBackward: inBackward}
+	st := &train.Stepper{Opt: opt, Accum: k, StepInBackward: inBackward, Host: cpu.New(train.UndoHost, device.Options{})}
 	if len(scaler) > 0 {
 		st.Scaler = scaler[0]
 	}
@@ -153,7 +153,7 @@ func newOverflowRig(t *testing.T, scaler bool) *overflowRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &overflowRig{dev: dev, a: a, b: b, opt: opt, st: &train.Stepper{Opt: opt, StepInBackward: true}}
+	r := &overflowRig{dev: dev, a: a, b: b, opt: opt, st: &train.Stepper{Opt: opt, StepInBackward: true, Host: cpu.New(train.UndoHost, device.Options{})}}
 	if scaler {
 		r.st.Scaler = amp.NewScaler(dtype.F16, amp.ScalerConfig{})
 	}
@@ -276,6 +276,7 @@ func TestStepInBackwardRefuses(t *testing.T) {
 		{train.Stepper{Opt: r.opt, Clip: 1, StepInBackward: true}, "(--step-in-backward) with gradient clipping (--clip 1)"},
 		{train.Stepper{Opt: r.opt, Sync: noSync{}, StepInBackward: true}, "with data parallelism"},
 		{train.Stepper{Opt: q, StepInBackward: true}, "cannot update one parameter at a time"},
+		{train.Stepper{Opt: r.opt, StepInBackward: true}, "no Host device for the undo copies"},
 	} {
 		calls := 0
 		_, _, err := c.st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor { calls++; return s.Use(r.a).Sum(false) })
@@ -295,11 +296,11 @@ type failingStepper struct {
 	calls, fail int
 }
 
-func (f *failingStepper) StepParam(t *autograd.Tensor) (func(), error) {
+func (f *failingStepper) StepParam(t *autograd.Tensor, host *device.Device) (*optim.Undo, error) {
 	if f.calls++; f.calls == f.fail {
 		return nil, errors.New("no memory for the state (test)")
 	}
-	return f.Adam.StepParam(t)
+	return f.Adam.StepParam(t, host)
 }
 
 // TestStepInBackwardFailureRollsBack: an update that fails inside

@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-ml/headroom/amp"
 	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
@@ -79,6 +80,10 @@ type Stepper struct {
 	// Clip, Sync or a sharded optimizer; the optimizer must be an
 	// optim.ParamStepper.
 	StepInBackward bool
+	// Host is the device that holds StepInBackward's undo copies of the
+	// parameters and their optimizer state while a step runs (required
+	// with it; the programs use cpu:100, the planner meta:100).
+	Host *device.Device
 
 	steps int
 }
@@ -142,6 +147,7 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 	if !stepped {
 		ib.rollback() // the scaler skipped the step
 	}
+	ib.release()
 	st.steps++
 	return loss, stepped, nil
 }
