@@ -26,12 +26,44 @@ func (t *Tensor) To(dev *device.Device) *Tensor {
 	return out
 }
 
+// TransferChunk is the most host memory one copy between devices stages
+// through: a copy of a contiguous tensor to a tensor of the same dtype
+// moves it in pieces of at most this many bytes through one Go buffer, so
+// To, activation offload and optimizer-state offload hold at most
+// TransferChunk of uncounted host scratch per copy in flight, whatever the
+// tensor's size. A strided source or a dtype change stages the whole
+// tensor (its converted bytes) at once.
+const TransferChunk = 4 << 20
+
+// transferChunk is TransferChunk, a variable so tests can cut odd pieces.
+var transferChunk = TransferChunk
+
 // transfer copies src into the contiguous dst on another device, through
 // the host. Nothing is copied when either device holds no data.
 func transfer(dst, src *Tensor) {
-	b := src.hostBytes("to", dst.dt)
-	if dk := dst.dev.Kernels(); dk != nil && src.dev.Kernels() != nil {
-		dk.Write(dst.operand(), b)
+	src.live("to")
+	sk, dk := src.dev.Kernels(), dst.dev.Kernels()
+	switch {
+	case sk == nil || dk == nil:
+	case src.dt == dst.dt && src.IsContiguous():
+		copyChunked(dk, sk, dst.operand(), src.operand())
+	default:
+		dk.Write(dst.operand(), src.hostBytes("to", dst.dt))
 	}
 	dst.blk.Bump()
+}
+
+// copyChunked copies contiguous src into contiguous dst (same dtype and
+// length, on devices with kernels dk and sk) in pieces of at most
+// transferChunk bytes through one host buffer.
+func copyChunked(dk, sk device.Kernels, dst, src device.Operand) {
+	n, size := src.Len(), src.DType.Size()
+	per := max(1, transferChunk/size)
+	buf := make([]byte, min(n, per)*size)
+	for i := 0; i < n; i += per {
+		m := min(per, n-i)
+		b := buf[:m*size]
+		sk.Read(b, device.Operand{Block: src.Block, Off: src.Off + i, DType: src.DType, Shape: []int{m}})
+		dk.Write(device.Operand{Block: dst.Block, Off: dst.Off + i, DType: dst.DType, Shape: []int{m}}, b)
+	}
 }
