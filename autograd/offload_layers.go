@@ -21,8 +21,8 @@ import (
 // Only activation blocks move (parameters, and the blocks a Group is told
 // to keep, stay where they are, held as plain autograd would). A block
 // saved several times in one group (the same view) moves once. The copies
-// stage through a Go buffer of the tensor's bytes each, as To does: at
-// most window+1 such buffers exist at once (one per running copy).
+// stage through host buffers of at most TransferChunk bytes each, as To
+// does: at most window+1 such buffers exist at once (one per running copy).
 type LayerOffload struct {
 	host   *device.Device
 	window int

@@ -45,8 +45,8 @@
 // the device's activation peak falls from plain's by the offloaded bytes,
 // (n-1)·S less the stack's input (its caller holds it), less the window,
 // Window·S; the host holds the offloaded bytes from the forward until the
-// graph is freed. Each copy stages through a Go buffer of the tensor's
-// bytes, at most Window+1 at once. Time: two copies of (n-1)·S bytes per
+// graph is freed. Each copy stages through a host buffer of at most
+// autograd.TransferChunk (4 MiB), at most Window+1 at once. Time: two copies of (n-1)·S bytes per
 // step, the backward ones overlapped with compute.
 //
 // Offload's Modes choose per layer instead: Keep (plain), SelectiveRecompute

@@ -52,8 +52,8 @@ func (u *Undo) Release() {
 }
 
 // saveUndo copies ts (contiguous) to host through autograd's transfer
-// path (Tensor.CopyFrom: on the way one tensor's bytes pass through a
-// transient Go slice). name is the scope of the copies' label. When host
+// path (Tensor.CopyFrom: on the way the bytes pass through one transient
+// host buffer of at most autograd.TransferChunk). name is the scope of the copies' label. When host
 // cannot hold them it frees those it made and returns the error: nothing
 // has changed. The caller sets the undo's reset.
 func saveUndo(kind, name string, host *device.Device, ts []*autograd.Tensor) (*Undo, error) {

@@ -160,7 +160,7 @@
 // planner allocates the copies on meta:100 and shows the host's peak
 // (`headroom plan --step-in-backward`, equal to cpu byte for byte). Each
 // copy passes, as every cross-device copy does (autograd's Tensor.CopyFrom),
-// through one transient Go slice of the tensor's size.
+// through one transient host buffer of at most autograd.TransferChunk (4 MiB).
 //
 // Refused, before any work, naming both flags: --clip (the global norm
 // needs every gradient before the first update; the transformer example
