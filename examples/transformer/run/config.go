@@ -51,7 +51,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.Context, "context", 64, "context length in bytes, ≥ 1 and shorter than the training and validation texts")
 	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability, in [0, 1)")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
-	fs.BoolVar(&c.Tie, "tie-embeddings", true, "the LM head is the token embedding's weight (give --tie-embeddings=false with --pp)")
+	fs.BoolVar(&c.Tie, "tie-embeddings", true, "the LM head is the token embedding's weight (default false with --pp, where one weight cannot be on two stages)")
 	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in (0, 1), in 16 KiB pieces spread over it")
 	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss, ≥ 1")
 	fs.IntVar(&c.Sample, "sample", 200, "bytes to generate at the end, ≥ 0")

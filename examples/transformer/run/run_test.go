@@ -180,7 +180,7 @@ var splitRefusals = []traintest.Refusal{
 	traintest.Refuse("--tp 4", "--heads 2: want a number of heads divisible by --tp 4"),
 	traintest.Refuse("--tp 512 --heads 512 --width 512", "--tp 512: want a divisor of the vocabulary, 256 bytes"),
 	traintest.Refuse("--pp 2", "--pp 2: want at most --layers 1 stages"),
-	traintest.Refuse("--pp 2 --layers 2", "--tie-embeddings true: want false with --pp 2"),
+	traintest.Refuse("--pp 2 --layers 2 --tie-embeddings", "--tie-embeddings true: want false with --pp 2"),
 	traintest.Refuse("--tp 2 --share-layers", "--share-layers true: want false with --tp or --pp", "not available yet"),
 	traintest.Refuse("--tp 2 --sequence-parallel --batch 1 --context 1", "--batch 1: want micro-batches whose tokens (batch/accum × context = 1) divide by --tp 2"),
 }

@@ -17,12 +17,16 @@ import (
 
 // checkSplit checks the model against --tp and --pp: the heads and the
 // vocabulary (256) divide by --tp, the layers are at least --pp, the
-// embeddings are untied under --pp (the token table is stage 0's, the
+// embeddings are untied under --pp (untied by default there; an explicit
+// --tie-embeddings=true is refused: the token table is stage 0's, the
 // head the last stage's), no shared layers, and under
 // --sequence-parallel each micro-batch's tokens divide by --tp.
 func (c *Config) checkSplit() error {
 	if !c.Split() {
 		return nil
+	}
+	if c.PP > 1 && !c.Set("tie-embeddings") {
+		c.Tie = false // a pipeline cannot tie: untie unless the user asked to tie
 	}
 	tokens := c.Batch / max(c.Accum, 1) / c.Shape().Data * c.Context
 	return train.First(

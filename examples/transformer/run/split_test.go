@@ -23,6 +23,8 @@ func TestSplitMatchesOneDevice(t *testing.T) {
 		{nil, []string{"--tp", "2"}, 1e-5},
 		{nil, []string{"--tp", "2", "--sequence-parallel"}, 1e-5},
 		{[]string{"--tie-embeddings=false", "--accum", "2"}, []string{"--tie-embeddings=false", "--accum", "2", "--pp", "2"}, 0},
+		// --pp unties the embeddings by default: the same run as an untied model.
+		{[]string{"--tie-embeddings=false", "--accum", "2"}, []string{"--accum", "2", "--pp", "2"}, 0},
 		{[]string{"--tie-embeddings=false", "--accum", "4"}, []string{"--tie-embeddings=false", "--accum", "4", "--pp", "2", "--pipe-schedule", "gpipe"}, 0},
 		// The mesh: data-parallel copy d trains on micro-batches d·accum…; one device accumulates all of them.
 		{[]string{"--tie-embeddings=false", "--accum", "4", "--clip", "0"}, []string{"--tie-embeddings=false", "--accum", "2", "--clip", "0", "--tp", "2", "--pp", "2", "--ranks", "8"}, 1e-5},
