@@ -17,8 +17,16 @@
 // event one byte kind|tag<<3, the time delta as a uvarint, then by kind
 // the bytes, the address delta (zigzag varint) and the label index (alloc);
 // the distance back to the block's alloc (free, retag: so frees carry no
-// size or address); bytes and address delta (segment events). Totals are
-// not stored: the page sums them, as ReadTimeline checks they follow.
+// size or address; 0 for a block older than the recording, followed by its
+// bytes, address delta and label); bytes and address delta (segment
+// events). Totals are not stored: the page sums them, as ReadTimeline
+// checks they follow.
+//
+// Reading back. Read decodes a page into its runs' events (a free or
+// retag gets its block's address and its alloc's label, as the device
+// records them), so the page is also the compact file a run keeps: a run
+// report's mem_view and a bench row's view name one, and headroom view
+// reads them (device.ReadHTML) to show a run again or compare two.
 //
 // Level of detail. At open the script decodes the stream into typed
 // columns and computes per bucket of 16 events the largest total, the tag

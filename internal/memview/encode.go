@@ -98,7 +98,8 @@ type encoder struct {
 // encode turns a run into its header and byte stream. Per event: one byte
 // kind|tag<<3, the time delta as uvarint, then by kind — alloc: bytes,
 // address delta (zigzag), label; free and retag: distance back to the
-// block's alloc (0: a block older than the recording, then its bytes);
+// block's alloc (0: a block older than the recording, then its bytes,
+// address delta and label);
 // segment events: bytes, address delta; oom: bytes, label.
 func encode(r Run) (*encoded, error) {
 	n := r.Events.Len()
@@ -180,6 +181,8 @@ func (e *encoder) block(i int, ev Event) {
 	} else {
 		e.uv(0)
 		e.uv(uint64(ev.Bytes))
+		e.addr(ev.Addr)
+		e.label(ev)
 		b.tag = NumTags - 1
 	}
 	if ev.Kind == Free {

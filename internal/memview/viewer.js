@@ -19,7 +19,7 @@ function decode(r,d){const n=r.n;let p=0;
   let tt=0,aa=0;
   for(let i=0;i<n;i++){const b=d[p++],k=b&7;kind[i]=k;tag[i]=b>>3;tt+=uv();t[i]=tt;ref[i]=-1;lab[i]=-1;
     if(k===0){bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}
-    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back]}else bytes[i]=uv()}
+    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back]}else{bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}}
     else if(k===5){bytes[i]=uv();lab[i]=uv()}
     else{bytes[i]=uv();aa+=sv();addr[i]=aa}}
   Object.assign(r,{kind,tag,bytes,ref,lab,addr,t})}

@@ -1,0 +1,92 @@
+package device_test
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/meta"
+)
+
+// olderBlocks records a timeline whose first events free and retag blocks
+// allocated before the recording started, then allocates and frees one.
+func olderBlocks(t *testing.T) *device.Timeline {
+	t.Helper()
+	d := meta.New(0, device.Options{})
+	a := d.MustAlloc(3000, device.Label{Tag: device.Activation, Op: "conv2d", Scope: "layer0", Phase: "forward"})
+	w := d.MustAlloc(500, device.Label{Tag: device.Workspace, Op: "matmul_backward", Phase: "backward"})
+	d.StartTimeline()
+	a.Release()
+	w.Retag(device.Gradient)
+	d.MustAlloc(700, device.Label{Tag: device.Optimizer, Op: "adam", Phase: "optimizer"}).Release()
+	return d.StopTimeline()
+}
+
+// TestReadHTMLRoundTrip: the timelines read back from a page equal the
+// recorded ones event for event (frees and retags of blocks older than the
+// recording, segments and an OOM with its text included), for one run's
+// page and for the compare page's two.
+func TestReadHTMLRoundTrip(t *testing.T) {
+	a, _ := simulate(t, 3000, 21, 777)
+	appendOOM(t, a)
+	b := olderBlocks(t)
+	for _, tls := range [][]*device.Timeline{{a}, {b}, {a, b}} {
+		var page bytes.Buffer
+		var err error
+		if len(tls) == 2 {
+			err = device.WriteHTMLCompare(&page, tls[0], tls[1], "a", "b")
+		} else {
+			err = tls[0].WriteHTML(&page)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := device.ReadHTML(&page)
+		if err != nil {
+			t.Fatalf("ReadHTML: %v", err)
+		}
+		if len(back) != len(tls) {
+			t.Fatalf("ReadHTML: %d timelines, want %d", len(back), len(tls))
+		}
+		for i := range tls {
+			if !reflect.DeepEqual(back[i], tls[i]) {
+				t.Errorf("timeline %d of %d read back differs: first difference %s", i, len(tls), firstDiff(back[i], tls[i]))
+			}
+		}
+	}
+}
+
+// firstDiff describes the first field where two timelines differ.
+func firstDiff(got, want *device.Timeline) string {
+	if got.Device != want.Device || got.Capacity != want.Capacity || !reflect.DeepEqual(got.StartByTag, want.StartByTag) {
+		return "in the header"
+	}
+	for i := range min(len(got.Events), len(want.Events)) {
+		if got.Events[i] != want.Events[i] {
+			return fmt.Sprintf("event %d: %+v, want %+v", i, got.Events[i], want.Events[i])
+		}
+	}
+	return fmt.Sprintf("in the event count %d, want %d", len(got.Events), len(want.Events))
+}
+
+// TestReadHTMLRefuses: a file that is not a page, or a page whose stream
+// is cut, is an error saying which.
+func TestReadHTMLRefuses(t *testing.T) {
+	if _, err := device.ReadHTML(strings.NewReader("<html>hello</html>")); err == nil || !strings.Contains(err.Error(), "not a memory-viewer page") {
+		t.Errorf("ReadHTML of another page: %v, want 'not a memory-viewer page'", err)
+	}
+	tl, _ := simulate(t, 200, 3, 0)
+	var page bytes.Buffer
+	if err := tl.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	s := page.String()
+	i := strings.Index(s, `id="data0">`) + len(`id="data0">`)
+	cut := s[:i+40] + s[strings.Index(s[i:], "</script>")+i:]
+	if _, err := device.ReadHTML(strings.NewReader(cut)); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Errorf("ReadHTML of a cut stream: %v, want an event named malformed", err)
+	}
+}

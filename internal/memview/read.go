@@ -1,0 +1,113 @@
+package memview
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+)
+
+// Decoded is one run read back from a page: what Write was given, less the
+// run's Source (its events are here, decoded).
+type Decoded struct {
+	Name     string
+	Device   string
+	Capacity int64
+	// Base is what each tag held before the first event (as Write stored
+	// it: the run's own, or the least that keeps every tag non-negative)
+	// and BaseReserved the reserved bytes then.
+	Base         [NumTags]int64
+	BaseReserved int64
+	// Events are the run's events. A free or retag carries its block's
+	// address and its alloc's scope, op and phase, as a device records them.
+	Events []Event
+}
+
+// headerOpen and dataOpen begin the page's header and the runs' streams.
+const (
+	headerOpen = `<script type="application/json" id="runs">`
+	dataOpen   = `<script type="application/octet-stream" id="data%d">`
+	scriptEnd  = `</script>`
+)
+
+// Read reads the runs back from a page that Write wrote: the way to view
+// or compare a run whose page is all that was kept. A file that is not
+// such a page is an error saying so.
+func Read(page []byte) ([]Decoded, error) {
+	head, ok := between(page, headerOpen)
+	if !ok {
+		return nil, fmt.Errorf("memview: not a memory-viewer page (no %s)", headerOpen)
+	}
+	var hs []*encoded
+	if err := json.Unmarshal(head, &hs); err != nil {
+		return nil, fmt.Errorf("memview: the page's header: %w", err)
+	}
+	runs := make([]Decoded, len(hs))
+	for i, h := range hs {
+		b64, ok := between(page, fmt.Sprintf(dataOpen, i))
+		if !ok {
+			return nil, fmt.Errorf("memview: the page lacks the events of run %d (%q)", i, h.Name)
+		}
+		data, err := base64.StdEncoding.DecodeString(string(b64))
+		if err != nil {
+			return nil, fmt.Errorf("memview: the events of run %q: %w", h.Name, err)
+		}
+		h.data = data
+		if runs[i], err = decodeRun(h); err != nil {
+			return nil, fmt.Errorf("run %q: %w", h.Name, err)
+		}
+	}
+	return runs, nil
+}
+
+// between returns what follows open in page up to the next </script>.
+func between(page []byte, open string) ([]byte, bool) {
+	i := bytes.Index(page, []byte(open))
+	if i < 0 {
+		return nil, false
+	}
+	rest := page[i+len(open):]
+	j := bytes.Index(rest, []byte(scriptEnd))
+	if j < 0 {
+		return nil, false
+	}
+	return rest[:j], true
+}
+
+// decodeRun decodes a run's stream into events.
+func decodeRun(h *encoded) (Decoded, error) {
+	r := Decoded{Name: h.Name, Device: h.Device, Capacity: h.Capacity, Base: h.BaseByTag, BaseReserved: h.BaseReserved}
+	if h.N < 0 {
+		return r, fmt.Errorf("memview: %d events", h.N)
+	}
+	notes := map[int]string{}
+	for _, o := range h.OOMs {
+		notes[o.I] = o.Text
+	}
+	c := &cursor{d: h.data}
+	r.Events = make([]Event, h.N)
+	var t int64
+	for i := range h.N {
+		s, err := c.next(i)
+		if err != nil {
+			return r, err
+		}
+		if s.label >= len(h.Labels) {
+			return r, fmt.Errorf("memview: event %d: label %d of %d", i, s.label, len(h.Labels))
+		}
+		t += int64(s.dt)
+		e := Event{T: t, Kind: s.kind, Tag: s.tag, Bytes: s.bytes, Addr: s.addr, Detail: notes[i]}
+		if s.back > 0 {
+			a := &r.Events[i-s.back]
+			e.Bytes, e.Addr, e.Scope, e.Op, e.Phase = a.Bytes, a.Addr, a.Scope, a.Op, a.Phase
+		} else if s.label >= 0 {
+			l := h.Labels[s.label]
+			e.Scope, e.Op, e.Phase = l[0], l[1], l[2]
+		}
+		r.Events[i] = e
+	}
+	if c.p != len(c.d) {
+		return r, fmt.Errorf("memview: %d bytes after the last of %d events", len(c.d)-c.p, h.N)
+	}
+	return r, nil
+}
