@@ -12,7 +12,9 @@ import (
 )
 
 // olderBlocks records a timeline whose first events free and retag blocks
-// allocated before the recording started, then allocates and frees one.
+// allocated before the recording started, then allocates and frees one,
+// and one more that is relabelled (Block.Relabel) and retagged before its
+// free.
 func olderBlocks(t *testing.T) *device.Timeline {
 	t.Helper()
 	d := meta.New(0, device.Options{})
@@ -22,12 +24,17 @@ func olderBlocks(t *testing.T) *device.Timeline {
 	a.Release()
 	w.Retag(device.Gradient)
 	d.MustAlloc(700, device.Label{Tag: device.Optimizer, Op: "adam", Phase: "optimizer"}).Release()
+	r := d.MustAlloc(300, device.Label{Tag: device.Workspace, Op: "new"})
+	r.Relabel("clip_grad_norm", "gpt")
+	r.Retag(device.Other)
+	r.Release()
 	return d.StopTimeline()
 }
 
 // TestReadHTMLRoundTrip: the timelines read back from a page equal the
 // recorded ones event for event (frees and retags of blocks older than the
-// recording, segments and an OOM with its text included), for one run's
+// recording or relabelled since their alloc, segments and an OOM with its
+// text included), for one run's
 // page and for the compare page's two.
 func TestReadHTMLRoundTrip(t *testing.T) {
 	a, _ := simulate(t, 3000, 21, 777)

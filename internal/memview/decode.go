@@ -74,7 +74,8 @@ func (c *cursor) next(i int) (step, error) {
 	if c.p >= len(c.d) {
 		return step{}, fmt.Errorf("memview: stream ends at event %d", i)
 	}
-	s := step{kind: c.d[c.p] & 7, tag: c.d[c.p] >> 3, label: -1}
+	b := c.d[c.p]
+	s := step{kind: b & 7, tag: b >> 3 & 7, label: -1}
 	c.p++
 	s.dt = c.uv()
 	switch s.kind {
@@ -83,6 +84,8 @@ func (c *cursor) next(i int) (step, error) {
 	case Free, Retag:
 		if s.back = int(c.uv()); s.back == 0 {
 			s.bytes, s.addr, s.label = int64(c.uv()), c.delta(), int(c.uv())
+		} else if b&relabelled != 0 {
+			s.label = int(c.uv())
 		}
 	case OOM:
 		s.bytes, s.label = int64(c.uv()), int(c.uv())

@@ -86,6 +86,7 @@ func decodeRun(h *encoded) (Decoded, error) {
 	}
 	c := &cursor{d: h.data}
 	r.Events = make([]Event, h.N)
+	retagged := map[int]int{} // a block's alloc → its last retag
 	var t int64
 	for i := range h.N {
 		s, err := c.next(i)
@@ -98,9 +99,17 @@ func decodeRun(h *encoded) (Decoded, error) {
 		t += int64(s.dt)
 		e := Event{T: t, Kind: s.kind, Tag: s.tag, Bytes: s.bytes, Addr: s.addr, Detail: notes[i]}
 		if s.back > 0 {
-			a := &r.Events[i-s.back]
+			at := i - s.back
+			a := &r.Events[at]
+			if k, ok := retagged[at]; ok {
+				a = &r.Events[k] // the label as the block's last retag left it
+			}
 			e.Bytes, e.Addr, e.Scope, e.Op, e.Phase = a.Bytes, a.Addr, a.Scope, a.Op, a.Phase
-		} else if s.label >= 0 {
+			if s.kind == Retag {
+				retagged[at] = i
+			}
+		}
+		if s.label >= 0 {
 			l := h.Labels[s.label]
 			e.Scope, e.Op, e.Phase = l[0], l[1], l[2]
 		}

@@ -17,9 +17,9 @@ function decode(r,d){const n=r.n;let p=0;
   const sv=()=>{const u=uv();return u%2?-(u+1)/2:u/2};
   const kind=new Uint8Array(n),tag=new Uint8Array(n),bytes=new Float64Array(n),ref=new Int32Array(n),lab=new Int32Array(n),addr=new Float64Array(n),t=new Float64Array(n);
   let tt=0,aa=0;
-  for(let i=0;i<n;i++){const b=d[p++],k=b&7;kind[i]=k;tag[i]=b>>3;tt+=uv();t[i]=tt;ref[i]=-1;lab[i]=-1;
+  for(let i=0;i<n;i++){const b=d[p++],k=b&7;kind[i]=k;tag[i]=b>>3&7;tt+=uv();t[i]=tt;ref[i]=-1;lab[i]=-1;
     if(k===0){bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}
-    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back]}else{bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}}
+    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back];if(b&64)lab[i]=uv()}else{bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}}
     else if(k===5){bytes[i]=uv();lab[i]=uv()}
     else{bytes[i]=uv();aa+=sv();addr[i]=aa}}
   Object.assign(r,{kind,tag,bytes,ref,lab,addr,t})}
