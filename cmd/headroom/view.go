@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
@@ -31,7 +29,7 @@ refused with what to rerun. Prints the page's path.`
 func cmdView(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("view")
 	out := fs.String("o", "", "the page to write (default: FILE with the extension .html)")
-	open := fs.Bool("open", false, "open the page in the system browser when there is one")
+	open := fs.Bool("open", false, "open the page in the browser: $BROWSER's first command found (%s: the page), else xdg-open (open on macOS); says so when there is none")
 	pos, err := parse(fs, viewSynopsis, args, stdout)
 	if err != nil {
 		return err
@@ -66,20 +64,4 @@ func writeView(out string, names []string, tls []*device.Timeline) error {
 		}
 		return tls[0].WriteHTML(w)
 	})
-}
-
-// openBrowser starts the system's opener on path, saying so when there is none.
-func openBrowser(path string, stderr io.Writer) {
-	name := "xdg-open"
-	if runtime.GOOS == "darwin" {
-		name = "open"
-	}
-	exe, err := exec.LookPath(name)
-	if err != nil {
-		fmt.Fprintf(stderr, "headroom view: --open: no %s here; open %s in a browser\n", name, path)
-		return
-	}
-	if err := exec.Command(exe, path).Start(); err != nil {
-		fmt.Fprintf(stderr, "headroom view: --open: %v\n", err)
-	}
 }
