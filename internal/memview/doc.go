@@ -7,8 +7,17 @@
 // instant (or the peak button) grouped tag → creator as a sortable table
 // and a treemap; the live segments with their blocks (reserved vs
 // allocated); OOM events with the *OOMError's text; and for two runs, x
-// aligned by step phase (phase run k spans the same width in both) and a
-// table of the difference per tag at the peaks.
+// aligned by step phase and a table of the difference per tag at the peaks.
+//
+// Alignment (align.js). Each run's phase runs (a run begins at an alloc
+// whose phase label differs from the current one) are keyed "step S NAME
+// #K": S counts the optimizer runs before it (a run after an optimizer
+// run begins the next step), K the runs of NAME so far in step S. The two
+// key lists are merged in order; a key both runs have spans one unit of x
+// in both, so forward, backward and optimizer of step i line up whatever
+// else either run does; a key only one run has (an eval phase, say) spans
+// a unit that the other run shows hatched ("no eval"), its memory held.
+// Keys the runs order differently are shown one run at a time.
 //
 // Format. The page holds a JSON header per run (name, device, capacity,
 // event count, the label table of scope/op/phase strings, the OOM texts,
@@ -41,10 +50,10 @@
 // factor (4) are constants of viewer.js.
 //
 // Limits: the x axis is event order (times are shown at the ticks), not
-// time; two runs are aligned phase run by phase run, which pairs the k-th
-// runs even where one run has phases the other lacks (a checkpointed
-// run's recompute); segments reserved before the recording started are not
-// in the timeline and so not drawn.
+// time; within a phase unit of the compare view x is event order, so two
+// runs' events of one phase line up at its start and end, not in between;
+// segments reserved before the recording started are not in the timeline
+// and so not drawn.
 //
 // Memory. Writing streams the page through a 64 KiB buffer and holds the
 // encoded stream of each run, plus a map of live blocks by address. The
