@@ -98,8 +98,8 @@ func (c *cursor) next(i int) (step, error) {
 	return s, nil
 }
 
-// replay decodes the stream, tracking each block's tag, and returns the
-// per-tag bytes at the peak.
+// replay decodes the stream, tracking each live block's tag and bytes
+// (by its alloc's index), and returns the per-tag bytes at the peak.
 func replay(h *encoded) (Peak, error) {
 	c := &cursor{d: h.data}
 	tagOf := map[int]uint8{}
@@ -119,10 +119,13 @@ func replay(h *encoded) (Peak, error) {
 			total += s.bytes
 		case Free, Retag:
 			old, n := uint8(NumTags-1), s.bytes
-			if s.back > 0 {
-				old, n = tagOf[i-s.back], bytesOf[i-s.back]
+			if at := i - s.back; s.back > 0 {
+				old, n = tagOf[at], bytesOf[at]
 				if s.kind == Retag {
-					tagOf[i-s.back] = s.tag
+					tagOf[at] = s.tag
+				} else {
+					delete(tagOf, at)
+					delete(bytesOf, at)
 				}
 			} else if s.kind == Free {
 				old = s.tag
