@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,34 +13,29 @@ import (
 	"github.com/headroom-ml/headroom/train"
 )
 
-// pageTimelines reads the timelines back from a page headroom view wrote.
-func pageTimelines(t *testing.T, page string) []*device.Timeline {
-	t.Helper()
-	f, err := os.Open(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tls, err := device.ReadHTML(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls
-}
-
-// readJSONTimeline reads a timeline JSON.
-func readJSONTimeline(t *testing.T, path string) *device.Timeline {
+// readWith reads the file at path with read.
+func readWith[T any](t *testing.T, path string, read func(io.Reader) (T, error)) T {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tl, err := device.ReadTimeline(f)
+	v, err := read(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reading %s: %v", path, err)
 	}
-	return tl
+	return v
+}
+
+// pageTimelines reads the timelines back from a page headroom view wrote.
+func pageTimelines(t *testing.T, page string) []*device.Timeline {
+	return readWith(t, page, device.ReadHTML)
+}
+
+// readJSONTimeline reads a timeline JSON.
+func readJSONTimeline(t *testing.T, path string) *device.Timeline {
+	return readWith(t, path, device.ReadTimeline)
 }
 
 // savePage writes tl's page to path.
