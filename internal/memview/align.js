@@ -1,7 +1,8 @@
 "use strict";
 // Alignment of two runs (compare mode). Each run's phase runs are keyed by
-// step and name: the step counts the optimizer runs before (a run that
-// follows an optimizer run begins the next step), and the key is
+// step and name: each forward run after the first begins the next step
+// (the optimizer often allocates nothing once its state exists, and a
+// checkpointed backward's recompute has its own phase), and the key is
 // "step S NAME #K" for the K-th run of NAME in step S ("before" for the
 // events before the first phase). The two key lists are merged in order:
 // a key both runs have takes one unit of x in both, so forward, backward
@@ -11,9 +12,9 @@
 function keyed(r){const ps=r.phases,segs=[];
   if(!ps.length)return[{a:0,b:r.n,key:"all"}];
   if(ps[0].a>0)segs.push({a:0,b:ps[0].a,key:"before"});
-  let step=0,prev="",count=new Map();
-  for(const p of ps){if(prev==="optimizer"&&p.phase!=="optimizer"){step++;count=new Map()}
-    const k=count.get(p.phase)||0;count.set(p.phase,k+1);prev=p.phase;
+  let step=0,forward=false,count=new Map();
+  for(const p of ps){if(p.phase==="forward"){if(forward){step++;count=new Map()}forward=true}
+    const k=count.get(p.phase)||0;count.set(p.phase,k+1);
     if(p.b>p.a)segs.push({a:p.a,b:p.b,key:"step "+step+" "+p.phase+" #"+k,p})}
   return segs}
 // merge gives each segment of A and B its unit u and returns the merged keys.

@@ -11,12 +11,17 @@
 //
 // Alignment (align.js). Each run's phase runs (a run begins at an alloc
 // whose phase label differs from the current one) are keyed "step S NAME
-// #K": S counts the optimizer runs before it (a run after an optimizer
-// run begins the next step), K the runs of NAME so far in step S. The two
+// #K": each forward run after the first begins the next step (an
+// optimizer often allocates nothing once its state exists, so its phase
+// cannot mark steps; a checkpointed backward's recompute has its own
+// phase), K counts the runs of NAME so far in step S. The two
 // key lists are merged in order; a key both runs have spans one unit of x
 // in both, so forward, backward and optimizer of step i line up whatever
-// else either run does; a key only one run has (an eval phase, say) spans
-// a unit that the other run shows hatched ("no eval"), its memory held.
+// else either run does; a key only one run has (an eval phase, or a
+// checkpointed run's recompute and second backward) spans a unit that the
+// other run shows hatched ("no eval"), its memory held. A forward phase
+// inside a step (an eval labelled forward, micro-batches of gradient
+// accumulation) counts as a step.
 // Keys the runs order differently are shown one run at a time.
 //
 // Format. The page holds a JSON header per run (name, device, capacity,

@@ -1,7 +1,7 @@
 const TAGS=["parameter","gradient","optimizer","activation","workspace","communication","other"];
 const COL=["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#7f7f7f"];
 const RGBA=COL.map(c=>{const v=parseInt(c.slice(1),16);return (255<<24|((v&255)<<16)|(v&0xff00)|(v>>16))>>>0});
-const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",optimizer:"rgba(44,160,44,0.14)"};
+const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",recompute:"rgba(148,103,189,0.14)",optimizer:"rgba(44,160,44,0.14)"};
 const OTHERPH="rgba(0,0,0,0.05)";
 const B0=16,LF=4,NT=7;
 const $=s=>document.querySelector(s);
