@@ -17,7 +17,7 @@ type View struct {
 
 // registerView adds --mem-view to fs.
 func (v *View) registerView(fs *flag.FlagSet) {
-	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end; the recording holds one 136-byte device.Event per allocation, free and retag in host memory until the end")
+	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end (--report then names it, for headroom view REPORT); the recording holds one 136-byte device.Event per allocation, free and retag in host memory until the end")
 }
 
 // startView starts recording dev's timeline when --mem-view asks and returns

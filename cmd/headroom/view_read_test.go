@@ -47,8 +47,9 @@ func savePage(t *testing.T, path string, tl *device.Timeline) {
 }
 
 // TestViewReport: a run report naming its --mem-view page (relative to the
-// report's folder) is viewed, alone or against a timeline JSON, with the
-// page's events; without a page it is refused with the flag to rerun with.
+// report's folder) is viewed against a timeline JSON with the page's
+// events; a compare page is refused (it holds two runs), and so is a report
+// without a page, with the flags to rerun with.
 func TestViewReport(t *testing.T) {
 	dir := t.TempDir()
 	tl := readJSONTimeline(t, viewTimeline(t, dir, "plain.json", 1<<20))
@@ -66,6 +67,9 @@ func TestViewReport(t *testing.T) {
 	got := pageTimelines(t, out)
 	if len(got) != 2 || !reflect.DeepEqual(got[0], tl) || !reflect.DeepEqual(got[1], readJSONTimeline(t, other)) {
 		t.Errorf("view REPORT TIMELINE: the page holds %d runs differing from the report's page and the timeline", len(got))
+	}
+	if code, _, errs := call("view", out); code != train.ExitUsage || !strings.Contains(errs, "compare page of 2 runs") {
+		t.Errorf("view of a compare page: exit %d, %q; want %d and 'compare page of 2 runs'", code, errs, train.ExitUsage)
 	}
 	if err := (&train.Report{}).Write(rep); err != nil {
 		t.Fatal(err)
