@@ -67,17 +67,30 @@ func readViewPage(path string, data []byte) (*device.Timeline, error) {
 	return tls[0], nil
 }
 
-// readViewFile reads the page or timeline JSON at name, relative to the
-// folder of from (the file that names it) unless absolute; what says which
-// field named it.
+// readViewFile reads the page or timeline JSON at name (nothing that names
+// another file, so no chain of names can loop), relative to the folder of
+// from (the file that names it) unless absolute; what says which field
+// named it.
 func readViewFile(from, name, what string) (*device.Timeline, error) {
 	if !filepath.IsAbs(name) {
 		name = filepath.Join(filepath.Dir(from), name)
 	}
-	if _, err := os.Stat(name); err != nil {
+	data, err := os.ReadFile(name)
+	if err != nil {
 		return nil, fmt.Errorf("%s: its %s cannot be read (moved without it?): %w", from, what, err)
 	}
-	return readViewTimeline(name)
+	if bytes.HasPrefix(data, []byte("<!DOCTYPE html")) {
+		return readViewPage(name, data)
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) != nil || keys["events"] == nil {
+		return nil, train.Usagef("%s: its %s %s is neither a memory page nor a timeline JSON", from, what, name)
+	}
+	tl, err := device.ReadTimeline(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: its %s: %w", from, what, err)
+	}
+	return tl, nil
 }
 
 // readViewReport reads the page a run report names.

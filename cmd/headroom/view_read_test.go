@@ -135,3 +135,16 @@ func TestViewPlan(t *testing.T) {
 		t.Errorf("view of a planner run without a timeline: exit %d, %q; want %d and --timeline", code, errs, train.ExitUsage)
 	}
 }
+
+// TestViewNamedFileMustHoldEvents: a report naming another report (here
+// itself) is refused, not followed.
+func TestViewNamedFileMustHoldEvents(t *testing.T) {
+	rep := filepath.Join(t.TempDir(), "r.json")
+	if err := (&train.Report{MemView: "r.json"}).Write(rep); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := call("view", rep)
+	if code != train.ExitUsage || !strings.Contains(errs, "is neither a memory page nor a timeline JSON") {
+		t.Errorf("view of a report naming itself: exit %d, %q; want a refusal", code, errs)
+	}
+}

@@ -92,7 +92,7 @@ func (c *cursor) next(i int) (step, error) {
 	default:
 		s.bytes, s.addr = int64(c.uv()), c.delta()
 	}
-	if c.bad || s.back > i || s.tag >= NumTags || s.bytes < 0 {
+	if c.bad || s.back < 0 || s.back > i || s.label < -1 || s.tag >= NumTags || s.bytes < 0 {
 		return step{}, fmt.Errorf("memview: event %d is malformed at byte %d of the stream", i, c.p)
 	}
 	return s, nil

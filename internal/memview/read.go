@@ -77,8 +77,8 @@ func between(page []byte, open string) ([]byte, bool) {
 // decodeRun decodes a run's stream into events.
 func decodeRun(h *encoded) (Decoded, error) {
 	r := Decoded{Name: h.Name, Device: h.Device, Capacity: h.Capacity, Base: h.BaseByTag, BaseReserved: h.BaseReserved}
-	if h.N < 0 {
-		return r, fmt.Errorf("memview: %d events", h.N)
+	if h.N < 0 || h.N > len(h.data) { // an event takes two bytes at least
+		return r, fmt.Errorf("memview: %d events in a stream of %d bytes", h.N, len(h.data))
 	}
 	notes := map[int]string{}
 	for _, o := range h.OOMs {
@@ -86,7 +86,7 @@ func decodeRun(h *encoded) (Decoded, error) {
 	}
 	c := &cursor{d: h.data}
 	r.Events = make([]Event, h.N)
-	retagged := map[int]int{} // a block's alloc → its last retag
+	bs := blocks{live: map[uint64]int{}, last: map[int]int{}}
 	var t int64
 	for i := range h.N {
 		s, err := c.next(i)
@@ -97,17 +97,12 @@ func decodeRun(h *encoded) (Decoded, error) {
 			return r, fmt.Errorf("memview: event %d: label %d of %d", i, s.label, len(h.Labels))
 		}
 		t += int64(s.dt)
-		e := Event{T: t, Kind: s.kind, Tag: s.tag, Bytes: s.bytes, Addr: s.addr, Detail: notes[i]}
-		if s.back > 0 {
-			at := i - s.back
-			a := &r.Events[at]
-			if k, ok := retagged[at]; ok {
-				a = &r.Events[k] // the label as the block's last retag left it
-			}
-			e.Bytes, e.Addr, e.Scope, e.Op, e.Phase = a.Bytes, a.Addr, a.Scope, a.Op, a.Phase
-			if s.kind == Retag {
-				retagged[at] = i
-			}
+		e := Event{T: t, Kind: s.kind, Tag: s.tag, Bytes: s.bytes, Addr: s.addr}
+		if s.kind == OOM {
+			e.Detail = notes[i]
+		}
+		if err := bs.track(r.Events, i, s, &e); err != nil {
+			return r, err
 		}
 		if s.label >= 0 {
 			l := h.Labels[s.label]
@@ -119,4 +114,49 @@ func decodeRun(h *encoded) (Decoded, error) {
 		return r, fmt.Errorf("memview: %d bytes after the last of %d events", len(c.d)-c.p, h.N)
 	}
 	return r, nil
+}
+
+// blocks follows the recorded blocks while a stream is decoded: the live
+// ones by address (their alloc's index) and the retag that last labelled
+// each.
+type blocks struct {
+	live map[uint64]int
+	last map[int]int
+}
+
+// track checks event i (e, decoded from s) against the live blocks and
+// fills a free's or retag's bytes, address and label from its block. A
+// stream that no device could have recorded — an alloc where a block is
+// live, a reference back to anything but a live block's alloc — is an
+// error.
+func (b *blocks) track(evs []Event, i int, s step, e *Event) error {
+	switch {
+	case s.kind == Alloc:
+		if _, ok := b.live[e.Addr]; ok {
+			return fmt.Errorf("memview: event %d allocates at %#x, where a block is live", i, e.Addr)
+		}
+		b.live[e.Addr] = i
+	case s.kind != Free && s.kind != Retag:
+	case s.back == 0:
+		if _, ok := b.live[e.Addr]; ok {
+			return fmt.Errorf("memview: event %d frees or retags an unrecorded block at %#x, where a recorded one is live", i, e.Addr)
+		}
+	default:
+		at := i - s.back
+		if evs[at].Kind != Alloc || b.live[evs[at].Addr] != at {
+			return fmt.Errorf("memview: event %d refers back to event %d, not a live block's alloc", i, at)
+		}
+		a := &evs[at]
+		if k, ok := b.last[at]; ok {
+			a = &evs[k] // the label as the block's last retag left it
+		}
+		e.Bytes, e.Addr, e.Scope, e.Op, e.Phase = a.Bytes, a.Addr, a.Scope, a.Op, a.Phase
+		if s.kind == Retag {
+			b.last[at] = i
+		} else {
+			delete(b.live, a.Addr)
+			delete(b.last, at)
+		}
+	}
+	return nil
 }
