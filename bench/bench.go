@@ -147,6 +147,9 @@ type Row struct {
 	Note    string             `json:"note,omitempty"`
 	// Timeline is the first rank's memory during the measured step.
 	Timeline *device.Timeline `json:"-"`
+	// View is the page of Timeline that Write wrote beside bench.json
+	// (its file name there; headroom view bench.json#MODEL/TECHNIQUE reads it).
+	View string `json:"view,omitempty"`
 }
 
 // Result is a bench's rows and how it ran.

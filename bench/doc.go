@@ -20,7 +20,7 @@
 // bytes, tag by tag; Row.SamePeak records the check.
 //
 //	res, err := bench.Run(bench.Config{Mode: bench.Quick})
-//	paths, err := res.Write("out") // bench.json, bench.md, PNG charts
+//	paths, err := res.Write("out") // bench.json, bench.md, view-*.html pages, PNG charts
 //
 // Device (Config.Device, --device) is where every run trains: "cpu", the
 // default, or "cuda": plan.Measure runs the step on cuda:0 (cuda:1 too for
@@ -43,8 +43,10 @@
 // (small multiples of the allocated bytes over the measured step, one
 // panel per technique with plain in grey behind it, on shared axes) and
 // peak_MODEL.png (what each tag held at the peak, stacked, one bar per
-// technique with its total). Summarize and TimelinePNG explain a saved
-// timeline. RunTorch runs scripts/bench_torch.py, the PyTorch twin of the
+// technique with its total). Result.Write also writes each row's measured
+// step as a memory page, view-MODEL-TECHNIQUE.html (about 10 bytes per
+// event), named in the row's view, which headroom view bench.json#MODEL/TECHNIQUE
+// opens or compares. Summarize and TimelinePNG explain a saved timeline. RunTorch runs scripts/bench_torch.py, the PyTorch twin of the
 // same models, and SideBySide compares the two.
 //
 // A technique that is not a training step (INT8 inference) plugs in as a

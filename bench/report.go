@@ -251,11 +251,16 @@ func num(v float64, steps int) string {
 	return fmt.Sprintf("%.4f", v)
 }
 
-// Write writes bench.json, bench.md and the charts (Charts) into dir,
-// creating it, and returns the paths written.
+// Write writes bench.json, bench.md, each row's memory page (writeViews)
+// and the charts (Charts) into dir, creating it, and returns the paths
+// written.
 func (r *Result) Write(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
+	}
+	views, err := r.writeViews(dir)
+	if err != nil {
+		return nil, err
 	}
 	var js strings.Builder
 	if err := r.WriteJSON(&js); err != nil {
@@ -271,5 +276,5 @@ func (r *Result) Write(dir string) ([]string, error) {
 		}
 	}
 	pngs, err := r.Charts(dir)
-	return append(paths, pngs...), err
+	return append(append(paths, views...), pngs...), err
 }

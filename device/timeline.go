@@ -124,15 +124,23 @@ func ReadTimeline(r io.Reader) (*Timeline, error) {
 	if err := json.NewDecoder(r).Decode(&t); err != nil {
 		return nil, fmt.Errorf("device: reading timeline: %w", err)
 	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// check is ReadTimeline's validation of a timeline read from a file.
+func (t *Timeline) check() error {
 	if t.Capacity < 0 {
-		return nil, fmt.Errorf("device: reading timeline of %s: capacity %d is negative", t.Device, t.Capacity)
+		return fmt.Errorf("device: reading timeline of %s: capacity %d is negative", t.Device, t.Capacity)
 	}
 	for i := range t.Events {
 		if err := t.checkEvent(i); err != nil {
-			return nil, fmt.Errorf("device: reading timeline of %s: event %d (%s): %w", t.Device, i, t.Events[i].Kind, err)
+			return fmt.Errorf("device: reading timeline of %s: event %d (%s): %w", t.Device, i, t.Events[i].Kind, err)
 		}
 	}
-	return &t, nil
+	return nil
 }
 
 // checkEvent checks event i against the one before it.

@@ -41,25 +41,33 @@ const tableJS = `Object.fromEntries([...document.querySelectorAll('#%s tr[data-t
 
 // TestViewerInBrowser opens the page in headless Chromium, clicks the peak
 // button, and checks the table's bytes per tag against the allocator's
-// AtPeak and its total against the timeline's peak; it saves a screenshot
-// (path in the log).
+// AtPeak and its total against the timeline's peak, for 1k events and (not
+// with -short, -race or noasm: fullScale) 1M; it saves a screenshot of
+// each (paths in the log).
 func TestViewerInBrowser(t *testing.T) {
-	tl, st := simulate(t, 1000, 3, 5000)
-	ctx, stop := memviewtest.Open(t, writePage(t, t.TempDir(), tl), 30*time.Second)
-	defer stop()
-	if err := chromedp.Do(ctx, chromedp.Click("#peak"), chromedp.WaitVisible("#tags0")); err != nil {
-		t.Fatal(err)
+	sizes := []int{1000, 1000000}
+	if testing.Short() || !fullScale {
+		sizes = sizes[:1]
 	}
-	rows := memviewtest.Eval[map[string]string](t, ctx, fmt.Sprintf(tableJS, "tags0"))
-	for _, tag := range device.Tags() {
-		if got := rows[tag.String()]; got != strconv.FormatInt(st.AtPeak[tag], 10) {
-			t.Errorf("page at peak: %s %q bytes, allocator AtPeak %d", tag, got, st.AtPeak[tag])
+	for _, n := range sizes {
+		tl, st := simulate(t, n, 3, 5000)
+		ctx, stop := memviewtest.Open(t, writePage(t, t.TempDir(), tl), 60*time.Second)
+		if err := chromedp.Do(ctx, chromedp.Click("#peak"), chromedp.WaitVisible("#tags0")); err != nil {
+			stop()
+			t.Fatal(err)
 		}
+		rows := memviewtest.Eval[map[string]string](t, ctx, fmt.Sprintf(tableJS, "tags0"))
+		for _, tag := range device.Tags() {
+			if got := rows[tag.String()]; got != strconv.FormatInt(st.AtPeak[tag], 10) {
+				t.Errorf("%d events: page at peak: %s %q bytes, allocator AtPeak %d", n, tag, got, st.AtPeak[tag])
+			}
+		}
+		if peak, _ := tl.Peak(); rows["total"] != strconv.FormatInt(peak, 10) {
+			t.Errorf("%d events: page at peak: total %q, timeline peak %d", n, rows["total"], peak)
+		}
+		saveShot(t, fmt.Sprintf("headroom-view-%d.png", n), memviewtest.Screenshot(t, ctx))
+		stop()
 	}
-	if peak, _ := tl.Peak(); rows["total"] != strconv.FormatInt(peak, 10) {
-		t.Errorf("page at peak: total %q, timeline peak %d", rows["total"], peak)
-	}
-	saveShot(t, "headroom-view.png", memviewtest.Screenshot(t, ctx))
 }
 
 // saveShot writes a screenshot to the temporary directory and logs its path.

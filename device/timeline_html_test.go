@@ -18,12 +18,24 @@ func peakOfPage(t *testing.T, tl *device.Timeline) device.ViewedPeak {
 	return pk
 }
 
+// maxPageBytes is the bound on the page of 10M events (150 MB).
+const maxPageBytes = 150_000_000
+
+// countingWriter counts the bytes written to it.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+
 // TestViewPeakMatchesAtPeak: the per-tag bytes the page's stream gives at the
-// peak equal the allocator's AtPeak byte for byte, for 1k and 1M events.
+// peak (its Go twin's decoding) equal the allocator's AtPeak byte for
+// byte, and the page stays under 150 MB, for 1k, 1M and 10M events (10M
+// not with -short, -race or noasm: see fullScale).
 func TestViewPeakMatchesAtPeak(t *testing.T) {
 	sizes := []int{1000, 1000000}
 	if testing.Short() {
 		sizes = sizes[:1]
+	} else if fullScale {
+		sizes = append(sizes, 10000000)
 	}
 	for _, n := range sizes {
 		tl, st := simulate(t, n, uint64(n), int64(n)+12345)
@@ -37,6 +49,14 @@ func TestViewPeakMatchesAtPeak(t *testing.T) {
 		if want, _ := tl.Peak(); pk.Total != want || pk.Total != st.Requested.Peak {
 			t.Errorf("%d events: page peak %d, timeline %d, allocator %d", n, pk.Total, want, st.Requested.Peak)
 		}
+		var w countingWriter
+		if err := tl.WriteHTML(&w); err != nil {
+			t.Fatal(err)
+		}
+		if w.n >= maxPageBytes {
+			t.Errorf("%d events: the page is %d bytes, want < %d", len(tl.Events), w.n, maxPageBytes)
+		}
+		t.Logf("%d events: page %d bytes (%.2f per event)", len(tl.Events), w.n, float64(w.n)/float64(len(tl.Events)))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/headroom-ml/headroom/device"
 )
@@ -16,7 +17,7 @@ type View struct {
 
 // registerView adds --mem-view to fs.
 func (v *View) registerView(fs *flag.FlagSet) {
-	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end; the recording holds one 136-byte device.Event per allocation, free and retag in host memory until the end")
+	fs.StringVar(&v.MemView, "mem-view", "", "record every allocation of the run and write the interactive memory viewer (one HTML file) here at the end (--report then names it, for headroom view REPORT); the recording holds one 136-byte device.Event per allocation, free and retag in host memory until the end")
 }
 
 // startView starts recording dev's timeline when --mem-view asks and returns
@@ -44,4 +45,25 @@ func (c *Common) checkView() error {
 		return fmt.Errorf("--mem-view %s: records a run on one device; not available with --ranks, --tp or --pp yet", c.MemView)
 	}
 	return nil
+}
+
+// viewFromReport is --mem-view's page as the report names it: relative to
+// --report's folder (absolute when no relative path leads there); "" when
+// no page was asked for.
+func (c *Common) viewFromReport() string {
+	if c.MemView == "" {
+		return ""
+	}
+	page, err := filepath.Abs(c.MemView)
+	if err != nil {
+		return c.MemView
+	}
+	dir, err := filepath.Abs(filepath.Dir(c.Report))
+	if err != nil {
+		return page
+	}
+	if rel, err := filepath.Rel(dir, page); err == nil {
+		return rel
+	}
+	return page
 }

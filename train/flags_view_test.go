@@ -17,3 +17,19 @@ func TestCheckViewRefusesSeveralDevices(t *testing.T) {
 		t.Errorf("one device: %v", err)
 	}
 }
+
+// TestViewFromReport: the report names --mem-view's page relative to the
+// report's folder, so the two can move together.
+func TestViewFromReport(t *testing.T) {
+	for _, c := range []struct{ report, page, want string }{
+		{"out/r.json", "out/mem.html", "mem.html"},
+		{"r.json", "views/mem.html", "views/mem.html"},
+		{"out/r.json", "views/mem.html", "../views/mem.html"},
+		{"out/r.json", "", ""},
+	} {
+		com := Common{Report: c.report, View: View{MemView: c.page}}
+		if got := com.viewFromReport(); got != c.want {
+			t.Errorf("--report %s --mem-view %q: report names %q, want %q", c.report, c.page, got, c.want)
+		}
+	}
+}

@@ -43,6 +43,12 @@ type Report struct {
 	// avx512+vnni, +bf16 with VDPBF16PS), which Write fills in when it is
 	// empty.
 	Kernels string `json:"kernels"`
+	// MemView is the run's --mem-view page (its whole memory timeline),
+	// relative to the report's folder, when one was written: headroom
+	// view FILE reads the events from it. The report names the page rather
+	// than holding the events, which would make it grow by about 150
+	// bytes of JSON per event (the page stores about 10).
+	MemView string `json:"mem_view,omitempty"`
 }
 
 // PeakBytes is the peak of exact requested bytes per tag, and of all tags

@@ -168,5 +168,6 @@ func (c *Common) writeReport(rep *Report) error {
 	if c.Report == "" {
 		return nil
 	}
+	rep.MemView = c.viewFromReport()
 	return rep.Write(c.Report)
 }

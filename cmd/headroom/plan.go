@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/headroom-ml/headroom/device"
@@ -93,6 +94,8 @@ type planJSON struct {
 	Fits          *bool      `json:"fits,omitempty"`
 	OOM           string     `json:"oom,omitempty"`
 	Ranks         []rankJSON `json:"ranks"`
+	// Timeline is --timeline's file (absolute), for headroom view.
+	Timeline string `json:"timeline,omitempty"`
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
@@ -122,6 +125,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	out := toJSON(p, c)
+	if *timeline != "" {
+		if out.Timeline, err = filepath.Abs(*timeline); err != nil {
+			out.Timeline = *timeline
+		}
+	}
 	if m.json {
 		return writeJSON(stdout, out)
 	}

@@ -26,60 +26,118 @@ func PeakOf(r Run) (Peak, error) {
 	return replay(h)
 }
 
-// replay decodes the stream, tracking each block's tag, and returns the
-// per-tag bytes at the peak.
+// step is one event of the stream as decoded (see encode).
+type step struct {
+	kind, tag uint8
+	dt        uint64
+	bytes     int64
+	// addr is the absolute address where the stream has one (alloc,
+	// segment events, a free or retag of a block older than the recording).
+	addr uint64
+	// back is a free's or retag's distance to its alloc (0: older than the
+	// recording); label the label index (-1: none in the stream).
+	back  int
+	label int
+}
+
+// cursor reads a stream event by event.
+type cursor struct {
+	d    []byte
+	p    int
+	addr uint64
+	bad  bool
+}
+
+func (c *cursor) uv() uint64 {
+	v, k := binary.Uvarint(c.d[c.p:])
+	if k <= 0 {
+		c.bad = true
+		return 0
+	}
+	c.p += k
+	return v
+}
+
+func (c *cursor) delta() uint64 {
+	v, k := binary.Varint(c.d[c.p:])
+	if k <= 0 {
+		c.bad = true
+		return c.addr
+	}
+	c.p += k
+	c.addr += uint64(v)
+	return c.addr
+}
+
+// next decodes event i.
+func (c *cursor) next(i int) (step, error) {
+	if c.p >= len(c.d) {
+		return step{}, fmt.Errorf("memview: stream ends at event %d", i)
+	}
+	b := c.d[c.p]
+	s := step{kind: b & 7, tag: b >> 3 & 7, label: -1}
+	c.p++
+	s.dt = c.uv()
+	switch s.kind {
+	case Alloc:
+		s.bytes, s.addr, s.label = int64(c.uv()), c.delta(), int(c.uv())
+	case Free, Retag:
+		if s.back = int(c.uv()); s.back == 0 {
+			s.bytes, s.addr, s.label = int64(c.uv()), c.delta(), int(c.uv())
+		} else if b&relabelled != 0 {
+			s.label = int(c.uv())
+		}
+	case OOM:
+		s.bytes, s.label = int64(c.uv()), int(c.uv())
+	default:
+		s.bytes, s.addr = int64(c.uv()), c.delta()
+	}
+	if c.bad || s.back < 0 || s.back > i || s.label < -1 || s.tag >= NumTags || s.bytes < 0 {
+		return step{}, fmt.Errorf("memview: event %d is malformed at byte %d of the stream", i, c.p)
+	}
+	return s, nil
+}
+
+// replay decodes the stream, tracking each live block's tag and bytes
+// (by its alloc's index), and returns the per-tag bytes at the peak.
 func replay(h *encoded) (Peak, error) {
-	d, p := h.data, 0
-	uv := func() uint64 { v, k := binary.Uvarint(d[p:]); p += k; return v }
-	sv := func() { _, k := binary.Varint(d[p:]); p += k }
+	c := &cursor{d: h.data}
 	tagOf := map[int]uint8{}
 	bytesOf := map[int]int64{}
 	cur := h.BaseByTag
 	total := h.BaseAllocated
 	pk := Peak{At: -1}
 	for i := range h.N {
-		if p >= len(d) {
-			return Peak{}, fmt.Errorf("memview: stream ends at event %d of %d", i, h.N)
+		s, err := c.next(i)
+		if err != nil {
+			return Peak{}, err
 		}
-		k, tag := d[p]&7, d[p]>>3
-		p++
-		uv()
-		switch k {
+		switch s.kind {
 		case Alloc:
-			n := int64(uv())
-			sv()
-			uv()
-			tagOf[i], bytesOf[i] = tag, n
-			cur[tag] += n
-			total += n
+			tagOf[i], bytesOf[i] = s.tag, s.bytes
+			cur[s.tag] += s.bytes
+			total += s.bytes
 		case Free, Retag:
-			old, n := uint8(NumTags-1), int64(0)
-			if back := int(uv()); back > 0 {
-				old, n = tagOf[i-back], bytesOf[i-back]
-				if k == Retag {
-					tagOf[i-back] = tag
+			old, n := uint8(NumTags-1), s.bytes
+			if at := i - s.back; s.back > 0 {
+				old, n = tagOf[at], bytesOf[at]
+				if s.kind == Retag {
+					tagOf[at] = s.tag
+				} else {
+					delete(tagOf, at)
+					delete(bytesOf, at)
 				}
-			} else {
-				n = int64(uv())
-				old = tag
-				if k == Retag {
-					old = NumTags - 1
-				}
+			} else if s.kind == Free {
+				old = s.tag
 			}
 			cur[old] -= n
-			if k == Free {
+			if s.kind == Free {
 				total -= n
 			} else {
-				cur[tag] += n
+				cur[s.tag] += n
 			}
-		case OOM:
-			uv()
-			uv()
-		default:
-			uv()
-			sv()
 		}
-		if k == Alloc && total >= pk.Total {
+		if s.kind == Alloc && total >= pk.Total {
 			pk = Peak{At: i, Total: total, ByTag: cur}
 		}
 	}

@@ -74,11 +74,16 @@ type oomNote struct {
 
 type label struct{ scope, op, phase string }
 
-// liveBlock is a block's alloc event and current tag.
+// liveBlock is a block's alloc event, current tag and label index.
 type liveBlock struct {
-	at  int
-	tag uint8
+	at    int
+	tag   uint8
+	label int
 }
+
+// relabelled marks, in a free's or retag's kind byte, a label that differs
+// from its alloc's (a block renamed after it was made); the label follows.
+const relabelled = 1 << 6
 
 // encoder holds the state of one run's encoding.
 type encoder struct {
@@ -98,7 +103,9 @@ type encoder struct {
 // encode turns a run into its header and byte stream. Per event: one byte
 // kind|tag<<3, the time delta as uvarint, then by kind — alloc: bytes,
 // address delta (zigzag), label; free and retag: distance back to the
-// block's alloc (0: a block older than the recording, then its bytes);
+// block's alloc (0: a block older than the recording, then its bytes,
+// address delta and label), then the label when the kind byte has bit 6
+// set (a block renamed since its alloc);
 // segment events: bytes, address delta; oom: bytes, label.
 func encode(r Run) (*encoded, error) {
 	n := r.Events.Len()
@@ -131,18 +138,27 @@ func (e *encoder) addr(a uint64) {
 	e.prevAddr = a
 }
 
-func (e *encoder) label(ev Event) {
+func (e *encoder) label(ev Event) int {
+	k := e.labelOf(ev)
+	e.uv(uint64(k))
+	return k
+}
+
+// labelOf returns ev's label index, adding it to the table when new,
+// without writing it.
+func (e *encoder) labelOf(ev Event) int {
 	l := label{ev.Scope, ev.Op, ev.Phase}
 	k, ok := e.labels[l]
 	if !ok {
 		k = len(e.labels)
 		e.labels[l] = k
 	}
-	e.uv(uint64(k))
+	return k
 }
 
 // event appends event i.
 func (e *encoder) event(i int, ev Event) {
+	at := len(e.out)
 	e.out = append(e.out, ev.Kind|ev.Tag<<3)
 	e.uv(uint64(ev.T - e.prevT))
 	e.prevT = ev.T
@@ -150,11 +166,10 @@ func (e *encoder) event(i int, ev Event) {
 	case Alloc:
 		e.uv(uint64(ev.Bytes))
 		e.addr(ev.Addr)
-		e.label(ev)
-		e.blocks[ev.Addr] = liveBlock{i, ev.Tag}
+		e.blocks[ev.Addr] = liveBlock{i, ev.Tag, e.label(ev)}
 		e.count(ev.Tag, ev.Bytes)
 	case Free, Retag:
-		e.block(i, ev)
+		e.block(i, ev, at)
 	case OOM:
 		e.uv(uint64(ev.Bytes))
 		e.label(ev)
@@ -173,13 +188,22 @@ func (e *encoder) event(i int, ev Event) {
 // block appends a free's or retag's reference to its block and counts it.
 // A retag of a block older than the recording moves its bytes from an
 // unknown tag; the page (and the base per tag) charge them to other.
-func (e *encoder) block(i int, ev Event) {
+// at is the event's kind byte, marked relabelled when its label is not
+// its alloc's.
+func (e *encoder) block(i int, ev Event, at int) {
 	b, ok := e.blocks[ev.Addr]
 	if ok {
 		e.uv(uint64(i - b.at))
+		if k := e.labelOf(ev); k != b.label {
+			e.out[at] |= relabelled
+			e.uv(uint64(k))
+			b.label = k
+		}
 	} else {
 		e.uv(0)
 		e.uv(uint64(ev.Bytes))
+		e.addr(ev.Addr)
+		e.label(ev)
 		b.tag = NumTags - 1
 	}
 	if ev.Kind == Free {
@@ -190,7 +214,7 @@ func (e *encoder) block(i int, ev Event) {
 	e.tagAdd(b.tag, -ev.Bytes)
 	e.tagAdd(ev.Tag, ev.Bytes)
 	if ok {
-		e.blocks[ev.Addr] = liveBlock{b.at, ev.Tag}
+		e.blocks[ev.Addr] = liveBlock{b.at, ev.Tag, b.label}
 	}
 }
 

@@ -1,8 +1,7 @@
-"use strict";
 const TAGS=["parameter","gradient","optimizer","activation","workspace","communication","other"];
 const COL=["#1f77b4","#ff7f0e","#2ca02c","#d62728","#9467bd","#8c564b","#7f7f7f"];
 const RGBA=COL.map(c=>{const v=parseInt(c.slice(1),16);return (255<<24|((v&255)<<16)|(v&0xff00)|(v>>16))>>>0});
-const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",optimizer:"rgba(44,160,44,0.14)"};
+const PH={forward:"rgba(31,119,180,0.10)",backward:"rgba(255,127,14,0.12)",recompute:"rgba(148,103,189,0.14)",optimizer:"rgba(44,160,44,0.14)"};
 const OTHERPH="rgba(0,0,0,0.05)";
 const B0=16,LF=4,NT=7;
 const $=s=>document.querySelector(s);
@@ -17,9 +16,9 @@ function decode(r,d){const n=r.n;let p=0;
   const sv=()=>{const u=uv();return u%2?-(u+1)/2:u/2};
   const kind=new Uint8Array(n),tag=new Uint8Array(n),bytes=new Float64Array(n),ref=new Int32Array(n),lab=new Int32Array(n),addr=new Float64Array(n),t=new Float64Array(n);
   let tt=0,aa=0;
-  for(let i=0;i<n;i++){const b=d[p++],k=b&7;kind[i]=k;tag[i]=b>>3;tt+=uv();t[i]=tt;ref[i]=-1;lab[i]=-1;
+  for(let i=0;i<n;i++){const b=d[p++],k=b&7;kind[i]=k;tag[i]=b>>3&7;tt+=uv();t[i]=tt;ref[i]=-1;lab[i]=-1;
     if(k===0){bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}
-    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back]}else bytes[i]=uv()}
+    else if(k===1||k===2){const back=uv();if(back>0){ref[i]=i-back;bytes[i]=bytes[i-back];if(b&64)lab[i]=uv()}else{bytes[i]=uv();aa+=sv();addr[i]=aa;lab[i]=uv()}}
     else if(k===5){bytes[i]=uv();lab[i]=uv()}
     else{bytes[i]=uv();aa+=sv();addr[i]=aa}}
   Object.assign(r,{kind,tag,bytes,ref,lab,addr,t})}
@@ -48,11 +47,8 @@ function summarize(r){const n=r.n,cur=r.baseByTag.slice(),btag=new Uint8Array(n)
     levels.push(L);if(m<=1)break}
   for(let k=0;k<phases.length;k++)phases[k].b=k+1<phases.length?phases[k+1].a:n;
   Object.assign(r,{levels,peak,peakI,phases,maxRes:Math.max(...levels[levels.length-1].res)})}
-// Alignment: in compare mode x is phase-run units (run k spans [k,k+1)), so two runs line up phase by phase.
-function mapper(r,aligned){if(!aligned||!r.phases.length)return{len:r.n,toI:x=>x,toX:i=>i};
-  const ps=r.phases,first=ps[0].a;const seg=[{a:0,b:first}].concat(ps.map(p=>({a:p.a,b:p.b}))).filter(s=>s.b>s.a);
-  return{len:seg.length,toI:x=>{const k=Math.max(0,Math.min(seg.length-1,Math.floor(x)));const s=seg[k];return s.a+(x-k)*(s.b-s.a)},
-    toX:i=>{let lo=0,hi=seg.length-1;while(lo<hi){const m=(lo+hi+1)>>1;if(seg[m].a<=i)lo=m;else hi=m-1}const s=seg[lo];return lo+(i-s.a)/(s.b-s.a)}}}
+// mapper is a run's own x axis: the event index (compare mode replaces it: align).
+function mapper(r){for(const p of r.phases)p.x1=p.b;return{len:r.n,toI:x=>x,toX:i=>i}}
 // column returns, for events [a,b), the bucket with the largest total.
 function column(r,a,b){a=Math.max(0,Math.floor(a));b=Math.min(r.n,Math.ceil(b));if(b<=a)b=a+1;
   let L=r.levels[0];for(const l of r.levels){if(l.s<=b-a)L=l;else break}
@@ -78,8 +74,9 @@ function draw(ri){const r=V.runs[ri],c=r.canvas,dpr=window.devicePixelRatio||1,W
 // first that starts in it), so a frame costs the width, not the step count.
 function shade(g,r,X,pl,W,ph){const ps=r.phases,m=r.map,i0=m.toI(V.x0*LEN(m));let lo=0,hi=ps.length;
   while(lo<hi){const k=(lo+hi)>>1;if(ps[k].b<=i0)lo=k+1;else hi=k}
-  let last=-1;for(let k=lo;k<ps.length;k++){const p=ps[k],a=X(m.toX(p.a));if(a>W)break;const b=X(m.toX(p.b)),x=Math.max(a,pl);if(Math.floor(x)===last&&b-a<1)continue;last=Math.floor(x);
-    g.fillStyle=PH[p.phase]||OTHERPH;g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}}
+  let last=-1;for(let k=lo;k<ps.length;k++){const p=ps[k],a=X(m.toX(p.a));if(a>W)break;const b=X(p.x1),x=Math.max(a,pl);if(Math.floor(x)===last&&b-a<1)continue;last=Math.floor(x);
+    g.fillStyle=PH[p.phase]||OTHERPH;g.fillRect(x,0,Math.max(1,Math.min(b,W)-x),ph)}
+  gaps(g,r,X,pl,W,ph)}
 // bars paints the stacked tag columns straight into pixels (one column per
 // device pixel), then the reserved line and the minimum as one path each.
 function bars(g,r,m,span,pl,pw,ph,top,dpr,Y){const PW=Math.floor(pw*dpr),PH=Math.floor(ph*dpr);if(PW<=0||PH<=0)return;
@@ -145,13 +142,14 @@ async function main(){const t0=performance.now();const runs=JSON.parse($("#runs"
   const zi=h("button",{},"zoom in"),zo=h("button",{},"zoom out"),all=h("button",{},"all");zi.onclick=()=>zoom(0.5,0.5);zo.onclick=()=>zoom(2,0.5);all.onclick=()=>{V.x0=0;V.x1=1;drawAll()};
   bar.append(pk,zi,zo,all,h("span",{},"wheel: zoom, drag: pan, click: the live blocks at that instant"+(V.aligned?"; x aligned by step phase":"")));app.append(bar);
   const ms={};const lap=(k,t)=>{ms[k]=(ms[k]||0)+performance.now()-t};
-  for(let i=0;i<runs.length;i++){const r=runs[i];let t=performance.now();const d=await bytesOf("data"+i);lap("bytes",t);t=performance.now();decode(r,d);lap("decode",t);t=performance.now();summarize(r);lap("summarize",t);r.map=mapper(r,V.aligned);
+  for(let i=0;i<runs.length;i++){const r=runs[i];let t=performance.now();const d=await bytesOf("data"+i);lap("bytes",t);t=performance.now();decode(r,d);lap("decode",t);t=performance.now();summarize(r);lap("summarize",t);r.map=mapper(r);
     app.append(h("h2",{},r.name+" — peak "+fmt(r.peak)+" at event #"+r.peakI+", capacity "+(r.capacity&&r.capacity<2**60?fmt(r.capacity):"unlimited")));
     r.canvas=h("canvas",{className:"chart",id:"chart"+i});app.append(r.canvas);V.runs.push(r);
     if(r.ooms.length){app.append(h("h2",{},r.ooms.length+" out-of-memory event(s)"));for(const o of r.ooms)app.append(h("pre",{className:"oom"},"event #"+o.i+": "+(o.text||"(no explanation recorded)")))}}
+  if(V.aligned)align(V.runs[0],V.runs[1]);
   app.append(h("div",{id:"diff"}));for(let i=0;i<runs.length;i++){app.append(h("div",{id:"inst"+i}));wire(i)}
   let t=performance.now();drawAll();lap("draw",t);if(V.runs.length===2)diff();
-  window.memview={ready:true,openMs:performance.now()-t0,readyAt:performance.now(),ms,runs:V.runs.map(r=>({n:r.n,peak:r.peak,peakI:r.peakI})),
+  window.memview={ready:true,openMs:performance.now()-t0,readyAt:performance.now(),ms,runs:V.runs.map(r=>({n:r.n,peak:r.peak,peakI:r.peakI,segs:(r.map.segs||[]).map(s=>({key:s.key,u:s.u,a:s.a,b:s.b})),missing:r.map.missing||[]})),keys:V.keys||[],
     frameMs:frames=>{const t=performance.now();for(let k=0;k<frames;k++){if(k%2)zoom(0.95,0.3);else pan(0.01)}return(performance.now()-t)/frames},
     animate:frames=>new Promise(done=>{let k=0,t=0;const step=now=>{if(k===1)t=now;if(k>frames){done(frames/((now-t)/1000));return}if(k%2)zoom(k<frames/2?0.9:1.1,0.3);else pan(0.01);k++;requestAnimationFrame(step)};requestAnimationFrame(step)})}}
 main();

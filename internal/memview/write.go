@@ -15,6 +15,9 @@ var css string
 //go:embed viewer.js
 var script string
 
+//go:embed align.js
+var alignScript string
+
 // Write writes one self-contained HTML page showing the runs (one, or two
 // side by side): styles, script and data inline, nothing fetched.
 func Write(w io.Writer, runs ...Run) error {
@@ -43,7 +46,7 @@ func Write(w io.Writer, runs ...Run) error {
 		enc.Close()
 		bw.WriteString("</script>\n")
 	}
-	fmt.Fprintf(bw, "<script>%s</script>\n</body></html>\n", script)
+	fmt.Fprintf(bw, "<script>%s\n%s</script>\n</body></html>\n", alignScript, script)
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("memview: writing the page: %w", err)
 	}

@@ -6,15 +6,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/headroom-ml/headroom/train/traintest"
 )
 
 // TestMemView: --mem-view writes the memory viewer of the run, printing its
-// path; the parameters allocated before the first step are in its base.
+// path, and --report names it; the parameters allocated before the first
+// step are in its base.
 func TestMemView(t *testing.T) {
-	page := filepath.Join(t.TempDir(), "mem.html")
-	out := mainOK(t, "--steps", "1", "--mem-view", page)
+	dir := t.TempDir()
+	page, rep := filepath.Join(dir, "mem.html"), filepath.Join(dir, "r.json")
+	out := mainOK(t, "--steps", "1", "--mem-view", page, "--report", rep)
 	if !strings.Contains(out, "memory view "+page) {
 		t.Errorf("output does not name the page:\n%s", out)
+	}
+	if got := traintest.ReadReport(t, rep)["mem_view"]; got != "mem.html" {
+		t.Errorf("the report's mem_view is %v, want mem.html", got)
 	}
 	data, err := os.ReadFile(page)
 	if err != nil {
