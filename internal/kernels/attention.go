@@ -97,14 +97,7 @@ func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, 
 		// factor by which each row's earlier sum and output shrink in c.
 		var c [attnFQ]float64
 		attnSoftmaxTile(s, attnFK, i0, j0, mq, nb, causal, m, l, c[:mq])
-		for r := range mq {
-			if c[r] != 1 {
-				cs := T(c[r])
-				for x := range acc[r*d : (r+1)*d] {
-					acc[r*d+x] *= cs
-				}
-			}
-		}
+		attnRescale(acc, d, c[:mq])
 		// O_i += P·V_j.
 		Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: 1, Beta: 1,
 			OffB: base + j0*d, LdA: attnFK, LdB: d, LdC: d}, s, v, acc)
