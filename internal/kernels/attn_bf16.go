@@ -71,17 +71,7 @@ func (a attnBF16) forward(out []uint16, lse []float32, q, k, v []uint16, b, h, t
 // bh, as attnForwardBlock with bfloat16 operands.
 func (a attnBF16) forwardBlock(out []uint16, lse []float32, q, k, v []uint16, s, acc []float32, p16 []uint16, st []float64, bh, i0, t, d int, causal bool) {
 	base := bh * t * d
-	mq := min(attnFQ, t-i0)
-	m, l := st[:mq], st[attnFQ:attnFQ+mq]
-	for r := range mq {
-		m[r], l[r] = math.Inf(-1), 0
-	}
-	acc = acc[:mq*d]
-	clear(acc)
-	nk := t
-	if causal {
-		nk = i0 + mq
-	}
+	mq, nk, m, l, acc := attnBlockStart(st, acc, i0, t, d, causal)
 	for j0 := 0; j0 < nk; j0 += attnFK {
 		nb := min(attnFK, nk-j0)
 		// S = scale·(Q_i·K_jᵀ), (mq, nb) with row stride attnFK.

@@ -59,37 +59,23 @@ func attnDeltaBF16(delta []float64, dout, out []uint16, wa, wb []float32, t, d i
 // and dS tiles.
 func (a attnBF16) backwardHead(g attnGradHeads, dout, q, k, v []uint16, ls, s, p []float32, t16 []uint16, delta []float64, base, t, d int, causal bool) {
 	p16, ds16 := t16[:attnBQ*attnBK], t16[attnBQ*attnBK:]
-	for j0 := 0; j0 < t; j0 += attnBK {
-		nb := min(attnBK, t-j0)
-		i0 := 0
-		if causal {
-			i0 = j0 / attnBQ * attnBQ
-		}
-		first := 0.0 // beta of dK_j and dV_j: 0 for the first query block
-		for ; i0 < t; i0 += attnBQ {
-			mq := min(attnBQ, t-i0)
-			a.probTile(s, p16, q, k, ls[i0:i0+mq], base, i0, j0, mq, nb, d, causal)
-			// dV_j += bf16(P)ᵀ·dO_i.
-			a.gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Beta: first,
-				OffB: base + i0*d, OffC: j0 * d, LdA: attnBK, LdB: d, LdC: d}, p16, dout, g.dv)
-			// dP = dO_i·V_jᵀ in p, dS = P∘(dP − δ_i) in place, narrowed.
-			a.gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d,
-				OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, dout, v, p)
-			attnDSTile(p, s, attnBK, mq, nb, delta[i0:i0+mq])
-			attnNarrowTile(ds16, p, attnBK, mq, nb)
-			// dQ_i += bf16(dS)·K_j (the first key block writes it).
-			betaQ := 1.0
-			if j0 == 0 {
-				betaQ = 0
-			}
-			a.gemm(GemmArgs{M: mq, N: d, K: nb, Beta: betaQ,
-				OffB: base + j0*d, OffC: i0 * d, LdA: attnBK, LdB: d, LdC: d}, ds16, k, g.dq)
-			// dK_j += bf16(dS)ᵀ·Q_i.
-			a.gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Beta: first,
-				OffB: base + i0*d, OffC: j0 * d, LdA: attnBK, LdB: d, LdC: d}, ds16, q, g.dk)
-			first = 1
-		}
-	}
+	attnTilePairs(t, causal, func(j0, nb, i0, mq int, first, betaQ float64) {
+		a.probTile(s, p16, q, k, ls[i0:i0+mq], base, i0, j0, mq, nb, d, causal)
+		// dV_j += bf16(P)ᵀ·dO_i.
+		a.gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Beta: first,
+			OffB: base + i0*d, OffC: j0 * d, LdA: attnBK, LdB: d, LdC: d}, p16, dout, g.dv)
+		// dP = dO_i·V_jᵀ in p, dS = P∘(dP − δ_i) in place, narrowed.
+		a.gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d,
+			OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, dout, v, p)
+		attnDSTile(p, s, attnBK, mq, nb, delta[i0:i0+mq])
+		attnNarrowTile(ds16, p, attnBK, mq, nb)
+		// dQ_i += bf16(dS)·K_j (the first key block writes it).
+		a.gemm(GemmArgs{M: mq, N: d, K: nb, Beta: betaQ,
+			OffB: base + j0*d, OffC: i0 * d, LdA: attnBK, LdB: d, LdC: d}, ds16, k, g.dq)
+		// dK_j += bf16(dS)ᵀ·Q_i.
+		a.gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Beta: first,
+			OffB: base + i0*d, OffC: j0 * d, LdA: attnBK, LdB: d, LdC: d}, ds16, q, g.dk)
+	})
 }
 
 // probTile sets the float32 tile s to P = exp(scale·Q_i·K_jᵀ − lse_i) (0
