@@ -98,13 +98,11 @@ func (a attnBF16) forwardBlock(out []uint16, lse []float32, q, k, v []uint16, s,
 }
 
 // attnScaleTile multiplies the (rows, cols) tile s (row stride ld) by
-// scale.
+// scale (the vector kernels' scalePart: assembly where the CPU allows).
 func attnScaleTile(s []float32, ld, rows, cols int, scale float32) {
 	for r := range rows {
 		row := s[r*ld : r*ld+cols]
-		for x := range row {
-			row[x] *= scale
-		}
+		scalePart(row, row, scale, false)
 	}
 }
 

@@ -32,11 +32,8 @@ type attnGradHeads struct{ dq, dk, dv []float32 }
 
 // narrow writes the bfloat16 gradients: dq and dk times scale, dv as is.
 func (g attnGradHeads) narrow(dq, dk, dv []uint16, scale float32) {
-	for _, x := range [2][]float32{g.dq, g.dk} {
-		for i := range x {
-			x[i] *= scale
-		}
-	}
+	scalePart(g.dq, g.dq, scale, false)
+	scalePart(g.dk, g.dk, scale, false)
 	f32ToBF16(dq, g.dq)
 	f32ToBF16(dk, g.dk)
 	f32ToBF16(dv, g.dv)
