@@ -77,17 +77,7 @@ func Attention[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, ca
 // head bh.
 func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, i0, t, d int, scale float64, causal bool) {
 	base := bh * t * d
-	mq := min(attnFQ, t-i0)
-	m, l := st[:mq], st[attnFQ:attnFQ+mq]
-	for r := range mq {
-		m[r], l[r] = math.Inf(-1), 0
-	}
-	acc = acc[:mq*d]
-	clear(acc)
-	nk := t
-	if causal {
-		nk = i0 + mq
-	}
+	mq, nk, m, l, acc := attnBlockStart(st, acc, i0, t, d, causal)
 	for j0 := 0; j0 < nk; j0 += attnFK {
 		nb := min(attnFK, nk-j0)
 		// S = scale·Q_i·K_jᵀ, (mq, nb) with row stride attnFK.
@@ -97,14 +87,7 @@ func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, 
 		// factor by which each row's earlier sum and output shrink in c.
 		var c [attnFQ]float64
 		attnSoftmaxTile(s, attnFK, i0, j0, mq, nb, causal, m, l, c[:mq])
-		for r := range mq {
-			if c[r] != 1 {
-				cs := T(c[r])
-				for x := range acc[r*d : (r+1)*d] {
-					acc[r*d+x] *= cs
-				}
-			}
-		}
+		attnRescale(acc, d, c[:mq])
 		// O_i += P·V_j.
 		Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: 1, Beta: 1,
 			OffB: base + j0*d, LdA: attnFK, LdB: d, LdC: d}, s, v, acc)
@@ -117,6 +100,24 @@ func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, 
 		}
 		lse[bh*t+i0+r] = T(m[r] + math.Log(l[r]))
 	}
+}
+
+// attnBlockStart starts forward query block i0 of a head: its rows mq,
+// the keys it sees nk, its running maxima m (−Inf) and sums l (0) in st,
+// and its accumulator acc, cleared.
+func attnBlockStart[T Float](st []float64, acc []T, i0, t, d int, causal bool) (mq, nk int, m, l []float64, a []T) {
+	mq = min(attnFQ, t-i0)
+	m, l = st[:mq], st[attnFQ:attnFQ+mq]
+	for r := range mq {
+		m[r], l[r] = math.Inf(-1), 0
+	}
+	a = acc[:mq*d]
+	clear(a)
+	nk = t
+	if causal {
+		nk = i0 + mq
+	}
+	return mq, nk, m, l, a
 }
 
 // attnSoftmaxTile is the online-softmax step on the (mq, nb) score tile
@@ -267,37 +268,45 @@ func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, de
 		delta[i] = attnDot(dout[base+i*d:][:d], out[base+i*d:][:d])
 	}
 	ls := lse[bh*t:][:t]
+	attnTilePairs(t, causal, func(j0, nb, i0, mq int, first, betaQ float64) {
+		// P = exp(scale·Q_i·K_jᵀ − lse_i) in s.
+		Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: scale,
+			OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, q, k, s)
+		attnProbTile(s, attnBK, i0, j0, mq, nb, causal, ls[i0:i0+mq])
+		// dV_j += Pᵀ·dO_i.
+		Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: 1, Beta: first,
+			OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, s, dout, dv)
+		// dP = dO_i·V_jᵀ in p, then dS = P∘(dP − δ_i) in place.
+		Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: 1,
+			OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, dout, v, p)
+		attnDSTile(p, s, attnBK, mq, nb, delta[i0:i0+mq])
+		// dQ_i += scale·dS·K_j (the first key block writes it).
+		Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: scale, Beta: betaQ,
+			OffB: base + j0*d, OffC: base + i0*d, LdA: attnBK, LdB: d, LdC: d}, p, k, dq)
+		// dK_j += scale·dSᵀ·Q_i.
+		Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: scale, Beta: first,
+			OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, p, q, dk)
+	})
+}
+
+// attnTilePairs calls f for every pair of a key block (keys j0…, nb of
+// them) and a query block that sees it (rows i0…, mq of them) in a
+// head's backward, key blocks in order and query blocks in order inside
+// each, with the betas of dK_j and dV_j (0 for a key block's first query
+// block, so that it writes them) and of dQ_i (0 in the first key block).
+func attnTilePairs(t int, causal bool, f func(j0, nb, i0, mq int, betaKV, betaQ float64)) {
 	for j0 := 0; j0 < t; j0 += attnBK {
-		nb := min(attnBK, t-j0)
 		i0 := 0
 		if causal {
 			i0 = j0 / attnBQ * attnBQ
 		}
-		first := 0.0 // beta of dK_j and dV_j: 0 for the first query block
+		betaKV, betaQ := 0.0, 1.0
+		if j0 == 0 {
+			betaQ = 0
+		}
 		for ; i0 < t; i0 += attnBQ {
-			mq := min(attnBQ, t-i0)
-			// P = exp(scale·Q_i·K_jᵀ − lse_i) in s.
-			Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: scale,
-				OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, q, k, s)
-			attnProbTile(s, attnBK, i0, j0, mq, nb, causal, ls[i0:i0+mq])
-			// dV_j += Pᵀ·dO_i.
-			Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: 1, Beta: first,
-				OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, s, dout, dv)
-			// dP = dO_i·V_jᵀ in p, then dS = P∘(dP − δ_i) in place.
-			Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: 1,
-				OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, dout, v, p)
-			attnDSTile(p, s, attnBK, mq, nb, delta[i0:i0+mq])
-			// dQ_i += scale·dS·K_j (the first key block writes it).
-			betaQ := 1.0
-			if j0 == 0 {
-				betaQ = 0
-			}
-			Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: scale, Beta: betaQ,
-				OffB: base + j0*d, OffC: base + i0*d, LdA: attnBK, LdB: d, LdC: d}, p, k, dq)
-			// dK_j += scale·dSᵀ·Q_i.
-			Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: scale, Beta: first,
-				OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, p, q, dk)
-			first = 1
+			f(j0, min(attnBK, t-j0), i0, min(attnBQ, t-i0), betaKV, betaQ)
+			betaKV = 1
 		}
 	}
 }

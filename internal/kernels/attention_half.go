@@ -23,7 +23,21 @@ func attnHalfCheck(t, d int) {
 // Attention's on the widened head, so out and lse have the bits of
 // Attention on the widened operands (out narrowed after). t·d must be at
 // most AttnHalfHeadElems.
+//
+// bfloat16 on a CPU with AVX512_BF16 takes the pair kernel instead (see
+// attn_bf16.go): q, k and v are read as bfloat16 by VDPBF16PS with
+// float32 accumulation, no head is widened, and the results agree with
+// the widened path to bfloat16 rounding, not bit for bit.
 func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	if a, ok := attnPairs(bf16, t, d, scale); ok && b*h > 0 {
+		a.forward(out, lse, q, k, v, b, h, t, d, causal)
+		return
+	}
+	attnWidenedForward(out, lse, q, k, v, bf16, b, h, t, d, scale, causal)
+}
+
+// attnWidenedForward is AttentionHalf on heads widened to float32.
+func attnWidenedForward(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, h, t, d int, scale float64, causal bool) {
 	attnHalfHeads(bf16, b, h, t, d, [][]uint16{out}, [][]uint16{q, k, v}, func(sc *attnScratch, x [][]float32, bh int) {
 		s := scratchView[float32](&sc.s, attnFQ*attnFK)
 		acc := scratchView[float32](&sc.acc, attnFQ*d)
@@ -39,8 +53,18 @@ func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, 
 // AttentionHalf: the head's dout, q, k, v and out widened, its gradients
 // computed in float32 by AttentionGrad's head loop and narrowed. The bits
 // are those of AttentionGrad on the widened operands (gradients narrowed
-// after). t·d must be at most AttnHalfHeadElems.
+// after). t·d must be at most AttnHalfHeadElems. bfloat16 on a CPU with
+// AVX512_BF16 takes the pair kernel, as AttentionHalf does.
 func AttentionGradHalf(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	if a, ok := attnPairs(bf16, t, d, scale); ok && b*h > 0 {
+		a.grad(dq, dk, dv, dout, q, k, v, out, lse, b, h, t, d, causal)
+		return
+	}
+	attnWidenedGrad(dq, dk, dv, dout, q, k, v, out, lse, bf16, b, h, t, d, scale, causal)
+}
+
+// attnWidenedGrad is AttentionGradHalf on heads widened to float32.
+func attnWidenedGrad(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
 	attnHalfHeads(bf16, b, h, t, d, [][]uint16{dq, dk, dv}, [][]uint16{dout, q, k, v, out}, func(sc *attnScratch, x [][]float32, bh int) {
 		s := scratchView[float32](&sc.s, attnBQ*attnBK)
 		p := scratchView[float32](&sc.p, attnBQ*attnBK)
@@ -48,6 +72,23 @@ func AttentionGradHalf(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, b
 		attnBackwardHead(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7],
 			lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal)
 	})
+}
+
+// AttentionBF16Pairs reports whether bfloat16 AttentionHalf and
+// AttentionGradHalf run on the VDPBF16PS pair kernel on this machine
+// (AVX512_BF16, not a noasm build): their results then agree with
+// Attention on the widened operands to bfloat16 rounding, not bit for bit.
+func AttentionBF16Pairs() bool { return sbgemm != nil }
+
+// attnPairs returns the pair-kernel attention for scale when the
+// operands are bfloat16, the CPU has the pair kernel and the head is not
+// empty (after attnHalfCheck).
+func attnPairs(bf16 bool, t, d int, scale float64) (attnBF16, bool) {
+	if !bf16 || sbgemm == nil || t*d == 0 {
+		return attnBF16{}, false
+	}
+	attnHalfCheck(t, d)
+	return attnBF16{kn: sbgemm, scale: float32(scale)}, true
 }
 
 // attnHalfHeads runs the 16-bit attention head by head on the workers: for

@@ -59,7 +59,10 @@
 // scratch in free lists, allocated once and reused: LayerNormGradHalf
 // three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
 // heads and AttentionGradHalf eight (at most 8·AttnHalfHeadElems·4 =
-// 1 MiB); ReduceColumnsHalf widens 512 values at a time on the
+// 1 MiB) — in bfloat16 on a CPU with AVX512_BF16 (attn_bf16.go: q, k, v
+// read as bfloat16 by the pair kernel, P and dS rounded to bfloat16) none
+// forward and three backward (at most 384 KiB), plus bfloat16 copies of
+// the score tiles (32 KiB); ReduceColumnsHalf widens 512 values at a time on the
 // stack.
 // Over planes of at most 64 pixels a 16-bit forward or
 // weight-gradient call builds its im2col rows by word permutation
