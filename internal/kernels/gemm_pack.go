@@ -123,6 +123,8 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		switch {
 		case !trans && cols == nr && kn.packB != nil && src.h == nil:
 			kn.packB(d, src.f, off+p0*ld+j0+q, ld, kc)
+		case !trans && cols == nr && src.h != nil:
+			widenRows(as[float32](d), src.h, off+p0*ld+j0+q, ld, kc, nr, src.bf16)
 		case !trans:
 			// Each depth p is a contiguous run of cols values.
 			for p := range kc {
