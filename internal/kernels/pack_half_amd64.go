@@ -28,3 +28,26 @@ func widenRows(d []float32, h []uint16, at, ld, k, w int, bf16 bool) {
 		widenRowsF16AVX2(&d[0], &h[at], 2*ld, k, w/16)
 	}
 }
+
+// widenColsBF16AVX2 widens nr runs of k bfloat16 (nr and k multiples of
+// 8), ldb bytes apart at src, into dst as k groups of nr floats.
+//
+//go:noescape
+func widenColsBF16AVX2(dst *float32, src *uint16, ldb, k, nr int)
+
+// widenCols is widenColsGo, blocks of 8 depths of bfloat16 in assembly
+// when the CPU has AVX2 and nr is a multiple of 8, the depth tail and
+// binary16 by the twin.
+func widenCols(d []float32, h []uint16, at, ld, k, nr int, bf16 bool) {
+	k8 := k &^ 7
+	if !bf16 || !CPU.AVX2FMA || nr%8 != 0 || k8 == 0 {
+		widenColsGo(d, h, at, ld, k, nr, bf16)
+		return
+	}
+	_ = d[k8*nr-1]
+	_ = h[at+(nr-1)*ld+k8-1]
+	widenColsBF16AVX2(&d[0], &h[at], 2*ld, k8, nr)
+	if k8 < k {
+		widenColsGo(d[k8*nr:], h, at+k8, ld, k-k8, nr, bf16)
+	}
+}
