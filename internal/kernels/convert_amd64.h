@@ -1,5 +1,6 @@
-// Macros shared by the assembly that rounds float32 to bfloat16
-// (convert_amd64.s, vec_half_amd64.s, norm_half_amd64.s).
+// Macros shared by the assembly that converts between float32 and 16-bit
+// floats (convert_amd64.s, vec_half_amd64.s, norm_half_amd64.s,
+// pack_half_amd64.s).
 
 // BF16ROUND rounds the 8 floats in x to bfloat16, leaving each result in
 // the low half of its 32-bit lane of r: r = (x + 0x7fff + ((x>>16)&1)) >> 16,
@@ -46,3 +47,16 @@
 #define BF16LOAD8(m, r) \
 	VPMOVZXWD m, r    \
 	VPSLLD    $16, r, r
+
+// H2F converts the 8 halves at m into the floats in r. VCVTPH2PS quiets a
+// signalling NaN (sets bit 22); package dtype keeps the payload as it is,
+// so in lanes where r is a NaN bit 22 is put back to the half's bit 9.
+// Y8 holds 0x00400000 in every lane; t and u are scratch.
+#define H2F(m, r, t, u) \
+	VCVTPH2PS m, r         \
+	VPMOVZXWD m, t         \
+	VCMPPS    $3, r, r, u  \
+	VPSLLD    $13, t, t    \
+	VPANDN    u, t, t      \
+	VPAND     Y8, t, t     \
+	VPANDN    r, t, r

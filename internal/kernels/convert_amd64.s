@@ -48,19 +48,6 @@ f2h_done:
 	VZEROUPPER
 	RET
 
-// H2F converts the 8 halves at m into the floats in r. VCVTPH2PS quiets a
-// signalling NaN (sets bit 22); package dtype keeps the payload as it is,
-// so in lanes where r is a NaN bit 22 is put back to the half's bit 9.
-// Y8 holds 0x00400000 in every lane; t and u are scratch.
-#define H2F(m, r, t, u) \
-	VCVTPH2PS m, r         \
-	VPMOVZXWD m, t         \
-	VCMPPS    $3, r, r, u  \
-	VPSLLD    $13, t, t    \
-	VPANDN    u, t, t      \
-	VPAND     Y8, t, t     \
-	VPANDN    r, t, r
-
 // func f16ToF32Asm(dst *float32, src *uint16, n int)
 TEXT ·f16ToF32Asm(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI

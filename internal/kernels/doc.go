@@ -16,7 +16,11 @@
 // results flushed, so its results differ from the float32 path's in the
 // last bits (its Go twin, dotBF16Pair and sbgemmGo, is exact to the bit).
 // Otherwise the operands are widened exactly to float32 while they are
-// packed. No float32 copy of an operand is ever made.
+// packed, a whole panel per call (pack_half.go: AVX2 assembly for the
+// rows of a B panel and, for bfloat16, the columns of a transposed one;
+// A's rows widened into the strip a block of depths at a time and
+// interleaved by the kernel's own packer). No float32 copy of an operand
+// is ever made.
 //
 // Bias. GemmBias and GemmHalfBias add a bias vector (one value per column
 // of C) in the GEMM's own store (gemm_bias.go): each tile of C is set to

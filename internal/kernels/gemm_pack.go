@@ -58,6 +58,8 @@ func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 			d := dst[q*kc : q*kc+mr*kc]
 			at := off + (i0+q)*ld + p0
 			switch {
+			case src.h != nil && rows == mr && kn.packA != nil:
+				packRowsHalfWide(kn, d, src, strip, at, ld, kc, alpha)
 			case src.h != nil:
 				packRowsHalf(d, src, strip, at, ld, kc, rows, mr, alpha)
 			case rows == mr && kn.packA != nil:
@@ -123,6 +125,8 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		switch {
 		case !trans && cols == nr && kn.packB != nil && src.h == nil:
 			kn.packB(d, src.f, off+p0*ld+j0+q, ld, kc)
+		case !trans && cols == nr && src.h != nil:
+			widenRows(as[float32](d), src.h, off+p0*ld+j0+q, ld, kc, nr, src.bf16)
 		case !trans:
 			// Each depth p is a contiguous run of cols values.
 			for p := range kc {
@@ -142,6 +146,8 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		case cols == nr && kn.packBT != nil && src.h == nil:
 			// op(B) = Bᵀ: each column j is a contiguous run of kc values.
 			kn.packBT(d, src.f, off+(j0+q)*ld+p0, ld, kc)
+		case cols == nr && src.h != nil:
+			widenCols(as[float32](d), src.h, off+(j0+q)*ld+p0, ld, kc, nr, src.bf16)
 		default:
 			for c := range cols {
 				at := off + (j0+q+c)*ld + p0
