@@ -51,16 +51,14 @@ func (a *Adam8bit) stepQuant(s *qslot, host *device.Device) (*Undo, error) {
 	}
 	step := s.step
 	s.step++
-	a.update(s, newScratch8(a.block))
-	for _, x := range []*autograd.Tensor{s.t, s.m, s.v, s.mMax, s.vMax} {
-		x.Block().Bump()
-	}
+	a.update(s, a.newScratch8())
+	s.bump()
 	u.reset = func() {
 		if first {
 			for _, x := range s.tensors() {
 				x.Release()
 			}
-			s.m, s.v, s.mMax, s.vMax = nil, nil, nil, nil
+			s.clear()
 		}
 		s.step = step
 	}
