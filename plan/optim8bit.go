@@ -11,17 +11,11 @@ import (
 // moments (optim.NewAdamW8bit).
 const Adam8bitName = "adamw8bit"
 
-// check8bit refuses the configurations an 8-bit AdamW cannot run: master
-// weights (16-bit parameters) and data parallelism (it is no
-// parallel.Optimizer, so it cannot be sharded or step a DDP engine).
+// check8bit refuses the configurations an 8-bit AdamW cannot run: data
+// parallelism (it is no parallel.Optimizer, so it cannot be sharded or
+// step a DDP engine). With amp-params it keeps F32 master weights.
 func (c Config) check8bit() error {
-	if c.Optimizer != Adam8bitName {
-		return nil
-	}
-	switch {
-	case c.AMPParams:
-		return fmt.Errorf("optimizer %s with amp-params: its 8-bit state has no f32 master weights; drop amp-params (plain --amp keeps f32 parameters)", Adam8bitName)
-	case c.Ranks > 1:
+	if c.Optimizer == Adam8bitName && c.Ranks > 1 {
 		return fmt.Errorf("optimizer %s with %d ranks: it cannot step a data-parallel engine or shard its state; plan it with ranks 1", Adam8bitName, c.Ranks)
 	}
 	return nil
