@@ -1,0 +1,124 @@
+package parallel_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/headroom-ml/headroom/autograd"
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/nn"
+	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/parallel"
+)
+
+// eightRun is what one rank of an 8-bit AdamW run ended with.
+type eightRun struct {
+	weight []float64
+	bytes  int64 // optimizer bytes after the last step
+}
+
+// run8bit trains Linear(64, 128) without bias (one 8192-element parameter,
+// one bucket) for 4 steps of Σ y² on the same batch on every rank, under
+// the 8-bit AdamW with blocks of 1024: on one device (ranks 0) or under
+// ZeRO stage zero on ranks ranks.
+func run8bit(t *testing.T, ranks, zero int, dt dtype.DType) []eightRun {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(3, 4))
+	x := make([]float32, 4*64)
+	for i := range x {
+		x[i] = float32(rnd.NormFloat64())
+	}
+	c := optim.AdamConfig{LR: 1e-2, MasterWeights: dt.IsLowPrecision()}
+	q := optim.Quant8Config{Block: 1024, MinElems: 1024}
+	out := make([]eightRun, max(ranks, 1))
+	body := func(comm parallel.Communicator, r int) error {
+		dev := cpu.New(r, device.Options{})
+		model := nn.NewLinear(nn.NewBuilder(dev, dt, 1), "fc", 64, 128, false)
+		defer nn.Release(model)
+		var o optim.Optimizer
+		var d *parallel.DDP
+		var err error
+		if comm == nil {
+			o, err = optim.NewAdamW8bit(model.Params(), c, q)
+		} else {
+			if d, err = parallel.NewDDP(comm, model, parallel.DDPConfig{Zero: zero, BucketBytes: 1 << 30}); err != nil {
+				return err
+			}
+			defer d.Release()
+			o, err = parallel.NewAdamW8bit(d, c, q)
+		}
+		if err != nil {
+			return err
+		}
+		defer o.Release()
+		for range 4 {
+			s := autograd.NewScope()
+			in := s.FromFloat32s(dev, []int{4, 64}, x)
+			if dt != dtype.F32 {
+				in = in.Cast(dt)
+			}
+			y := model.Forward(in)
+			err := y.Mul(y).Sum(false).Backward()
+			s.Release()
+			if err != nil {
+				return err
+			}
+			if err := o.Step(); err != nil {
+				return err
+			}
+			o.ZeroGrad()
+		}
+		out[r].bytes = dev.Stats().ByTag[device.Optimizer].Current
+		if d != nil && zero == 3 {
+			if err := d.Unshard(); err != nil {
+				return err
+			}
+			defer d.Reshard()
+		}
+		out[r].weight = model.Weight.Float64s()
+		return nil
+	}
+	var err error
+	if ranks == 0 {
+		err = body(nil, 0)
+	} else {
+		err = parallel.Run(parallel.NewGroup(ranks), func(cm parallel.Communicator) error { return body(cm, cm.Rank()) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestAdamW8bitZeroEqualsOneDevice: under ZeRO stages 1, 2 and 3 on 2 and 4
+// ranks, where every rank's piece (8192/N elements) is whole blocks of
+// 1024, every rank ends with the one-device 8-bit run's weights bit for
+// bit (F32, and BF16 with F32 masters), and holds 1/N of its optimizer
+// bytes: 2·piece + 8·piece/1024 (+ 4·piece of masters).
+func TestAdamW8bitZeroEqualsOneDevice(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		ref := run8bit(t, 0, 0, dt)[0]
+		n := int64(len(ref.weight))
+		want := 2*n + 8*(n/1024)
+		if dt == dtype.BF16 {
+			want += 4 * n
+		}
+		if ref.bytes != want {
+			t.Errorf("%s one device: optimizer bytes %d, want %d", dt, ref.bytes, want)
+		}
+		for _, ranks := range []int{2, 4} {
+			for _, zero := range []int{1, 2, 3} {
+				for r, got := range run8bit(t, ranks, zero, dt) {
+					what := fmt.Sprintf("%s ranks %d zero %d rank %d", dt, ranks, zero, r)
+					sameBits(t, what, got.weight, ref.weight)
+					if got.bytes*int64(ranks) != want {
+						t.Errorf("%s: optimizer bytes %d, want 1/%d of %d", what, got.bytes, ranks, want)
+					}
+				}
+			}
+		}
+	}
+}
