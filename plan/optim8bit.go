@@ -11,12 +11,13 @@ import (
 // moments (optim.NewAdamW8bit).
 const Adam8bitName = "adamw8bit"
 
-// check8bit refuses the configurations an 8-bit AdamW cannot run: data
-// parallelism (it is no parallel.Optimizer, so it cannot be sharded or
-// step a DDP engine). With amp-params it keeps F32 master weights.
+// check8bit refuses the configurations an 8-bit AdamW is not planned for:
+// data parallelism over a tensor- or pipeline-parallel mesh. With
+// amp-params it keeps F32 master weights; with ranks (ZeRO 0–3, offload)
+// each rank quantises its own pieces (parallel.NewAdamW8bit).
 func (c Config) check8bit() error {
-	if c.Optimizer == Adam8bitName && c.Ranks > 1 {
-		return fmt.Errorf("optimizer %s with %d ranks: it cannot step a data-parallel engine or shard its state; plan it with ranks 1", Adam8bitName, c.Ranks)
+	if c.Optimizer == Adam8bitName && c.Ranks > 1 && c.split() {
+		return fmt.Errorf("optimizer %s with %d ranks and tp %d, pp %d: not planned for data parallelism over a split model; plan it with ranks 1 or without tp and pp", Adam8bitName, c.Ranks, c.TP, c.PP)
 	}
 	return nil
 }
