@@ -64,7 +64,6 @@ func TestAdamW8bitRun(t *testing.T) {
 // before any work, naming the flag.
 func TestAdamW8bitRefused(t *testing.T) {
 	for _, extra := range [][]string{
-		{"--ranks", "2"},
 		{"--tp", "2"},
 	} {
 		var out, errb bytes.Buffer
