@@ -132,4 +132,14 @@
 // 8-bit run over parameters equal to them fed the widened gradients
 // (TestAdamW8bitMasterEqualsF32). State adds "master.<name>"; a state saved
 // with master weights loads only into an optimizer with them.
+//
+// Sharded (parallel.NewAdamW8bit, ZeRO stages 1–3): every rank's pieces of
+// the flat buffer are its parameters, so each rank quantises its own
+// blocks, cut from the start of each piece. The layout depends on the
+// number of ranks and the buckets: where each piece is whole blocks of the
+// one-device layout the run is the one-device run bit for bit, elsewhere
+// it differs by where the absmax blocks fall (same error bound per block;
+// parallel's TestAdamW8bitZeroEqualsOneDevice and
+// TestAdamW8bitZeroUnalignedBlocks). The state per rank is its pieces':
+// about 1/N of the one-device bytes.
 package optim
