@@ -32,8 +32,18 @@ func TestAdamW8bitAMPParamsRun(t *testing.T) {
 	}
 }
 
-// trainedElems is the number of trained (non-buffer) elements of args' model.
+// trainedElems is the number of trained elements of args' model.
 func trainedElems(t *testing.T, args []string) int64 {
+	var n int64
+	for _, k := range trainedSizes(t, args) {
+		n += k
+	}
+	return n
+}
+
+// trainedSizes returns the element count of each trained (non-buffer)
+// parameter of args' model.
+func trainedSizes(t *testing.T, args []string) []int64 {
 	t.Helper()
 	c, err := run.Parse(args, &bytes.Buffer{})
 	if err != nil {
@@ -44,11 +54,11 @@ func trainedElems(t *testing.T, args []string) int64 {
 		t.Fatal(err)
 	}
 	defer nn.Release(g)
-	var n int64
+	var sizes []int64
 	for _, p := range g.Params() {
 		if !p.Buffer {
-			n += int64(p.T.Len())
+			sizes = append(sizes, int64(p.T.Len()))
 		}
 	}
-	return n
+	return sizes
 }

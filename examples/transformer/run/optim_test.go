@@ -6,12 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/headroom-ml/headroom/autograd"
-	"github.com/headroom-ml/headroom/device"
-	"github.com/headroom-ml/headroom/device/cpu"
-	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/examples/transformer/run"
-	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/train/traintest"
 )
 
@@ -20,21 +15,8 @@ import (
 // elements, 8n for the rest.
 func adamw8bitBytes(t *testing.T, args []string) int64 {
 	t.Helper()
-	c, err := run.Parse(args, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := nn.NewGPT(nn.NewBuilder(cpu.New(0, device.Options{}), dtype.F32, 1), "gpt", c.GPT(), autograd.NewGenerator(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nn.Release(g)
 	var sum int64
-	for _, p := range g.Params() {
-		if p.Buffer {
-			continue
-		}
-		n := int64(p.T.Len())
+	for _, n := range trainedSizes(t, args) {
 		if n >= 4096 {
 			sum += 2*n + 8*((n+2047)/2048)
 		} else {
