@@ -13,7 +13,8 @@ var _ ParamStepper = (*Adam8bit)(nil)
 // block by block, as Step does (host scratch of one block), a small one
 // through the F32 Adam. The undo's host copy of a quantised parameter is
 // its bytes and its state's: 6 per element (4 for t, 1 for each code) and
-// 8 per block (the two absmax), on host.
+// 8 per block (the two absmax), on host; with master weights 8 per element
+// (2 for the 16-bit t, 4 for the master, 1 for each code).
 func (a *Adam8bit) StepParam(t *autograd.Tensor, host *device.Device) (*Undo, error) {
 	for _, s := range a.quant {
 		if s.t == t {
