@@ -1,27 +1,10 @@
 package plan
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/dtype"
 )
-
-// TestAdamW8bitRefused: ranks > 1 over a split model are refused before
-// any model is built, with the reason.
-func TestAdamW8bitRefused(t *testing.T) {
-	for _, c := range []struct {
-		c    Config
-		want string
-	}{
-		{Config{Model: "transformer", Optimizer: Adam8bitName, Ranks: 2, TP: 2}, "ranks 1"},
-	} {
-		_, err := Predict(c.c)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: err %v, want one that says %q", c.c, err, c.want)
-		}
-	}
-}
 
 // TestAdamW8bitMasterPlan: with amp-params (16-bit parameters, F32 master
 // weights in the 8-bit optimizer) the prediction on meta equals the
@@ -45,7 +28,8 @@ func TestAdamW8bitMasterPlan(t *testing.T) {
 }
 
 // TestAdamW8bitZeroPlan: 8-bit AdamW under data parallelism (ZeRO 0–3,
-// bf16 master weights, offload) predicted on meta equals measured on cpu,
+// bf16 master weights, offload) and over tensor- and pipeline-parallel
+// meshes, predicted on meta equals measured on cpu,
 // every rank's bytes by tag and the host's (the per-rank closed form is
 // parallel's TestAdamW8bitZeroEqualsOneDevice).
 func TestAdamW8bitZeroPlan(t *testing.T) {
@@ -57,6 +41,10 @@ func TestAdamW8bitZeroPlan(t *testing.T) {
 		"gpt_adamw8bit_r2_z2_bf16":    with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 2, dtype.BF16, true }),
 		"gpt_adamw8bit_r2_z3":         with(small, func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
 		"gpt_adamw8bit_r2_z1_offload": with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload = 2, 1, true }),
+		"gpt_adamw8bit_tp2":           with(small, func(c *Config) { c.TP = 2 }),
+		"gpt_adamw8bit_pp2":           with(small, func(c *Config) { c.PP = 2 }),
+		"gpt_adamw8bit_tp2_r2_z1":     with(small, func(c *Config) { c.TP, c.Ranks, c.Zero = 2, 2, 1 }),
+		"gpt_adamw8bit_tp2_pp2_r2":    with(small, func(c *Config) { c.Batch, c.TP, c.PP, c.Ranks = 8, 2, 2, 2 }),
 	} {
 		predictionEqualsMeasurement(t, name, c)
 	}
