@@ -15,17 +15,12 @@ const adamw8bit = "adamw8bit"
 
 // registerOptimizer registers --optimizer.
 func (c *Config) registerOptimizer(fs *flag.FlagSet) {
-	fs.StringVar(&c.Optimizer, "optimizer", "adamw", "adamw, or adamw8bit: m and v of every parameter of ≥ 4096 elements in 8 bits with an f32 absmax per 2048 (about 0.25× the state; with --amp-params f32 masters besides; with --ranks each rank quantises its own shard; not with --tp or --pp)")
+	fs.StringVar(&c.Optimizer, "optimizer", "adamw", "adamw, or adamw8bit: m and v of every parameter of ≥ 4096 elements in 8 bits with an f32 absmax per 2048 (about 0.25× the state; with --amp-params f32 masters besides; with --ranks, --tp or --pp each rank quantises its own shard)")
 }
 
-// checkOptimizer refuses an unknown --optimizer and the flags an 8-bit
-// AdamW is not wired for: the tensor- and pipeline-parallel engines.
+// checkOptimizer refuses an unknown --optimizer.
 func (c *Config) checkOptimizer() error {
-	eight := c.Optimizer == adamw8bit
-	return train.First(
-		train.Want(c.Optimizer == "adamw" || eight, "optimizer", c.Optimizer, "adamw or adamw8bit"),
-		train.Want(!eight || (c.TP == 1 && c.PP == 1), "optimizer", c.Optimizer, "adamw with --tp or --pp (adamw8bit runs on one rank only)"),
-	)
+	return train.Want(c.Optimizer == "adamw" || c.Optimizer == adamw8bit, "optimizer", c.Optimizer, "adamw or adamw8bit")
 }
 
 // newOptimizer makes the run's AdamW (β₂ 0.99, the flags' weight decay):
