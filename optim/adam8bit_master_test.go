@@ -2,6 +2,7 @@ package optim_test
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -170,4 +171,24 @@ func round16(dt dtype.DType, v []float64) []float64 {
 		out[i] = float64(x)
 	}
 	return out
+}
+
+// TestAdamW8bitMasterDTypes: MasterWeights over an F32 parameter, or a
+// 16-bit parameter without it, is refused by the constructor, naming the
+// parameter and its dtype.
+func TestAdamW8bitMasterDTypes(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	for _, c := range []struct {
+		dt     dtype.DType
+		master bool
+	}{{dtype.F32, true}, {dtype.BF16, false}} {
+		w := autograd.Param(dev, c.dt, "w", 8192)
+		_, err := optim.NewAdamW8bit(params(w), optim.AdamConfig{MasterWeights: c.master}, optim.Quant8Config{})
+		if err == nil || !strings.Contains(err.Error(), `"w"`) || !strings.Contains(err.Error(), c.dt.String()) {
+			t.Errorf("%s with MasterWeights %v: err %v, want one naming \"w\" and %s", c.dt, c.master, err, c.dt)
+		} else {
+			t.Logf("rejected: %v", err)
+		}
+		w.Release()
+	}
 }
