@@ -36,15 +36,16 @@ func TestAdamW8bitZeroPlan(t *testing.T) {
 	small := Config{Model: "transformer", Batch: 4, Seq: 16, Optimizer: Adam8bitName}
 	with := func(c Config, f func(*Config)) Config { f(&c); return c }
 	for name, c := range map[string]Config{
-		"gpt_adamw8bit_r2":            with(small, func(c *Config) { c.Ranks = 2 }),
-		"gpt_adamw8bit_r2_z1":         with(small, func(c *Config) { c.Ranks, c.Zero = 2, 1 }),
-		"gpt_adamw8bit_r2_z2_bf16":    with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 2, dtype.BF16, true }),
-		"gpt_adamw8bit_r2_z3":         with(small, func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
-		"gpt_adamw8bit_r2_z1_offload": with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload = 2, 1, true }),
-		"gpt_adamw8bit_tp2":           with(small, func(c *Config) { c.TP = 2 }),
-		"gpt_adamw8bit_pp2":           with(small, func(c *Config) { c.PP = 2 }),
-		"gpt_adamw8bit_tp2_r2_z1":     with(small, func(c *Config) { c.TP, c.Ranks, c.Zero = 2, 2, 1 }),
-		"gpt_adamw8bit_tp2_pp2_r2":    with(small, func(c *Config) { c.Batch, c.TP, c.PP, c.Ranks = 8, 2, 2, 2 }),
+		"gpt_adamw8bit_r2":             with(small, func(c *Config) { c.Ranks = 2 }),
+		"gpt_adamw8bit_r2_z1":          with(small, func(c *Config) { c.Ranks, c.Zero = 2, 1 }),
+		"gpt_adamw8bit_r2_z2_bf16":     with(small, func(c *Config) { c.Ranks, c.Zero, c.AMP, c.AMPParams = 2, 2, dtype.BF16, true }),
+		"gpt_adamw8bit_r2_z3":          with(small, func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
+		"gpt_adamw8bit_r2_z1_offload":  with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload = 2, 1, true }),
+		"gpt_adamw8bit_r2_z2_off_bf16": with(small, func(c *Config) { c.Ranks, c.Zero, c.Offload, c.AMP, c.AMPParams = 2, 2, true, dtype.BF16, true }),
+		"gpt_adamw8bit_tp2":            with(small, func(c *Config) { c.TP = 2 }),
+		"gpt_adamw8bit_pp2":            with(small, func(c *Config) { c.PP = 2 }),
+		"gpt_adamw8bit_tp2_r2_z1":      with(small, func(c *Config) { c.TP, c.Ranks, c.Zero = 2, 2, 1 }),
+		"gpt_adamw8bit_tp2_pp2_r2":     with(small, func(c *Config) { c.Batch, c.TP, c.PP, c.Ranks = 8, 2, 2, 2 }),
 	} {
 		predictionEqualsMeasurement(t, name, c)
 	}
