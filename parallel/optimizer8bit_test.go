@@ -24,8 +24,9 @@ type eightRun struct {
 // run8bit trains Linear(64, 128) without bias (one 8192-element parameter,
 // one bucket) for 4 steps of Σ y² on the same batch on every rank, under
 // the 8-bit AdamW with blocks of 1024: on one device (ranks 0) or under
-// ZeRO stage zero on ranks ranks.
-func run8bit(t *testing.T, ranks, zero int, dt dtype.DType) []eightRun {
+// ZeRO stage zero on ranks ranks (with offload: the optimizer on a host
+// device per rank).
+func run8bit(t *testing.T, ranks, zero int, dt dtype.DType, offload ...bool) []eightRun {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(3, 4))
 	x := make([]float32, 4*64)
@@ -45,7 +46,11 @@ func run8bit(t *testing.T, ranks, zero int, dt dtype.DType) []eightRun {
 		if comm == nil {
 			o, err = optim.NewAdamW8bit(model.Params(), c, q)
 		} else {
-			if d, err = parallel.NewDDP(comm, model, parallel.DDPConfig{Zero: zero, BucketBytes: 1 << 30}); err != nil {
+			cfg := parallel.DDPConfig{Zero: zero, BucketBytes: 1 << 30}
+			if len(offload) > 0 && offload[0] {
+				cfg.Host = cpu.New(100+r, device.Options{})
+			}
+			if d, err = parallel.NewDDP(comm, model, cfg); err != nil {
 				return err
 			}
 			defer d.Release()
@@ -98,7 +103,9 @@ func run8bit(t *testing.T, ranks, zero int, dt dtype.DType) []eightRun {
 // ranks, where every rank's piece (8192/N elements) is whole blocks of
 // 1024, every rank ends with the one-device 8-bit run's weights bit for
 // bit (F32, and BF16 with F32 masters), and holds 1/N of its optimizer
-// bytes: 2·piece + 8·piece/1024 (+ 4·piece of masters).
+// bytes: 2·piece + 8·piece/1024 (+ 4·piece of masters); with offload
+// (stages 1, 2: the host's F32 masters and 8-bit state) the weights are
+// the same bit for bit.
 func TestAdamW8bitZeroEqualsOneDevice(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
 		ref := run8bit(t, 0, 0, dt)[0]
@@ -117,6 +124,11 @@ func TestAdamW8bitZeroEqualsOneDevice(t *testing.T) {
 					sameBits(t, what, got.weight, ref.weight)
 					if got.bytes*int64(ranks) != want {
 						t.Errorf("%s: optimizer bytes %d, want 1/%d of %d", what, got.bytes, ranks, want)
+					}
+				}
+				if zero < 3 {
+					for r, got := range run8bit(t, ranks, zero, dt, true) {
+						sameBits(t, fmt.Sprintf("%s ranks %d zero %d offload rank %d", dt, ranks, zero, r), got.weight, ref.weight)
 					}
 				}
 			}
