@@ -31,7 +31,8 @@ type Quant8Config struct {
 // With AdamConfig.MasterWeights the quantised parameters are F16 or BF16
 // and each keeps an F32 master copy ("master", 4n bytes more: 6n +
 // 8·ceil(n/Block) in all): a block's update reads the master and the
-// 16-bit gradient (widened to F32), writes the master, and the master is
+// 16-bit gradient (widened to F32 through 2·Block more bytes of host
+// scratch), writes the master, and the master is
 // then rounded into the parameter. The trajectory of the masters is bit
 // for bit the one of the F32 8-bit Adam over F32 parameters equal to them
 // fed the widened gradients. Small parameters get a plain Adam with master
