@@ -27,8 +27,19 @@ type Quant8Config struct {
 // Adam. Each update dequantises one block of m and v into host scratch, runs
 // Adam's arithmetic (as device.AdamArgs describes it) on it, and quantises it
 // back; the scratch is 4·Block float32 and 2·Block bytes per Step call.
+//
+// With AdamConfig.MasterWeights the quantised parameters are F16 or BF16
+// and each keeps an F32 master copy ("master", 4n bytes more: 6n +
+// 8·ceil(n/Block) in all): a block's update reads the master and the
+// 16-bit gradient (widened to F32 through 2·Block more bytes of host
+// scratch), writes the master, and the master is
+// then rounded into the parameter. The trajectory of the masters is bit
+// for bit the one of the F32 8-bit Adam over F32 parameters equal to them
+// fed the widened gradients. Small parameters get a plain Adam with master
+// weights.
 type Adam8bit struct {
 	kind                  string
+	master                bool
 	lr                    float64
 	beta1, beta2, eps, wd float64
 	decoupled             bool
@@ -47,6 +58,7 @@ type qslot struct {
 	t          *autograd.Tensor
 	m, v       *autograd.Tensor // codes, n bytes each (dtype I8 holding the raw code)
 	mMax, vMax *autograd.Tensor // F32 absmax per block
+	master     *autograd.Tensor // F32 copy of a 16-bit parameter (MasterWeights), else nil
 	step       int
 }
 
@@ -76,19 +88,16 @@ func newAdam8bit(kind string, params []nn.Param, c AdamConfig, q Quant8Config, w
 	if minElems < 1 || block < 1 {
 		return nil, fmt.Errorf("%s: MinElems %d and Block %d, want ≥ 1 (or 0 for the defaults)", kind, q.MinElems, q.Block)
 	}
-	if c.MasterWeights {
-		return nil, fmt.Errorf("%s: MasterWeights is not supported with 8-bit state", kind)
-	}
 	// The F32 Adam validates the hyperparameters and the parameter list.
 	all, err := newAdam(kind, params, c, wd, decoupled)
 	if err != nil {
 		return nil, err
 	}
-	a := &Adam8bit{kind: kind, lr: all.lr, beta1: all.beta1, beta2: all.beta2, eps: all.eps,
+	a := &Adam8bit{kind: kind, master: c.MasterWeights, lr: all.lr, beta1: all.beta1, beta2: all.beta2, eps: all.eps,
 		wd: all.wd, decoupled: decoupled, block: block, params: all.Params()}
 	var rest []nn.Param
 	for _, p := range a.params {
-		if p.T.DType() == dtype.F32 && p.T.Len() >= minElems {
+		if (p.T.DType() == dtype.F32 || c.MasterWeights) && p.T.Len() >= minElems {
 			a.quant = append(a.quant, &qslot{name: p.Name, t: p.T})
 		} else {
 			rest = append(rest, p)
@@ -129,7 +138,7 @@ func (a *Adam8bit) Release() {
 		for _, t := range s.tensors() {
 			t.Release()
 		}
-		s.m, s.v, s.mMax, s.vMax, s.step = nil, nil, nil, nil, 0
+		s.clear()
 	}
 	if a.small != nil {
 		a.small.Release()
@@ -151,10 +160,29 @@ func (a *Adam8bit) StateBytes() int64 {
 	return n
 }
 
-// tensors returns the slot's state tensors (none before the first update).
+// tensors returns the slot's state tensors (none before the first update),
+// in the order of qnames: the master copy last, when there is one.
 func (s *qslot) tensors() []*autograd.Tensor {
 	if s.m == nil {
 		return nil
 	}
-	return []*autograd.Tensor{s.m, s.v, s.mMax, s.vMax}
+	ts := []*autograd.Tensor{s.m, s.v, s.mMax, s.vMax}
+	if s.master != nil {
+		ts = append(ts, s.master)
+	}
+	return ts
+}
+
+// clear forgets the slot's state (released by the caller).
+func (s *qslot) clear() {
+	s.m, s.v, s.mMax, s.vMax, s.master, s.step = nil, nil, nil, nil, nil, 0
+}
+
+// target is the F32 tensor a block update reads and writes: the master
+// copy, or the parameter.
+func (s *qslot) target() *autograd.Tensor {
+	if s.master != nil {
+		return s.master
+	}
+	return s.t
 }

@@ -13,7 +13,8 @@ var _ ParamStepper = (*Adam8bit)(nil)
 // block by block, as Step does (host scratch of one block), a small one
 // through the F32 Adam. The undo's host copy of a quantised parameter is
 // its bytes and its state's: 6 per element (4 for t, 1 for each code) and
-// 8 per block (the two absmax), on host.
+// 8 per block (the two absmax), on host; with master weights 8 per element
+// (2 for the 16-bit t, 4 for the master, 1 for each code).
 func (a *Adam8bit) StepParam(t *autograd.Tensor, host *device.Device) (*Undo, error) {
 	for _, s := range a.quant {
 		if s.t == t {
@@ -51,16 +52,14 @@ func (a *Adam8bit) stepQuant(s *qslot, host *device.Device) (*Undo, error) {
 	}
 	step := s.step
 	s.step++
-	a.update(s, newScratch8(a.block))
-	for _, x := range []*autograd.Tensor{s.t, s.m, s.v, s.mMax, s.vMax} {
-		x.Block().Bump()
-	}
+	a.update(s, a.newScratch8())
+	s.bump()
 	u.reset = func() {
 		if first {
 			for _, x := range s.tensors() {
 				x.Release()
 			}
-			s.m, s.v, s.mMax, s.vMax = nil, nil, nil, nil
+			s.clear()
 		}
 		s.step = step
 	}

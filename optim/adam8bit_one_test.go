@@ -42,17 +42,18 @@ func allState(o optim.Optimizer) []float64 {
 // adam8Run runs 3 steps of an 8-bit AdamW over a quantised parameter (200
 // elements, blocks of 64) and a small one, through Step or StepParam
 // (undoing and redoing the first StepParam of each step once), and
-// returns the state after each step.
-func adam8Run(t *testing.T, perParam bool) [][]float64 {
+// returns the state after each step; with a 16-bit dt, with master weights.
+func adam8Run(t *testing.T, perParam bool, dt dtype.DType) [][]float64 {
 	dev, host := cpu.New(0, device.Options{}), cpu.New(100, device.Options{})
 	rng := rand.New(rand.NewPCG(4, 4))
 	big := make([]float64, 200)
 	for i := range big {
 		big[i] = rng.NormFloat64()
 	}
-	w := param(dev, dtype.F32, "w", big...)
-	b := param(dev, dtype.F32, "b", 0.1, -0.2, 0.3)
-	o, err := optim.NewAdamW8bit(params(w, b), optim.AdamConfig{LR: 0.01}, optim.Quant8Config{MinElems: 16, Block: 64})
+	w := param(dev, dt, "w", big...)
+	b := param(dev, dt, "b", 0.1, -0.2, 0.3)
+	c := optim.AdamConfig{LR: 0.01, MasterWeights: dt.IsLowPrecision()}
+	o, err := optim.NewAdamW8bit(params(w, b), c, optim.Quant8Config{MinElems: 16, Block: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +94,18 @@ func adam8Run(t *testing.T, perParam bool) [][]float64 {
 }
 
 // TestAdam8bitStepParamEqualsStep: StepParam gives the 8-bit AdamW's
-// Step bit for bit, and its undo puts the codes, absmax arrays, parameter
-// and counts back (the first time: no state at all).
+// Step bit for bit, and its undo puts the codes, absmax arrays, master
+// copy (BF16 with master weights), parameter and counts back (the first
+// time: no state at all).
 func TestAdam8bitStepParamEqualsStep(t *testing.T) {
-	want, got := adam8Run(t, false), adam8Run(t, true)
-	for i := range want {
-		if len(got[i]) != len(want[i]) {
-			t.Fatalf("step %d: %d state values, want %d", i, len(got[i]), len(want[i]))
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		want, got := adam8Run(t, false, dt), adam8Run(t, true, dt)
+		for i := range want {
+			if len(got[i]) != len(want[i]) {
+				t.Fatalf("%s step %d: %d state values, want %d", dt, i, len(got[i]), len(want[i]))
+			}
+			same(t, dt.String()+" 8-bit AdamW via StepParam", got[i], want[i])
 		}
-		same(t, "8-bit AdamW via StepParam", got[i], want[i])
 	}
 }
 

@@ -9,20 +9,30 @@ import (
 )
 
 // qnames are the state tensor names of a quantised parameter, in the order
-// of qslot.tensors.
-var qnames = []string{"exp_avg", "exp_avg_sq", "exp_avg_absmax", "exp_avg_sq_absmax"}
+// of qslot.tensors: the last only with master weights.
+var qnames = []string{"exp_avg", "exp_avg_sq", "exp_avg_absmax", "exp_avg_sq_absmax", "master"}
+
+// qnames returns the state tensor names of this optimizer's quantised
+// parameters.
+func (a *Adam8bit) qnames() []string {
+	if a.master {
+		return qnames
+	}
+	return qnames[:4]
+}
 
 // hypers are the settings a loaded State must match.
 func (a *Adam8bit) hypers() []hyper {
 	return []hyper{{"beta1", a.beta1}, {"beta2", a.beta2}, {"eps", a.eps}, {"weight_decay", a.wd},
-		{"decoupled_weight_decay", b2f(a.decoupled)}, {"master_weights", 0}, {"quant_block", float64(a.block)}}
+		{"decoupled_weight_decay", b2f(a.decoupled)}, {"master_weights", b2f(a.master)}, {"quant_block", float64(a.block)}}
 }
 
 // State returns Adam's State (see Adam.State) for the F32-state parameters
 // and, for each quantised one, its codes "exp_avg.<name>" and
 // "exp_avg_sq.<name>" (I8 tensors holding the raw 8-bit codes), their F32
 // absmax arrays "exp_avg_absmax.<name>" and "exp_avg_sq_absmax.<name>",
-// and "step.<name>"; plus the scalar "quant_block". Loading it into an
+// and "step.<name>" (and "master.<name>", its F32 master copy, with
+// master weights); plus the scalar "quant_block". Loading it into an
 // optimizer made with the same settings resumes bit for bit.
 func (a *Adam8bit) State() State {
 	s := State{Tensors: map[string]*autograd.Tensor{}, Scalars: map[string]float64{}}
@@ -73,7 +83,7 @@ func (a *Adam8bit) Load(s State) error {
 			for _, t := range q.tensors() {
 				t.Release()
 			}
-			q.m, q.v, q.mMax, q.vMax, q.step = nil, nil, nil, nil, 0
+			q.clear()
 			continue
 		}
 		for i, t := range q.tensors() {
@@ -134,7 +144,7 @@ func (a *Adam8bit) checkQuant(s State) (map[*qslot][]*autograd.Tensor, map[*qslo
 		}
 		src[q], steps[q] = ts, n
 		delete(rest.Scalars, stepName)
-		for _, name := range qnames {
+		for _, name := range a.qnames() {
 			delete(rest.Tensors, name+"."+q.name)
 		}
 	}
@@ -154,10 +164,11 @@ func (a *Adam8bit) quantTensors(q *qslot, s State) ([]*autograd.Tensor, error) {
 	want := []struct {
 		dt  dtype.DType
 		len int
-	}{{dtype.I8, n}, {dtype.I8, n}, {dtype.F32, nb}, {dtype.F32, nb}}
+	}{{dtype.I8, n}, {dtype.I8, n}, {dtype.F32, nb}, {dtype.F32, nb}, {dtype.F32, n}}
+	names := a.qnames()
 	var ts []*autograd.Tensor
 	found := 0
-	for i, name := range qnames {
+	for i, name := range names {
 		t := s.Tensors[name+"."+q.name]
 		ts = append(ts, t)
 		if t == nil {
@@ -171,8 +182,8 @@ func (a *Adam8bit) quantTensors(q *qslot, s State) ([]*autograd.Tensor, error) {
 	switch found {
 	case 0:
 		return nil, nil
-	case len(qnames):
+	case len(names):
 		return ts, nil
 	}
-	return nil, fmt.Errorf("state of %q is incomplete (%d of %d tensors)", q.name, found, len(qnames))
+	return nil, fmt.Errorf("state of %q is incomplete (%d of %d tensors)", q.name, found, len(names))
 }

@@ -120,4 +120,26 @@
 // 16 KiB in all, built once at package init, a fixed constant) that gives
 // the same code as a binary search over the map. State adds the codes (I8 tensors holding the raw codes), the
 // absmax arrays and the scalar "quant_block"; resuming is bit-exact.
+//
+// With AdamConfig.MasterWeights the parameters are F16 or BF16 and every
+// quantised one also keeps an F32 master copy in the optimizer ("master",
+// tagged optimizer, the parameter's shape): 4n + 2n + 8·ceil(n/Block)
+// bytes of state per quantised parameter (12n for a small one, as plain
+// Adam with master weights). A block's update reads the master and the
+// 16-bit gradient, widened to F32 through 2·Block more bytes of host
+// scratch, writes the master, and a Copy then rounds the whole master into
+// the parameter. The masters follow bit for bit the trajectory of an F32
+// 8-bit run over parameters equal to them fed the widened gradients
+// (TestAdamW8bitMasterEqualsF32). State adds "master.<name>"; a state saved
+// with master weights loads only into an optimizer with them.
+//
+// Sharded (parallel.NewAdamW8bit, ZeRO stages 1–3): every rank's pieces of
+// the flat buffer are its parameters, so each rank quantises its own
+// blocks, cut from the start of each piece. The layout depends on the
+// number of ranks and the buckets: where each piece is whole blocks of the
+// one-device layout the run is the one-device run bit for bit, elsewhere
+// it differs by where the absmax blocks fall (same error bound per block;
+// parallel's TestAdamW8bitZeroEqualsOneDevice and
+// TestAdamW8bitZeroUnalignedBlocks). The state per rank is its pieces':
+// about 1/N of the one-device bytes.
 package optim

@@ -216,9 +216,6 @@ func (c Config) check(m Model) error {
 	if err := c.checkStepInBackward(); err != nil {
 		return err
 	}
-	if err := c.check8bit(); err != nil {
-		return err
-	}
 	if err := c.checkLoRA(m); err != nil {
 		return err
 	}

@@ -1,31 +1,17 @@
 package plan
 
 import (
-	"fmt"
-
 	"github.com/headroom-ml/headroom/nn"
 	"github.com/headroom-ml/headroom/optim"
 )
 
 // Adam8bitName is the optimizer name of AdamW with 8-bit block-quantised
 // moments (optim.NewAdamW8bit).
+// Every configuration but LoRA plans with it: with amp-params it keeps F32
+// master weights, with ranks (ZeRO 0–3, offload) each rank quantises its
+// own pieces (parallel.NewAdamW8bit), and over a tensor- or
+// pipeline-parallel mesh each rank its own parameter shards.
 const Adam8bitName = "adamw8bit"
-
-// check8bit refuses the configurations an 8-bit AdamW cannot run: master
-// weights (16-bit parameters) and data parallelism (it is no
-// parallel.Optimizer, so it cannot be sharded or step a DDP engine).
-func (c Config) check8bit() error {
-	if c.Optimizer != Adam8bitName {
-		return nil
-	}
-	switch {
-	case c.AMPParams:
-		return fmt.Errorf("optimizer %s with amp-params: its 8-bit state has no f32 master weights; drop amp-params (plain --amp keeps f32 parameters)", Adam8bitName)
-	case c.Ranks > 1:
-		return fmt.Errorf("optimizer %s with %d ranks: it cannot step a data-parallel engine or shard its state; plan it with ranks 1", Adam8bitName, c.Ranks)
-	}
-	return nil
-}
 
 // newAdamW8bit makes the 8-bit AdamW with the same hyperparameters as the
 // planner's AdamW and the default quantisation.

@@ -160,6 +160,8 @@ func newOptimizer(c Config, params []nn.Param, sync interface{ NoSync(func()) },
 			return parallel.NewSGD(d, sgd)
 		case "adam":
 			return parallel.NewAdam(d, adam)
+		case Adam8bitName:
+			return parallel.NewAdamW8bit(d, adamw, optim.Quant8Config{})
 		}
 		return parallel.NewAdamW(d, adamw)
 	}

@@ -15,20 +15,12 @@ const adamw8bit = "adamw8bit"
 
 // registerOptimizer registers --optimizer.
 func (c *Config) registerOptimizer(fs *flag.FlagSet) {
-	fs.StringVar(&c.Optimizer, "optimizer", "adamw", "adamw, or adamw8bit: m and v of every parameter of ≥ 4096 elements in 8 bits with an f32 absmax per 2048 (about 0.25× the state; not with --amp-params, --ranks, --tp or --pp)")
+	fs.StringVar(&c.Optimizer, "optimizer", "adamw", "adamw, or adamw8bit: m and v of every parameter of ≥ 4096 elements in 8 bits with an f32 absmax per 2048 (about 0.25× the state; with --amp-params f32 masters besides; with --ranks, --tp or --pp each rank quantises its own shard)")
 }
 
-// checkOptimizer refuses an unknown --optimizer and the flags an 8-bit
-// AdamW cannot run with: master weights, and the data- and model-parallel
-// engines (it is no parallel.Optimizer).
+// checkOptimizer refuses an unknown --optimizer.
 func (c *Config) checkOptimizer() error {
-	eight := c.Optimizer == adamw8bit
-	return train.First(
-		train.Want(c.Optimizer == "adamw" || eight, "optimizer", c.Optimizer, "adamw or adamw8bit"),
-		train.Want(!eight || !c.AMPParams, "amp-params", true, "no --amp-params with --optimizer adamw8bit (its 8-bit state keeps no f32 master weights; plain --amp keeps f32 parameters)"),
-		train.Want(!eight || c.Ranks == 1, "ranks", c.Ranks, "--ranks 1 with --optimizer adamw8bit (it cannot step the data-parallel engine or shard its state)"),
-		train.Want(!eight || (c.TP == 1 && c.PP == 1), "optimizer", c.Optimizer, "adamw with --tp or --pp (adamw8bit runs on one rank only)"),
-	)
+	return train.Want(c.Optimizer == "adamw" || c.Optimizer == adamw8bit, "optimizer", c.Optimizer, "adamw or adamw8bit")
 }
 
 // newOptimizer makes the run's AdamW (β₂ 0.99, the flags' weight decay):
@@ -36,6 +28,8 @@ func (c *Config) checkOptimizer() error {
 func (c *Config) newOptimizer(ps []nn.Param, d *parallel.DDP, master bool) (optim.Optimizer, error) {
 	cfg := optim.AdamConfig{LR: c.LR, Beta2: 0.99, WeightDecay: c.WeightDecay, MasterWeights: master}
 	switch {
+	case d != nil && c.Optimizer == adamw8bit:
+		return parallel.NewAdamW8bit(d, cfg, optim.Quant8Config{})
 	case d != nil:
 		return parallel.NewAdamW(d, cfg)
 	case c.Optimizer == adamw8bit:
