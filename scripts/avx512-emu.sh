@@ -24,7 +24,8 @@
 #              fetched with apt-get download; 6.1 hung under Bochs here).
 #   WORK       scratch directory (default: /tmp/headroom-avx512emu)
 #   CPU_MODEL  Bochs CPU model (default: corei7_icelake_u: AVX-512 F, BW,
-#              VL, DQ and VNNI)
+#              VL, DQ and VNNI; sapphire_rapids adds AVX512_BF16, which the
+#              VDPBF16PS GEMM and attention tests need)
 #   TIMEOUT    seconds before giving up (default: 5400)
 #   PKG        the package whose tests run (default: ./internal/kernels)
 #
@@ -70,13 +71,13 @@ bios=$(dirname "$bochs")/bios
 # Kernel.
 kernel=${KERNEL:-}
 if [ -z "$kernel" ]; then
-	pkg=$(apt-cache search --names-only '^linux-image-6\.12.*cloud-amd64$' | awk '{print $1}' | grep -v -- '-dbg' | sort -V | tail -1)
-	[ -n "$pkg" ] || { echo "avx512-emu: no linux-image-6.12*-cloud-amd64 package; set KERNEL" >&2; exit 2; }
-	if [ ! -f "$work/$pkg.vmlinuz" ]; then
-		(cd "$work" && rm -rf kx && apt-get download "$pkg" >/dev/null && dpkg-deb -x "$pkg"_*.deb kx &&
-			cp kx/boot/vmlinuz-* "$pkg.vmlinuz" && rm -rf kx "$pkg"_*.deb)
+	kpkg=$(apt-cache search --names-only '^linux-image-6\.12.*cloud-amd64$' | awk '{print $1}' | grep -v -- '-dbg' | sort -V | tail -1)
+	[ -n "$kpkg" ] || { echo "avx512-emu: no linux-image-6.12*-cloud-amd64 package; set KERNEL" >&2; exit 2; }
+	if [ ! -f "$work/$kpkg.vmlinuz" ]; then
+		(cd "$work" && rm -rf kx && apt-get download "$kpkg" >/dev/null && dpkg-deb -x "$kpkg"_*.deb kx &&
+			cp kx/boot/vmlinuz-* "$kpkg.vmlinuz" && rm -rf kx "$kpkg"_*.deb)
 	fi
-	kernel=$work/$pkg.vmlinuz
+	kernel=$work/$kpkg.vmlinuz
 fi
 
 # The machine's files: the test binary as /t.test, its arguments, and an
