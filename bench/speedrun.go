@@ -105,11 +105,41 @@ func (c Config) timeRow(s Setup, t Technique, plain *Row, r *Row) error {
 	return nil
 }
 
-// runSpeed runs c.Speed's models in each of speedTechniques.
+// wants reports whether c runs the technique named name: plain always,
+// the others when c.Techniques is nil (all) or names them.
+func (c Config) wants(name string) bool {
+	if c.Techniques == nil || name == "plain" {
+		return true
+	}
+	for _, t := range c.Techniques {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// torchTechniques are the timedTechniques c wants, comma-separated, for
+// the PyTorch script's --techniques.
+func (c Config) torchTechniques() string {
+	var ts []string
+	for _, t := range timedTechniques {
+		if c.wants(t) {
+			ts = append(ts, t)
+		}
+	}
+	return strings.Join(ts, ",")
+}
+
+// runSpeed runs c.Speed's models in each of speedTechniques that c wants
+// (--techniques plain: F32 only, on both sides under --torch).
 func (c Config) runSpeed() ([]SpeedRow, error) {
 	var rows []SpeedRow
 	for _, m := range c.Speed {
 		for _, t := range speedTechniques {
+			if !c.wants(t.name) {
+				continue
+			}
 			r, err := c.speedRow(m, t.name, t.dt)
 			if err != nil {
 				return nil, err

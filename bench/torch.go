@@ -115,8 +115,9 @@ func ProbeTorch(python, script string, c Config) (*TorchEnv, error) {
 }
 
 // RunTorch runs the PyTorch script with python for c's models in c's
-// mode, with the techniques both sides have: plain, amp bf16 and
-// checkpoint √n (the speed models: plain and amp bf16), at c's threads,
+// mode, with the techniques both sides have that c wants (Config.wants):
+// plain, amp bf16 and checkpoint √n (the speed models: plain and amp
+// bf16), at c's threads,
 // warm-up and timed steps, in the environment of c's ISA.
 func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	setups, err := c.setups()
@@ -125,7 +126,7 @@ func RunTorch(python, script string, c Config) (*TorchResult, error) {
 	}
 	z := sizeOf(c.Mode)
 	warmup, timed := c.timing()
-	args := []string{"--techniques=plain,amp bf16,checkpoint √n",
+	args := []string{"--techniques=" + c.torchTechniques(),
 		"--resnet-batch=" + strconv.Itoa(z.resnetBatch), "--gpt-batch=" + strconv.Itoa(z.gptBatch),
 		"--threads=" + strconv.Itoa(c.threads()), "--warmup=" + strconv.Itoa(warmup), "--timed=" + strconv.Itoa(timed)}
 	models := append([]string{}, c.Speed...)

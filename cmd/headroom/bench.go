@@ -50,7 +50,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "threads of both headroom (GOMAXPROCS) and PyTorch (0: GOMAXPROCS)")
 	warmup := fs.Int("warmup", 2, "untimed steps before the timed ones, both sides (≥ 2)")
 	timed := fs.Int("timed", 5, "timed steps whose median is a row's time, both sides (≥ 5; with --torch or speed models)")
-	techs := fs.String("techniques", "", "techniques to bench, comma-separated (default: all): "+strings.Join(techniqueNames(), ", "))
+	techs := fs.String("techniques", "", "techniques to bench, comma-separated (default: all; they also choose the speed models' rows and PyTorch's under --torch: plain times F32 only): "+strings.Join(techniqueNames(), ", "))
 	steps := fs.Int("steps", 0, "training steps of each loss run (0: the mode's; -1: no loss run)")
 	mnist := fs.String("mnist", "", "folder of the MNIST files (default: the Go module cache's copy)")
 	corpus := fs.String("corpus", "", "the transformer's text, a file or folder (default: $GOROOT/src/fmt)")
