@@ -223,5 +223,5 @@ func (c *Common) checkResumeSplit() error {
 	case l.Flags() != mine:
 		return Usagef("--resume %s: a split snapshot of %s, and this run is %s: resume it with the snapshot's layout", c.Resume, l.Flags(), mine)
 	}
-	return nil
+	return checkShards(c.Resume, &parallel.ShardLayout{Rank: l.Rank, Ranks: l.Ranks})
 }

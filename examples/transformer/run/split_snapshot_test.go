@@ -1,10 +1,13 @@
 package run_test
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	htrain "github.com/headroom-ml/headroom/train"
 	"github.com/headroom-ml/headroom/train/traintest"
 )
 
@@ -44,5 +47,79 @@ func TestSplitResumeIsExact(t *testing.T) {
 			t.Errorf("%v: final loss %v straight, %v resumed", tc.layout, a, b)
 		}
 		t.Logf("%v: final loss %v straight and resumed", tc.layout, a)
+	}
+}
+
+// TestSplitSnapshotRefusals checks that a split snapshot is refused,
+// naming the problem, when resumed with another layout (both named), on
+// one device, or by a split run from a single-device or data-parallel
+// snapshot, all before the model is built; when a shard is missing
+// (before any work), corrupt (its checksum, naming the file) or of
+// another save; and that a save that fails on one rank leaves the old
+// snapshot as it was, with no staged file left, and still resumes.
+func TestSplitSnapshotRefusals(t *testing.T) {
+	dir := t.TempDir()
+	half, whole, single, dp := filepath.Join(dir, "half"), filepath.Join(dir, "whole"), filepath.Join(dir, "single"), filepath.Join(dir, "dp")
+	args := append(append([]string(nil), splitSnapRun...), "--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1", "--accum", "2")
+	mainOK(t, append(args, "--stop-after", "2", "--save", half)...)
+	mainOK(t, append(args, "--save", whole)...)
+	mainOK(t, append(append([]string(nil), splitSnapRun...), "--stop-after", "2", "--save", single)...)
+	mainOK(t, append(append([]string(nil), splitSnapRun...), "--ranks", "2", "--stop-after", "2", "--save", dp)...)
+	rank5 := htrain.ShardPath(half, 5, 8)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", half, "--tp", "1", "--ranks", "4", "--override"}, "a split snapshot of --tp 2 --pp 2 --ranks 8 --zero 1, and this run is --tp 1 --pp 2 --ranks 4 --zero 1"},
+		{[]string{"--resume", half, "--zero", "0", "--override"}, "and this run is --tp 2 --pp 2 --ranks 8 --zero 0"},
+		{[]string{"--resume", half, "--tp", "1", "--pp", "1", "--ranks", "1", "--zero", "0", "--override"}, "a split snapshot of --tp 2 --pp 2 --ranks 8 --zero 1, and this run is not split"},
+		{[]string{"--resume", single, "--tp", "2", "--override"}, "not a split snapshot, and this run is --tp 2 --pp 1 --ranks 2 --zero 0"},
+		{[]string{"--resume", dp, "--tp", "2", "--override"}, "not a split snapshot, and this run is --tp 2 --pp 1 --ranks 2 --zero 0"},
+	} {
+		if out := refused(t, htrain.ExitUsage, []string{c.want}, c.args...); strings.Contains(out, "transformer: GPT") {
+			t.Errorf("%q: refused after the model was built:\n%s", c.args, out)
+		}
+	}
+
+	keep := readFile(t, rank5)
+	if err := os.Rename(rank5, rank5+".away"); err != nil {
+		t.Fatal(err)
+	}
+	out := refused(t, htrain.ExitUsage, []string{"a snapshot of 8 ranks, but rank 5's shard " + rank5 + ": no such file"}, "--resume", half)
+	if strings.Contains(out, "transformer: GPT") {
+		t.Errorf("the missing shard was found after the model was built:\n%s", out)
+	}
+	writeFile(t, rank5, readFile(t, htrain.ShardPath(whole, 5, 8)))
+	refused(t, htrain.ExitError, []string{half + " and " + rank5 + " are shards of different saves"}, "--resume", half)
+	bad := bytes.Clone(keep)
+	bad[len(bad)-3] ^= 0x10 // a bit of the last tensor's data
+	writeFile(t, rank5, bad)
+	refused(t, htrain.ExitError, []string{"resume from " + rank5 + ": nn.ReadTensors", "CRC-32C", "the file is corrupt"}, "--resume", half)
+	writeFile(t, rank5, keep)
+
+	// A save that fails on world rank 5 (its staged name is taken by a
+	// folder) keeps every old file.
+	old := make([][]byte, 8)
+	for r := range old {
+		old[r] = readFile(t, htrain.ShardPath(half, r, 8))
+	}
+	if err := os.Mkdir(rank5+".new", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, htrain.ExitError, []string{"world rank 5 failed; the old state is kept"}, append(args, "--save", half)...)
+	for r := range old {
+		if !bytes.Equal(readFile(t, htrain.ShardPath(half, r, 8)), old[r]) {
+			t.Errorf("a failed save changed world rank %d's file", r)
+		}
+	}
+	if _, err := os.Stat(half + ".new"); !os.IsNotExist(err) {
+		t.Errorf("rank 0's staged file is left behind: %v", err)
+	}
+	if err := os.Remove(rank5 + ".new"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := mainCode("--resume", half); code != 0 || !strings.Contains(out, "resumed from step 2 of 4") {
+		t.Errorf("the kept snapshot does not resume: exit %d\n%s", code, out)
 	}
 }
