@@ -23,6 +23,9 @@ func ExportModel(path, out string) error {
 	if err != nil {
 		return fail(err)
 	}
+	if snap.Split != nil { // its tensors are the ranks' slices and stages: merging them is not available yet
+		return fail(fmt.Errorf("a split snapshot (%s): export is not available yet for --tp/--pp snapshots; resume it with that layout", snap.Split.Flags()))
+	}
 	m := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
 	l := snap.Shard
 	for name, t := range f.Tensors {

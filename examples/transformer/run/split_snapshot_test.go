@@ -66,6 +66,10 @@ func TestSplitSnapshotRefusals(t *testing.T) {
 	mainOK(t, append(append([]string(nil), splitSnapRun...), "--stop-after", "2", "--save", single)...)
 	mainOK(t, append(append([]string(nil), splitSnapRun...), "--ranks", "2", "--stop-after", "2", "--save", dp)...)
 	rank5 := htrain.ShardPath(half, 5, 8)
+	// Export would write rank 0's slices as if they were the model: refused.
+	if err := htrain.ExportModel(half, filepath.Join(dir, "model")); err == nil || !strings.Contains(err.Error(), "a split snapshot (--tp 2 --pp 2 --ranks 8 --zero 1): export is not available yet") {
+		t.Errorf("export of a split snapshot: %v", err)
+	}
 
 	for _, c := range []struct {
 		args []string
