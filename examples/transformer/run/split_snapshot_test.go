@@ -20,7 +20,8 @@ var splitSnapRun = []string{"--steps", "4", "--sample", "0", "--dropout", "0.1",
 // rank's file — its parameter shards or stage, its optimizer state, its
 // last loss, its scaler, its sampler and dropout generator — is the
 // uninterrupted run's bit for bit, and so is the final loss, under tp2,
-// pp2, dp2×tp2×pp2 with ZeRO-1 and tp2 with fp16 loss scaling.
+// pp2, dp2×tp2×pp2 with ZeRO-1, tp2 with fp16 loss scaling, tp2 with
+// sequence parallelism and checkpointing, and dp2×pp2 (GPipe) with ZeRO-2.
 func TestSplitResumeIsExact(t *testing.T) {
 	for _, tc := range []struct {
 		layout []string
@@ -30,6 +31,8 @@ func TestSplitResumeIsExact(t *testing.T) {
 		{[]string{"--pp", "2", "--accum", "2"}, 2},
 		{[]string{"--tp", "2", "--pp", "2", "--ranks", "8", "--zero", "1", "--accum", "2"}, 8},
 		{[]string{"--tp", "2", "--amp", "fp16", "--amp-params"}, 2},
+		{[]string{"--tp", "2", "--sequence-parallel", "--checkpoint"}, 2},
+		{[]string{"--pp", "2", "--accum", "2", "--pipe-schedule", "gpipe", "--ranks", "4", "--zero", "2"}, 4},
 	} {
 		dir := t.TempDir()
 		whole, half, resumed := filepath.Join(dir, "whole"), filepath.Join(dir, "half"), filepath.Join(dir, "resumed")
