@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,21 +90,7 @@ func TestSplitSnapshotRefusals(t *testing.T) {
 		}
 	}
 
-	keep := readFile(t, rank5)
-	if err := os.Rename(rank5, rank5+".away"); err != nil {
-		t.Fatal(err)
-	}
-	out := refused(t, htrain.ExitUsage, []string{"a snapshot of 8 ranks, but rank 5's shard " + rank5 + ": no such file"}, "--resume", half)
-	if strings.Contains(out, "transformer: GPT") {
-		t.Errorf("the missing shard was found after the model was built:\n%s", out)
-	}
-	writeFile(t, rank5, readFile(t, htrain.ShardPath(whole, 5, 8)))
-	refused(t, htrain.ExitError, []string{half + " and " + rank5 + " are shards of different saves"}, "--resume", half)
-	bad := bytes.Clone(keep)
-	bad[len(bad)-3] ^= 0x10 // a bit of the last tensor's data
-	writeFile(t, rank5, bad)
-	refused(t, htrain.ExitError, []string{"resume from " + rank5 + ": nn.ReadTensors", "CRC-32C", "the file is corrupt"}, "--resume", half)
-	writeFile(t, rank5, keep)
+	refuseBadShard(t, half, whole, 5, 8)
 
 	// A save that fails on world rank 5 (its staged name is taken by a
 	// folder) keeps every old file.
@@ -129,4 +116,29 @@ func TestSplitSnapshotRefusals(t *testing.T) {
 	if code, out := mainCode("--resume", half); code != 0 || !strings.Contains(out, "resumed from step 2 of 4") {
 		t.Errorf("the kept snapshot does not resume: exit %d\n%s", code, out)
 	}
+}
+
+// refuseBadShard checks that --resume half (a snapshot of n ranks) is
+// refused, naming rank q's file, when that file is missing (before the
+// model is built), of another save (whole's) or corrupt (a bit of its last
+// tensor flipped); it puts the file back and returns its bytes.
+func refuseBadShard(t *testing.T, half, whole string, q, n int) []byte {
+	t.Helper()
+	file := htrain.ShardPath(half, q, n)
+	keep := readFile(t, file)
+	if err := os.Rename(file, file+".away"); err != nil {
+		t.Fatal(err)
+	}
+	out := refused(t, htrain.ExitUsage, []string{fmt.Sprintf("a snapshot of %d ranks, but rank %d's shard %s: no such file", n, q, file)}, "--resume", half)
+	if strings.Contains(out, "transformer: GPT") {
+		t.Errorf("the missing shard was found after the model was built:\n%s", out)
+	}
+	writeFile(t, file, readFile(t, htrain.ShardPath(whole, q, n)))
+	refused(t, htrain.ExitError, []string{half + " and " + file + " are shards of different saves"}, "--resume", half)
+	bad := bytes.Clone(keep)
+	bad[len(bad)-3] ^= 0x10 // a bit of the last tensor's data
+	writeFile(t, file, bad)
+	refused(t, htrain.ExitError, []string{"resume from " + file + ": nn.ReadTensors", "CRC-32C", "the file is corrupt"}, "--resume", half)
+	writeFile(t, file, keep)
+	return keep
 }
