@@ -23,10 +23,12 @@ func ExportModel(path, out string) error {
 	if err != nil {
 		return fail(err)
 	}
-	if snap.Split != nil { // its tensors are the ranks' slices and stages: merging them is not available yet
-		return fail(fmt.Errorf("a split snapshot (%s): export is not available yet for --tp/--pp snapshots; resume it with that layout", snap.Split.Flags()))
-	}
 	m := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
+	if snap.Split != nil { // the stages' files, one after the other
+		if err := mergeStages(path, snap, m); err != nil {
+			return fail(err)
+		}
+	}
 	l := snap.Shard
 	for name, t := range f.Tensors {
 		if n, ok := strings.CutPrefix(name, "model."); ok && (l == nil || l.Zero == 0 || !isPiece(n)) {
