@@ -118,8 +118,10 @@
 // shapes) and the ranks agree that all are good and of one save before
 // any writes its state, so a corrupt or mixed shard is refused on every
 // rank, naming it, with nothing changed. The resumed run continues bit for
-// bit. ExportModel refuses a split snapshot (merging the slices and stages
-// is not available yet), so --init cannot change a split run's layout.
+// bit. ExportModel merges a --pp snapshot's stages (data-parallel copy 0's
+// files) into one model file; a snapshot with --tp above 1 or ZeRO pieces
+// is refused (merging slices is not available yet), and --init is not
+// taken by split runs, so a resume keeps its layout.
 // Host scratch: none beyond SaveShard's (the files are written from the
 // rank's tensors; the exchange is TP·PP·DP F32 words on the rank's
 // device, counted as Communication).
