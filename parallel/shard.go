@@ -81,19 +81,30 @@ const ExchangeMax = 1 << 24
 // snapshot: every rank writes its file, then all keep them or none). It
 // allocates Size F32 words for the call (tag communication).
 func (d *DDP) Exchange(v int) ([]int, error) {
-	if v < 0 || v >= ExchangeMax {
-		return nil, fmt.Errorf("parallel: exchange: %d: want a value in [0, %d)", v, ExchangeMax)
-	}
 	if d.work == nil {
 		return nil, fmt.Errorf("parallel: exchange: the DDP was released")
 	}
 	if err := d.finish(); err != nil {
 		return nil, err
 	}
-	n, r := d.comm.Size(), d.comm.Rank()
+	var out []int
+	err := d.call(func() (err error) {
+		out, err = ExchangeOver(d.comm, d.dev, v)
+		return err
+	})
+	return out, err
+}
+
+// ExchangeOver is Exchange over any communicator c (a mesh's world, say),
+// with its Size F32 words allocated on dev for the call.
+func ExchangeOver(c Communicator, dev *device.Device, v int) ([]int, error) {
+	if v < 0 || v >= ExchangeMax {
+		return nil, fmt.Errorf("parallel: exchange: %d: want a value in [0, %d)", v, ExchangeMax)
+	}
+	n, r := c.Size(), c.Rank()
 	var all, mine *autograd.Tensor
 	err := autograd.Try(func() {
-		all = autograd.New(d.dev, dtype.F32, device.Communication, n)
+		all = autograd.New(dev, dtype.F32, device.Communication, n)
 		all.Block().Relabel("exchange", "ddp")
 		mine = view(all, r, []int{1})
 		mine.SetFloat32s([]float32{float32(v)})
@@ -108,7 +119,7 @@ func (d *DDP) Exchange(v int) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parallel: exchange: %w", err)
 	}
-	if err := d.call(func() error { return d.comm.AllGather(all, mine) }); err != nil {
+	if err := c.AllGather(all, mine); err != nil {
 		return nil, fmt.Errorf("parallel: exchange: %w", err)
 	}
 	out := make([]int, n)

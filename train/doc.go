@@ -103,6 +103,29 @@
 // merges a snapshot's shards (or takes a single-device snapshot's model)
 // into one model file as nn.Save writes it.
 //
+// A split run (--tp, --pp, composed meshes) saves a split snapshot
+// (SplitGPT.Save): every world rank writes its own file (ShardPath of its
+// world rank, of TP·PP·DP) with what it holds — its tensor-parallel
+// slices of its stage's parameters (under ZeRO its pieces of the data
+// group's flat buffer), its optimizer state — and its record: step, loss,
+// loss scaler, sampler and dropout generator, configuration, its layout
+// (SplitLayout: world rank, --tp, --pp, --ranks, --zero and its tensors'
+// names and shapes) and the save's set number, by the same two-phase
+// scheme agreed over the mesh's world (parallel.ExchangeOver). --resume
+// refuses before any work a snapshot of another layout (naming both), a
+// single-device or data-parallel snapshot, and a missing file; SplitGPT.Load
+// then has every rank read and check its file (checksums, layout, tensor
+// shapes) and the ranks agree that all are good and of one save before
+// any writes its state, so a corrupt or mixed shard is refused on every
+// rank, naming it, with nothing changed. The resumed run continues bit for
+// bit. ExportModel merges a --pp snapshot's stages (data-parallel copy 0's
+// files) into one model file; a snapshot with --tp above 1 or ZeRO pieces
+// is refused (merging slices is not available yet), and --init is not
+// taken by split runs, so a resume keeps its layout.
+// Host scratch: none beyond SaveShard's (the files are written from the
+// rank's tensors; the exchange is TP·PP·DP F32 words on the rank's
+// device, counted as Communication).
+//
 // --init FILE starts a run from a model file (nn.Save's, or ExportModel's)
 // instead of the seed's initialisation (LoadModel): on one device and
 // under ZeRO 0–2 the whole file is read, checksums verified; under ZeRO 3

@@ -15,7 +15,9 @@ import (
 // one (SaveShard's, at ShardPath(path, r, N)) are merged: each rank's file
 // is read and checked in turn (its checksums, its set, its layout), and
 // each parameter is cut out of its bucket, the ranks' pieces laid end to
-// end (the buffers are rank 0's). It holds the model's bytes once, in Go
+// end (the buffers are rank 0's); a split snapshot's pipeline stages are
+// joined (mergeStages: --pp only; --tp slices and ZeRO pieces are
+// refused). It holds the model's bytes once, in Go
 // memory, and one shard file at a time; out is written atomically.
 func ExportModel(path, out string) error {
 	fail := func(err error) error { return fmt.Errorf("export %s: %w", path, err) }
@@ -24,6 +26,11 @@ func ExportModel(path, out string) error {
 		return fail(err)
 	}
 	m := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}
+	if snap.Split != nil { // the stages' files, one after the other
+		if err := mergeStages(path, snap, m); err != nil {
+			return fail(err)
+		}
+	}
 	l := snap.Shard
 	for name, t := range f.Tensors {
 		if n, ok := strings.CutPrefix(name, "model."); ok && (l == nil || l.Zero == 0 || !isPiece(n)) {

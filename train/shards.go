@@ -104,6 +104,8 @@ func LoadShard(path string, d *parallel.DDP, m nn.Module, o optim.Optimizer) (Sn
 	switch {
 	case err != nil:
 		return fail(err)
+	case snap.Split != nil:
+		return fail(fmt.Errorf("a rank's file of a split snapshot; this run is %s: resume it with %s", lay, snap.Split.Flags()))
 	case snap.Shard == nil:
 		return fail(fmt.Errorf("a single-device snapshot; this run is %s: resume it without --ranks, --zero and --offload", lay))
 	case !snap.Shard.Equal(lay) && snap.Shard.String() == lay.String():
@@ -187,6 +189,9 @@ func (c *Common) checkResumeLayout() error {
 	if c.resumed == nil {
 		return nil
 	}
+	if err := c.checkResumeSplit(); err != nil || c.Split() {
+		return err
+	}
 	l := c.resumed.Shard
 	mine := fmt.Sprintf("--ranks %d --zero %d%s", c.Ranks, c.Zero, offloadFlag(c.Offload))
 	switch {
@@ -200,4 +205,23 @@ func (c *Common) checkResumeLayout() error {
 		return Usagef("--resume %s: a snapshot of --ranks %d --zero %d%s (%s), and this run is %s: resume it with the snapshot's", c.Resume, l.Ranks, l.Zero, offloadFlag(l.Offload), l, mine)
 	}
 	return nil
+}
+
+// checkResumeSplit refuses, before any work, a split snapshot resumed by a
+// run that is not split, and a --tp/--pp run resuming anything but a split
+// snapshot of its own layout (naming both).
+func (c *Common) checkResumeSplit() error {
+	l := c.resumed.Split
+	mine := fmt.Sprintf("--tp %d --pp %d --ranks %d --zero %d", max(c.TP, 1), max(c.PP, 1), c.Ranks, c.Zero)
+	switch {
+	case l == nil && !c.Split():
+		return nil
+	case l == nil:
+		return Usagef("--resume %s: not a split snapshot, and this run is %s: resume it without --tp and --pp", c.Resume, mine)
+	case !c.Split():
+		return Usagef("--resume %s: a split snapshot of %s, and this run is not split: resume it with %s", c.Resume, l.Flags(), l.Flags())
+	case l.Flags() != mine:
+		return Usagef("--resume %s: a split snapshot of %s, and this run is %s: resume it with the snapshot's layout", c.Resume, l.Flags(), mine)
+	}
+	return checkShards(c.Resume, &parallel.ShardLayout{Rank: l.Rank, Ranks: l.Ranks})
 }

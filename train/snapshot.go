@@ -41,6 +41,9 @@ type Snapshot struct {
 	// snapshots.
 	Shard *parallel.ShardLayout `json:"shard,omitempty"`
 	Set   int                   `json:"set,omitempty"`
+	// Split, in a rank's file of a split snapshot (SplitGPT.Save), is the
+	// mesh layout that wrote it (Set as for Shard).
+	Split *SplitLayout `json:"split,omitempty"`
 }
 
 const snapshotKey = "headroom.snapshot"
@@ -91,6 +94,9 @@ func LoadSnapshot(path string, m nn.Module, o optim.Optimizer) (Snapshot, error)
 	}
 	if l := snap.Shard; l != nil {
 		return fail(fmt.Errorf("a shard of a data-parallel snapshot (%s), not a single-device one: resume it with --ranks %d --zero %d%s", l, l.Ranks, l.Zero, offloadFlag(l.Offload)))
+	}
+	if l := snap.Split; l != nil {
+		return fail(fmt.Errorf("a rank's file of a split snapshot, not a single-device one: resume it with %s", l.Flags()))
 	}
 	model, err := nn.StateTensors(m, "")
 	if err != nil {

@@ -70,7 +70,7 @@ var Split = []Refusal{
 	Refuse("--tp 2 --ranks 3", "--ranks 3 with --tp 2 --pp 1: want a multiple of 2 (the data-parallel copies of the 2-rank model)"),
 	Refuse("--tp 2 --ranks 4 --accum 3", "--batch 8 does not split over 2 data-parallel copies × --accum 3 micro-batches: want a multiple of 6"),
 	Refuse("--tp 2 --ranks 4 --offload", "--offload with --tp 2 --ranks 4: not available yet"),
-	Refuse("--tp 2 --save {dir}/s --mem-log {dir}/m", "--mem-log, --save with --tp 2: not available yet"),
+	Refuse("--tp 2 --save {dir}/s --mem-log {dir}/m", "--mem-log with --tp 2: not available yet"),
 	Refuse("--tp 2 --accum 3", "--batch 8 does not split over 1 data-parallel copies × --accum 3 micro-batches: want a multiple of 3"),
 	Refuse("--sequence-parallel", "--sequence-parallel needs --tp ≥ 2"),
 	Refuse("--pipe-schedule gpipe", "--pipe-schedule gpipe needs --pp ≥ 2"),

@@ -28,8 +28,8 @@ func SameShards(t *testing.T, what, a, b string, ranks int) {
 			}
 		}
 		sa, sb := record(t, fa), record(t, fb)
-		if sa.Set == 0 || sb.Set == 0 || sa.Shard == nil || sa.Shard.Rank != r {
-			t.Errorf("%s rank %d: sets %d and %d, layout %v", what, r, sa.Set, sb.Set, sa.Shard)
+		if sa.Set == 0 || sb.Set == 0 || shardRank(sa) != r {
+			t.Errorf("%s rank %d: sets %d and %d, layouts %v %v", what, r, sa.Set, sb.Set, sa.Shard, sa.Split)
 		}
 		sa.Set, sb.Set = 0, 0
 		if !reflect.DeepEqual(sa, sb) || sa.Loss == 0 {
@@ -56,4 +56,16 @@ func record(t *testing.T, f *safetensors.File) train.Snapshot {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// shardRank returns the rank a shard's record says wrote it (its
+// data-parallel or its split layout's; -1 with neither).
+func shardRank(s train.Snapshot) int {
+	switch {
+	case s.Shard != nil:
+		return s.Shard.Rank
+	case s.Split != nil:
+		return s.Split.Rank
+	}
+	return -1
 }

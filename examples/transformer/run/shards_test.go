@@ -122,22 +122,7 @@ func TestRanksSnapshotRefusals(t *testing.T) {
 	refused(t, htrain.ExitUsage, []string{"rank 1's shard " + filepath.Join(dir, "x.rank1-of-2") + " is a folder"},
 		append(append(baseArgs(t), args...), "--save", filepath.Join(dir, "x"))...)
 
-	keep := readFile(t, rank1)
-	if err := os.Rename(rank1, rank1+".away"); err != nil {
-		t.Fatal(err)
-	}
-	out := refused(t, htrain.ExitUsage, []string{"a snapshot of 2 ranks, but rank 1's shard " + rank1 + ": no such file"}, "--resume", half)
-	if strings.Contains(out, "transformer: GPT") {
-		t.Errorf("the missing shard was found after the model was built:\n%s", out)
-	}
-	writeFile(t, rank1, readFile(t, htrain.ShardPath(whole, 1, 2)))
-	refused(t, htrain.ExitError, []string{half + " and " + rank1 + " are shards of different saves"}, "--resume", half)
-
-	bad := bytes.Clone(keep)
-	bad[len(bad)-3] ^= 0x10 // a bit of the last tensor's data
-	writeFile(t, rank1, bad)
-	refused(t, htrain.ExitError, []string{"resume from " + rank1 + ": nn.ReadTensors", "CRC-32C", "the file is corrupt"}, "--resume", half)
-	writeFile(t, rank1, keep)
+	keep := refuseBadShard(t, half, whole, 1, 2)
 
 	// A save that fails on rank 1 (its staged name is taken by a folder)
 	// keeps both old shards.

@@ -82,7 +82,8 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 		if c.PP > 1 { // each stage stores its own blocks only
 			b = nn.NewDeferredBuilder(rk.Dev, param, c.Seed)
 		}
-		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), autograd.NewGenerator(c.Seed), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
+		st := splitState{src: rand.NewPCG(c.Seed, 7), gen: autograd.NewGenerator(c.Seed)} // the one-device run's sampler
+		g, err := train.NewSplitGPT(mesh, b, "gpt", c.GPT(), st.gen, sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
 			return c.newOptimizer(ps, d, c.AMPParams)
 		})
 		if err != nil {
@@ -98,9 +99,14 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 				c.Layers, c.Width, c.Heads, c.Context, c.SplitDesc(rk), desc, micro, c.Accum, steps, c.Describe())
 			fmt.Fprintln(out, c.layout(g))
 		}
-		rng := rand.New(rand.NewPCG(c.Seed, 7)) // the one-device run's sampler
-		prog := train.NewProgress(w, 0, rep.Steps, "transformer")
-		for i := range rep.Steps {
+		rng := rand.New(st.src)
+		start, loss, err := c.resumeSplit(g, mesh, st, w, steps)
+		if err != nil {
+			return err
+		}
+		final[rk.Comm.Rank()] = loss
+		prog := train.NewProgress(w, start, rep.Steps, "transformer")
+		for i := start; i < rep.Steps; i++ {
 			xs, ys := make([][]int64, dp*c.Accum), make([][]int64, dp*c.Accum)
 			for m := range xs {
 				xs[m], ys[m] = text.Batch(rng, micro, c.Context)
@@ -118,6 +124,9 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 			prog.Step(i, loss, float64((i+1)*c.Batch)/time.Since(began).Seconds(), rk.Dev)
 		}
 		prog.Done()
+		if err := c.saveSplit(g, mesh, st, final[rk.Comm.Rank()]); err != nil {
+			return err
+		}
 		rk.Trained()
 		if rk.Comm.Rank() == 0 {
 			stats = rk.Dev.Stats()
