@@ -58,14 +58,16 @@ type ModeBudget struct {
 	Peak  func([]Mode) (int64, error)
 }
 
-// BudgetError is a budget that no choice of modes meets.
+// BudgetError is a budget the solver cannot meet: Smallest is the planned
+// peak with every layer at its most saving mode (an upper bound on the
+// least peak any choice reaches; that budget solves).
 type BudgetError struct {
 	Budget, Smallest int64
 }
 
 // Error names the budget and the smallest one that works.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("activation budget %d B: too small even with every layer recomputed or offloaded; the smallest budget that works is %d B (planned)", e.Budget, e.Smallest)
+	return fmt.Sprintf("activation budget %d B: too small even with every layer at its most saving mode (recomputed or offloaded); the smallest budget that works with that choice is %d B (planned)", e.Budget, e.Smallest)
 }
 
 // choosable are the modes ModeBudget weighs against Keep.
