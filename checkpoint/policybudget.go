@@ -29,15 +29,19 @@ var DefaultRates = Rates{FLOPS: 1e11, Memory: 1e10, Copy: 1e10}
 // Decision is the mode a ModeBudget chose for one layer and what it
 // measured of it.
 type Decision struct {
-	Layer int
-	Mode  Mode
+	Layer int  `json:"layer"`
+	Mode  Mode `json:"mode"`
 	// Freed is the bytes the mode takes off the step's activation peak
 	// (measured: plain's peak less the peak with only this layer in this
 	// mode); Held is the most any mode frees for the layer less Freed.
-	Freed, Held int64
+	Freed int64 `json:"freed_bytes"`
+	Held  int64 `json:"held_bytes"`
 	// Extra is the estimated extra seconds per step (see Rates).
-	Extra float64
+	Extra float64 `json:"est_extra_seconds"`
 }
+
+// MarshalText names the mode in JSON.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
 // Bytes are the bytes the decision recomputes and offloads.
 func (d Decision) Bytes() (recomputed, offloaded int64) {

@@ -2,6 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/headroom-ml/headroom/device"
 
 	"github.com/headroom-ml/headroom/checkpoint"
 )
@@ -52,4 +55,21 @@ func predictActivationBudget(c Config) (*Prediction, error) {
 	}
 	p.ActivationBudget = &ActivationPlan{Budget: c.ActivationBudget, Peak: peak, Decisions: ds}
 	return p, nil
+}
+
+// Table renders the decisions: per layer its mode, the bytes it keeps,
+// recomputes and offloads (of the most any mode frees for it), and the
+// estimated extra time; then the planned peak.
+func (a *ActivationPlan) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "activation budget %s: planned activation peak %s\n", device.FormatBytes(a.Budget), device.FormatBytes(a.Peak))
+	fmt.Fprintf(&b, "%-6s %-10s %12s %12s %12s %12s\n", "layer", "mode", "kept", "recomputed", "offloaded", "est. extra")
+	var extra float64
+	for _, d := range a.Decisions {
+		r, o := d.Bytes()
+		extra += d.Extra
+		fmt.Fprintf(&b, "%-6d %-10s %12s %12s %12s %10.3gms\n", d.Layer, d.Mode, device.FormatBytes(d.Held), device.FormatBytes(r), device.FormatBytes(o), 1e3*d.Extra)
+	}
+	fmt.Fprintf(&b, "est. extra time per step %.3gms (checkpoint.DefaultRates)\n", 1e3*extra)
+	return b.String()
 }

@@ -93,6 +93,8 @@ type planJSON struct {
 	Fits          *bool      `json:"fits,omitempty"`
 	OOM           string     `json:"oom,omitempty"`
 	Ranks         []rankJSON `json:"ranks"`
+	// ActivationBudget is --activation-budget's decision table.
+	ActivationBudget *plan.ActivationPlan `json:"activation_budget,omitempty"`
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
@@ -122,10 +124,14 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	out := toJSON(p, c)
+	out.ActivationBudget = p.ActivationBudget
 	if m.json {
 		return writeJSON(stdout, out)
 	}
 	fmt.Fprint(stdout, planTable(out))
+	if p.ActivationBudget != nil {
+		fmt.Fprint(stdout, p.ActivationBudget.Table())
+	}
 	return nil
 }
 
@@ -181,6 +187,9 @@ func techniques(c plan.Config) map[string]any {
 	}
 	if c.OffloadActivations {
 		t["offload_activations"] = true
+	}
+	if c.ActivationBudget > 0 {
+		t["activation_budget"] = c.ActivationBudget
 	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
