@@ -64,6 +64,18 @@
 // dtypes, as the forward would have, and fails with an *autograd.Error if
 // not (the forward depended on something that changed in between).
 //
+// ModeBudget chooses Offload's Modes under one byte budget: it measures
+// the step's activation peak with each layer alone in each mode (1 + 3·n
+// runs of the caller's step, on meta to plan), estimates each mode's extra
+// seconds from Rates (recompute: counted matmul FLOPs at 1e11 FLOP/s plus
+// its pointwise bytes at 1e10 B/s; selective: the bytes it frees at 1e10
+// B/s; offload: twice the bytes it moves at 1e10 B/s), upgrades the layer
+// freeing the most bytes per extra second until the estimate fits, then
+// runs the step on the choice and upgrades (or recomputes offloaded
+// layers) while the measured peak is over. Memory: the chosen step's
+// measured activation peak ≤ Bytes, or a *BudgetError naming the peak
+// with every layer at its most saving mode.
+//
 // Knobs and defaults: Sequential's segments (≤ 0: ⌈√n⌉); Budget's byte
 // budget (required); Offload's Host (required), Window (0:
 // DefaultWindow = 2 layers; < 0: fetch on demand) and Modes (nil: all

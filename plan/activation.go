@@ -12,6 +12,9 @@ import (
 // meta on the planner), prefetching checkpoint.DefaultWindow blocks ahead;
 // else runBlocks's checkpointing.
 func blockRunner(c Config, host *device.Device) func([]nn.Layer, *autograd.Tensor) *autograd.Tensor {
+	if c.activationModes != nil {
+		return (&checkpoint.Offload{Host: host, Modes: c.activationModes}).Forward
+	}
 	if c.OffloadActivations {
 		return (&checkpoint.Offload{Host: host}).Forward
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/headroom-ml/headroom/checkpoint"
 
 	"github.com/headroom-ml/headroom/dtype"
 )
@@ -44,6 +45,11 @@ type Config struct {
 	// backward to the host cpu:100+r (--offload-activations,
 	// checkpoint.Offload): the host's activation bytes join Host.
 	OffloadActivations bool
+	// ActivationBudget chooses keep, selective recomputation, recomputation
+	// or offload per GPT block so the activation peak stays under this many
+	// bytes (--activation-budget, checkpoint.ModeBudget, solved on meta).
+	ActivationBudget int64
+	activationModes  []checkpoint.Mode // the solved modes
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.
@@ -199,6 +205,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("fused loss for %s: it fuses a GPT's LM head with the loss; %s has none", m.Name, m.Name)
 	case c.FusedLoss && (c.TP > 1 || c.PP > 1):
 		return fmt.Errorf("fused loss with tp %d, pp %d: not available yet (the vocabulary-parallel head has its own loss)", c.TP, c.PP)
+	case c.ActivationBudget < 0 || c.ActivationBudget > 0 && (c.Selective || c.OffloadActivations || c.Checkpoint != 0 || c.CheckpointBudget != 0):
+		return fmt.Errorf("activation budget %d B with selective recomputation, activation offload or checkpointing: want a positive budget, alone", c.ActivationBudget)
 	case c.Checkpoint != 0 && c.CheckpointBudget != 0:
 		return fmt.Errorf("checkpoint segments and a checkpoint budget: choose one")
 	case !(c.Prune >= 0 && c.Prune < 1):

@@ -89,7 +89,7 @@ func (ds *devices) open(rank int) error {
 			ds.resident[rank] = ws
 		}
 	}
-	if c.Offload || c.OffloadActivations || c.StepInBackward { // the offload host; the activations' and the step-in-backward undo copies' host
+	if c.Offload || c.OffloadActivations || c.ActivationBudget > 0 || c.StepInBackward { // the offload host; the activations' and the step-in-backward undo copies' host
 		ho := device.Options{Capacity: MaxBytes}
 		if c.measure {
 			ds.hosts[rank] = cpu.New(100+rank, ho)

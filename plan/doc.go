@@ -29,6 +29,14 @@
 // first makes the optimizer's state, the second is the steady state), the
 // cpu device.
 //
+// ActivationBudget (--activation-budget) picks keep, selective
+// recomputation, recomputation or offload per GPT block with
+// checkpoint.ModeBudget, each candidate a meta Predict of the same step
+// (1 + 3·layers of them, then the verifications); Predict and Measure then
+// run the chosen modes, and Prediction.ActivationBudget holds the
+// decisions (Table renders them). GPT only, one TP/PP rank; not with
+// Selective, OffloadActivations or checkpointing.
+//
 // LoRA (--lora R, --lora-base, --lora-targets, package lora) plans the
 // fine-tuning step of rank-R adapters over the frozen GPT as the
 // transformer example runs it: the float model is built (its bytes are in

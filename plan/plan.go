@@ -55,7 +55,9 @@ type Prediction struct {
 	// Seconds is the wall time of the last step and Loss its loss (on
 	// meta devices: no arithmetic, loss 0).
 	Seconds float64 `json:"-"`
-	Loss    float64 `json:"-"`
+	// ActivationBudget is what Config.ActivationBudget chose (nil without).
+	ActivationBudget *ActivationPlan `json:"activation_budget,omitempty"`
+	Loss             float64         `json:"-"`
 }
 
 // Measure runs c's step for real, on devices of kind c.Device: what
@@ -73,6 +75,9 @@ func Measure(c Config) (*Prediction, error) {
 // prediction's OOM says so (with what was live when it ran out). A step
 // that needs more than MaxBytes on a device is one.
 func Predict(c Config) (pred *Prediction, err error) {
+	if c.ActivationBudget > 0 && c.activationModes == nil {
+		return predictActivationBudget(c)
+	}
 	c, m, err := c.resolved()
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 // modelFlags are the flags that describe a training step to plan.
 type modelFlags struct {
 	model, amp, checkpoint, budget, optimizer, capacity, device string
+	actBudget                                                   string
 	batch, seq, image, accum, ranks, zero, cudaMajor            int
 	tp, pp, dp                                                  int
 	schedule                                                    string
@@ -58,6 +59,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.IntVar(&m.dp, "dp", 0, "data-parallel ranks: another name for --ranks (with --tp or --pp: not available yet above 1)")
 	fs.BoolVar(&m.sequence, "sequence-parallel", false, "with --tp: sequence parallelism (LayerNorm, dropout and residual regions split by token rows)")
 	fs.StringVar(&m.schedule, "pipe-schedule", "1f1b", "with --pp: 1f1b or gpipe")
+	fs.StringVar(&m.actBudget, "activation-budget", "", "keep, selective recomputation, recomputation or offload per block so the activation peak stays under this size, e.g. 2GiB (GPT; not with --checkpoint, --checkpoint-budget, --selective or --offload-activations)")
 	m.lora.RegisterLoRA(fs)
 }
 
@@ -90,6 +92,9 @@ func (m *modelFlags) config() (plan.Config, error) {
 		return c, err
 	}
 	if c.Checkpoint, c.CheckpointBudget, err = checkpointFlags(m.checkpoint, m.budget); err != nil {
+		return c, err
+	}
+	if c.ActivationBudget, err = activationBudgetFlag(m.actBudget); err != nil {
 		return c, err
 	}
 	if m.capacity != "" {

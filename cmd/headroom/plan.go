@@ -96,6 +96,8 @@ type planJSON struct {
 	Ranks         []rankJSON `json:"ranks"`
 	// Timeline is --timeline's file (absolute), for headroom view.
 	Timeline string `json:"timeline,omitempty"`
+	// ActivationBudget is --activation-budget's decision table.
+	ActivationBudget *plan.ActivationPlan `json:"activation_budget,omitempty"`
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
@@ -130,10 +132,14 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 			out.Timeline = *timeline
 		}
 	}
+	out.ActivationBudget = p.ActivationBudget
 	if m.json {
 		return writeJSON(stdout, out)
 	}
 	fmt.Fprint(stdout, planTable(out))
+	if p.ActivationBudget != nil {
+		fmt.Fprint(stdout, p.ActivationBudget.Table())
+	}
 	return nil
 }
 
@@ -189,6 +195,9 @@ func techniques(c plan.Config) map[string]any {
 	}
 	if c.OffloadActivations {
 		t["offload_activations"] = true
+	}
+	if c.ActivationBudget > 0 {
+		t["activation_budget"] = c.ActivationBudget
 	}
 	if c.TP > 1 {
 		t["tp"], t["sequence_parallel"] = c.TP, c.Sequence
