@@ -385,7 +385,8 @@ func sumInto(acc, g *Tensor) *Tensor {
 }
 
 // accumulate adds g (consumed) to leaf's gradient, adopting g's storage as
-// the gradient when g is exclusive and of the leaf's dtype.
+// the gradient when g is exclusive and of the leaf's gradient dtype (a
+// contribution of another dtype is widened into it: SetGradDType).
 func accumulate(leaf *Tensor, g *Tensor) {
 	if !sameShape(g.shape, leaf.shape) {
 		fail("backward", "internal: gradient of shape %v for leaf %v", g.shape, leaf.shape)
@@ -406,7 +407,7 @@ func accumulate(leaf *Tensor, g *Tensor) {
 	if leaf.tempLeaf {
 		tag = device.Workspace
 	}
-	if g.exclusive() && g.dt == leaf.dt {
+	if g.exclusive() && g.dt == leaf.GradDType() {
 		if !leaf.tempLeaf {
 			g.blk.Retag(tag)
 			g.blk.Relabel("grad", name)
@@ -415,7 +416,7 @@ func accumulate(leaf *Tensor, g *Tensor) {
 		leaf.grad = g
 		return
 	}
-	gr := alloc(nil, leaf.dev, leaf.dt, leaf.shape, device.Label{Tag: tag, Op: "grad", Scope: name, Phase: "backward"})
+	gr := alloc(nil, leaf.dev, leaf.GradDType(), leaf.shape, device.Label{Tag: tag, Op: "grad", Scope: name, Phase: "backward"})
 	if k := leaf.dev.Kernels(); k != nil {
 		k.Copy(gr.operand(), g.operand())
 	}

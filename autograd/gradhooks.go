@@ -1,5 +1,7 @@
 package autograd
 
+import "github.com/headroom-ml/headroom/dtype"
+
 type gradHook struct{ f func(*Tensor) }
 
 // OnGradReady registers f to run on a leaf (a parameter) once per backward
@@ -31,7 +33,7 @@ func (t *Tensor) gradReady() {
 }
 
 // SetGrad makes g the leaf's gradient (releasing any it had): g must have
-// the leaf's shape, dtype and device, and the leaf takes over the handle
+// the leaf's shape, gradient dtype (GradDType) and device, and the leaf takes over the handle
 // (ZeroGrad and Release free it). Backward then adds into g in place — the
 // way to keep gradients in a buffer of the caller's choosing (a flat
 // buffer that data parallelism reduces at once). g is usually a view.
@@ -49,12 +51,12 @@ func (t *Tensor) adoptGrad(g *Tensor, op string) {
 		fail(op, "no gradient tensor for leaf %v %s", t.shape, t.dt)
 	}
 	g.live(op)
-	if !sameShape(g.shape, t.shape) || g.dt != t.dt || g.dev != t.dev {
+	if !sameShape(g.shape, t.shape) || g.dt != t.GradDType() || g.dev != t.dev {
 		if op == "grad_alloc" { // the leaf owns what its source returned
 			defer g.Release()
 		}
-		fail(op, "gradient %v %s on %s for leaf %v %s on %s: want the leaf's shape, dtype and device",
-			g.shape, g.dt, g.dev.Name(), t.shape, t.dt, t.dev.Name())
+		fail(op, "gradient %v %s on %s for leaf %v %s on %s: want the leaf's shape, dtype and device (its gradient dtype is %s: SetGradDType)",
+			g.shape, g.dt, g.dev.Name(), t.shape, t.dt, t.dev.Name(), t.GradDType())
 	}
 	if t.grad != nil && t.grad != g {
 		t.grad.Release()
@@ -102,4 +104,39 @@ func (t *Tensor) MoveInto(dst *Tensor) {
 	dst.blk.Retain()
 	t.blk, t.off, t.strides = dst.blk, dst.off, append([]int(nil), dst.strides...)
 	old.Release()
+}
+
+// SetGradDType makes backward keep the leaf's gradient in dt instead of
+// the leaf's own dtype: every contribution (in the dtype the op's backward
+// computed it) is widened and added into a gradient of dt. A BF16 or F16
+// parameter with an F32 gradient is Megatron's main_grad
+// (accumulate_allreduce_grads_in_fp32): micro-batches accumulate, and data
+// parallelism reduces, in F32, and an optimizer with master weights reads
+// the F32 gradient directly. dt must be a float dtype at least as wide as
+// the leaf's (F32 or F64 for a 16-bit leaf, the leaf's own dtype); it
+// fails if the leaf has a gradient of another dtype now (ZeroGrad first).
+// dtype.Invalid restores the default. Memory: a persistent gradient of
+// dt.Size() bytes per element instead of the leaf's; each contribution
+// in the op's dtype is transient (workspace until it is added).
+func (t *Tensor) SetGradDType(dt dtype.DType) {
+	switch {
+	case t.blk == nil && !t.unbound: // an unbound leaf (deferred, sharded) is not fetched for this
+		fail("set_grad_dtype", "tensor %v %s (%s) used after Release", t.shape, t.dt, t.describe())
+	case t.node != nil:
+		fail("set_grad_dtype", "tensor %v is the result of %s, not a leaf", t.shape, t.node.op)
+	case dt != dtype.Invalid && (!dt.IsFloat() || !t.dt.IsFloat() || dt.Size() < t.dt.Size() || dt.IsLowPrecision() && dt != t.dt):
+		fail("set_grad_dtype", "gradient dtype %s for leaf %v %s: want the leaf's dtype, f32 or f64 (at least as wide as the leaf)", dt, t.shape, t.dt)
+	case t.grad != nil && t.grad.dt != dt && !(dt == dtype.Invalid && t.grad.dt == t.dt):
+		fail("set_grad_dtype", "leaf %v %s has a %s gradient: ZeroGrad before changing its gradient dtype to %s", t.shape, t.dt, t.grad.dt, dt)
+	}
+	t.gradDT = dt
+}
+
+// GradDType returns the dtype of the leaf's gradient: SetGradDType's, or
+// the leaf's own dtype by default.
+func (t *Tensor) GradDType() dtype.DType {
+	if t.gradDT == dtype.Invalid {
+		return t.dt
+	}
+	return t.gradDT
 }

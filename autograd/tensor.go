@@ -39,6 +39,7 @@ type Tensor struct {
 
 	gradHooks []*gradHook           // OnGradReady callbacks of a leaf
 	gradAlloc func(*Tensor) *Tensor // SetGradAlloc's source of the leaf's gradient
+	gradDT    dtype.DType           // SetGradDType's gradient dtype; Invalid: the leaf's
 
 	unbound   bool          // Unbind dropped the leaf's storage; Bind or fetch gives it back
 	fetch     func(*Tensor) // SetFetch: binds an unbound leaf when it is used

@@ -169,7 +169,8 @@ func checkLR(kind string, lr float64) error {
 // checkPair checks that a parameter and its gradient can be updated by the
 // optimizer kernels: F32 or F64 (F16 or BF16 with master weights),
 // contiguous (views into a flat buffer included), one shape, dtype and
-// device.
+// device — or, with master weights, an F32 gradient of a 16-bit parameter
+// (autograd's SetGradDType: the master update reads it directly).
 func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 	if err := checkDType(kind+": step", name, p.DType(), master); err != nil {
 		return err
@@ -181,14 +182,22 @@ func checkPair(kind, name string, p, g *autograd.Tensor, master bool) error {
 		return fmt.Errorf("%s: step: gradient of %q was released", kind, name)
 	case !sameShape(g.Shape(), p.Shape()):
 		return fmt.Errorf("%s: step: gradient of %q has shape %v, want the parameter's %v", kind, name, g.Shape(), p.Shape())
-	case g.DType() != p.DType():
-		return fmt.Errorf("%s: step: gradient of %q has dtype %s, want the parameter's %s", kind, name, g.DType(), p.DType())
+	case g.DType() != p.DType() && !(master && g.DType() == dtype.F32):
+		return fmt.Errorf("%s: step: gradient of %q has dtype %s, want the parameter's %s%s", kind, name, g.DType(), p.DType(), orF32(master))
 	case g.Device() != p.Device():
 		return fmt.Errorf("%s: step: gradient of %q is on %s, the parameter on %s", kind, name, g.Device(), p.Device())
 	case !dense(g):
 		return fmt.Errorf("%s: step: gradient of %q (%v, strides %v) is not contiguous", kind, name, g.Shape(), g.Strides())
 	}
 	return nil
+}
+
+// orF32 names the other gradient dtype master weights accept.
+func orF32(master bool) string {
+	if master {
+		return " or f32 (SetGradDType)"
+	}
+	return ""
 }
 
 // checkDType checks a parameter's dtype: the update kernels write F32 and

@@ -79,7 +79,7 @@ func (d *DDP) gradFor(leaf *autograd.Tensor) *autograd.Tensor {
 		return v
 	}
 	if d.live[ps.bucket] == nil {
-		t := autograd.New(d.dev, d.dt, device.Communication, b.size+b.piece)
+		t := autograd.New(d.dev, d.gdt, device.Communication, b.size+b.piece)
 		t.Block().Relabel(fmt.Sprintf("bucket%d", ps.bucket), "ddp")
 		d.live[ps.bucket] = t
 	}

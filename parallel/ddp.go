@@ -51,7 +51,8 @@ type DDP struct {
 	comm     Communicator
 	cfg      DDPConfig
 	dev      *device.Device
-	dt       dtype.DType
+	dt       dtype.DType // the parameters'
+	gdt      dtype.DType // their gradients' (autograd's GradDType: F32 main grads of 16-bit parameters)
 	names    []string
 	params   []*autograd.Tensor // trainable, in the model's order
 	buffers  []*autograd.Tensor // not trained: broadcast from rank 0
@@ -113,10 +114,10 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 		case !p.T.DType().IsFloat():
 			return nil, fmt.Errorf("parallel: ddp: parameter %q has dtype %s, want a float dtype", p.Name, p.T.DType())
 		case d.dev == nil:
-			d.dev, d.dt = p.T.Device(), p.T.DType()
-		case p.T.Device() != d.dev || p.T.DType() != d.dt:
-			return nil, fmt.Errorf("parallel: ddp: parameter %q is %s on %s, %q %s on %s: want one dtype and device",
-				p.Name, p.T.DType(), p.T.Device(), d.names[0], d.dt, d.dev)
+			d.dev, d.dt, d.gdt = p.T.Device(), p.T.DType(), p.T.GradDType()
+		case p.T.Device() != d.dev || p.T.DType() != d.dt || p.T.GradDType() != d.gdt:
+			return nil, fmt.Errorf("parallel: ddp: parameter %q is %s (gradients %s) on %s, %q %s (gradients %s) on %s: want one dtype, gradient dtype and device",
+				p.Name, p.T.DType(), p.T.GradDType(), p.T.Device(), d.names[0], d.dt, d.gdt, d.dev)
 		}
 		d.index[p.T] = len(d.params)
 		d.params = append(d.params, p.T)
@@ -134,7 +135,7 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 	if c.BucketBytes == 0 {
 		var total int64
 		for _, n := range sizes {
-			total += int64(n) * int64(d.dt.Size())
+			total += int64(n) * int64(d.gdt.Size())
 		}
 		c.BucketBytes = min(max(total/16, 64<<10), 25<<20)
 		d.cfg.BucketBytes = c.BucketBytes
@@ -147,7 +148,7 @@ func NewDDP(comm Communicator, m nn.Module, c DDPConfig) (*DDP, error) {
 			layers[i] = n
 		}
 	}
-	d.lay = newLayout(sizes, layers, int(c.BucketBytes/int64(d.dt.Size())), comm.Size(), c.Zero >= 1)
+	d.lay = newLayout(sizes, layers, int(c.BucketBytes/int64(d.gdt.Size())), comm.Size(), c.Zero >= 1)
 	if err := d.allocate(); err != nil {
 		d.free()
 		return nil, fmt.Errorf("parallel: ddp: %w", err)
@@ -244,12 +245,12 @@ func (d *DDP) allocate() error {
 		switch d.cfg.Zero {
 		case 0, 1:
 			for k, b := range d.lay.buckets {
-				g := autograd.New(d.dev, d.dt, device.Gradient, b.size)
+				g := autograd.New(d.dev, d.gdt, device.Gradient, b.size)
 				g.Block().Relabel(fmt.Sprintf("grad_bucket%d", k), "ddp")
 				d.grads = append(d.grads, g)
 			}
 		case 2, 3:
-			d.shardGrad = autograd.New(d.dev, d.dt, device.Gradient, d.lay.shard)
+			d.shardGrad = autograd.New(d.dev, d.gdt, device.Gradient, d.lay.shard)
 			d.shardGrad.Block().Relabel("grad_shard", "ddp")
 		}
 		if d.cfg.Zero >= 1 {

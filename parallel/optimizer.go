@@ -97,6 +97,7 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 			pc = view(d.shard, b.shardOff, []int{b.piece})
 		}
 		pc.SetName(fmt.Sprintf("bucket%d.rank%d", k, r))
+		pc.SetGradDType(d.gdt)
 		if d.cfg.Zero == 1 {
 			pc.SetGrad(view(d.grads[k], r*b.piece, []int{b.piece}))
 		} else {

@@ -163,7 +163,7 @@ func (p *Pipe) inbox(w work, ms []*micro) (*autograd.Tensor, int) {
 		return m.in, p.stage - 1
 	case w.backward && p.stage < p.stages-1:
 		if m.grad == nil {
-			m.grad = autograd.New(p.dev, p.dt, device.Gradient, shape...)
+			m.grad = autograd.New(p.dev, p.dt, device.Workspace, shape...) // an activation gradient (the tag taxonomy: workspace), not a parameter's
 		}
 		return m.grad, p.stage + 1
 	}

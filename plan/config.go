@@ -26,6 +26,10 @@ type Config struct {
 	// optimizer, and for F16 a loss scaler.
 	AMP       dtype.DType
 	AMPParams bool
+	// GradF32 keeps the 16-bit parameters' gradients in F32 (--grad-f32,
+	// amp.MainGradsF32, Megatron's main_grad): 2 + 4 bytes per parameter
+	// of parameter and gradient instead of 2 + 2. Needs AMPParams.
+	GradF32 bool
 	// Checkpoint cuts the blocks into N checkpointed segments (-1: ⌈√n⌉);
 	// CheckpointBudget plans the segments under a byte budget instead.
 	Checkpoint       int
@@ -197,6 +201,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("amp dtype %s: want f16 or bf16", c.AMP)
 	case c.AMPParams && c.AMP == dtype.Invalid:
 		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
+	case c.GradF32 && !c.AMPParams:
+		return fmt.Errorf("f32 gradients need amp params (without them the parameters, and their gradients, are f32 already)")
 	case c.Selective && (c.Checkpoint != 0 || c.CheckpointBudget != 0):
 		return fmt.Errorf("selective recomputation with checkpointing: choose one")
 	case c.OffloadActivations && (c.Selective || c.Checkpoint != 0 || c.CheckpointBudget != 0):

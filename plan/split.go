@@ -193,7 +193,7 @@ func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timel
 		schedule = parallel.GPipe
 	}
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: c.Ranks, Zero: c.Zero, Sequence: c.Sequence, Schedule: schedule, Micro: c.Accum,
-		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward, Grad: grad, Scaler: amp.ScalerConfig{InitScale: 1}} // scale 1: as step's
+		Batch: micro, Seq: c.Seq, Clip: 1, Autocast: forward, Grad: grad, GradF32: c.GradF32, Scaler: amp.ScalerConfig{InitScale: 1}} // scale 1: as step's
 	master := pdt != dtype.F32
 	g, err := train.NewSplitGPT(mesh, b, "gpt", cfg, autograd.NewGenerator(1), sc, func(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, error) {
 		if d != nil {

@@ -43,6 +43,11 @@ func step(c Config, m Model, dev, host *device.Device, comm parallel.Communicato
 	}
 	defer nn.Release(model)
 	res.params = nn.Count(model) // shapes only: a deferred model has them before its shard is written
+	if c.GradF32 {               // before the DDP, which takes the gradients' dtype from the parameters
+		if _, err := amp.MainGradsF32(model.Params()); err != nil {
+			return res, err
+		}
+	}
 	var sync interface{ NoSync(func()) }
 	if distributed {
 		cfg := parallel.DDPConfig{Zero: c.Zero}

@@ -11,7 +11,7 @@ import (
 )
 
 // techniqueFlags are the flags that turn on a technique.
-var techniqueFlags = []string{"amp", "amp-params", "checkpoint", "checkpoint-budget", "selective", "offload-activations", "fused-loss", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
+var techniqueFlags = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "offload-activations", "fused-loss", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
 
 // Check checks every common flag before anything runs: the technique
 // flags the example does not support (supported lists those it does) are
@@ -106,6 +106,9 @@ func (c *Common) checkLength() error {
 func (c *Common) checkPrecision() error {
 	if _, err := c.AMPDType(); err != nil {
 		return err
+	}
+	if c.GradF32 && !c.AMPParams {
+		return Usagef("--grad-f32 needs --amp-params (without it the parameters, and so their gradients, are f32 already)")
 	}
 	_, _, err := c.RunBlocks()
 	return err

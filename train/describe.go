@@ -20,6 +20,9 @@ func (c *Common) Describe() string {
 	switch {
 	case c.AMPParams:
 		parts = append(parts, fmt.Sprintf("%s parameters with f32 master weights", ac))
+		if c.GradF32 {
+			parts = append(parts, "f32 gradients")
+		}
 	case ac != dtype.Invalid:
 		parts = append(parts, fmt.Sprintf("%s autocast", ac))
 	}

@@ -33,8 +33,11 @@ type Common struct {
 
 	// Technique flags. Each example says which it supports; the others
 	// are refused by Check with "not available yet".
-	AMP              string
-	AMPParams        bool
+	AMP       string
+	AMPParams bool
+	// GradF32 keeps the gradients of --amp-params' 16-bit parameters in
+	// F32 (amp.MainGradsF32: Megatron's main_grad).
+	GradF32          bool
 	Checkpoint       string
 	CheckpointBudget string
 	Accum            int
@@ -89,6 +92,7 @@ func (c *Common) Register(fs *flag.FlagSet, d Defaults) {
 
 	fs.StringVar(&c.AMP, "amp", "", "autocast: the forward in bf16 or fp16, parameters in f32 (--amp alone: bf16)")
 	fs.BoolVar(&c.AMPParams, "amp-params", false, "with --amp: parameters and gradients in the --amp dtype too, with f32 master weights in the optimizer")
+	fs.BoolVar(&c.GradF32, "grad-f32", false, "with --amp-params: the 16-bit parameters' gradients accumulate (over --accum micro-batches) and are reduced over --ranks in f32, and the f32 master update reads them (Megatron's main_grad: 2 bytes more per parameter)")
 	fs.StringVar(&c.Checkpoint, "checkpoint", "", "activation checkpointing: N ≥ 1 segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&c.CheckpointBudget, "checkpoint-budget", "", "activation checkpointing under a byte budget, a positive size such as 256MiB (not with --checkpoint)")
 	fs.IntVar(&c.Accum, "accum", 1, "gradient accumulation, ≥ 1: --batch is cut into this many micro-batches whose gradients add up before each optimizer step")

@@ -120,6 +120,12 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 		return nil, err
 	}
 	r := &Run[R]{R: rep, C: c, Dev: dev, Out: out, End: c.End(p.Steps)}
+	if c.GradF32 { // before the DDP, which takes the gradients' dtype from the parameters
+		if _, err := amp.MainGradsF32(rep.Module().Params()); err != nil {
+			r.release()
+			return nil, err
+		}
+	}
 	if rank != nil {
 		var b *nn.Builder
 		if bt, ok := any(rep).(Built); ok {

@@ -35,6 +35,10 @@ type SplitConfig struct {
 	// configures the scaling (zero: amp's defaults).
 	Grad   dtype.DType
 	Scaler amp.ScalerConfig
+	// GradF32 keeps the gradients of 16-bit parameters in F32
+	// (amp.MainGradsF32): accumulated over the micro-batches, reduced over
+	// the data-parallel copies and read by the master update in F32.
+	GradF32 bool
 	// Schedule of the learning rate (nil: the optimizer's).
 	LR optim.Schedule
 }
@@ -72,6 +76,12 @@ func NewSplitGPT(m *parallel.Mesh, b *nn.Builder, name string, cfg nn.GPTConfig,
 	if err := g.build(m, b, name, cfg, gen); err != nil {
 		g.Release()
 		return nil, err
+	}
+	if sc.GradF32 {
+		if _, err := amp.MainGradsF32(g.Params()); err != nil {
+			g.Release()
+			return nil, err
+		}
 	}
 	if max(sc.DP, 1) > 1 {
 		d, err := parallel.NewDDP(m.Data, g.Pipe, parallel.DDPConfig{Zero: sc.Zero})

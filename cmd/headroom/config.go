@@ -20,7 +20,7 @@ type modelFlags struct {
 	tp, pp, dp                                                  int
 	schedule                                                    string
 	prune                                                       float64
-	ampParams, offload, json, sequence                          bool
+	ampParams, gradF32, offload, json, sequence                 bool
 	selective, fusedLoss, stepInBackward, offloadActs           bool
 	lora                                                        train.LoRAFlags
 }
@@ -44,6 +44,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 		return
 	}
 	fs.StringVar(&m.amp, "amp", "", "autocast, as in the examples: fp16 or bf16 (--amp alone: bf16): f32 parameters, the forward in 16 bits")
+	fs.BoolVar(&m.gradF32, "grad-f32", false, "with --amp-params: the 16-bit parameters' gradients in f32, accumulated and reduced in f32 (Megatron's main_grad: 6 + 12/DP bytes per parameter with --zero 1)")
 	fs.BoolVar(&m.ampParams, "amp-params", false, "with --amp: parameters and gradients in the --amp dtype, f32 master weights and optimizer state (mixed precision as the ZeRO paper counts it; fp16 adds a loss scaler)")
 	fs.Float64Var(&m.prune, "prune", 0, "plan the step of the model with this fraction of each block's units pruned (0.3 = 30%: ResNet channels, GPT heads and MLP units), as examples/resnet --prune; not with --zero 3 (pruning reads the whole model)")
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
@@ -73,7 +74,7 @@ func (m *modelFlags) config() (plan.Config, error) {
 		return plan.Config{}, train.Usagef("--model %q: unknown model (want one of %s)", m.model, strings.Join(plan.Names(), ", "))
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
-		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, Prune: m.prune,
+		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, GradF32: m.gradF32, Prune: m.prune,
 		Selective: m.selective, FusedLoss: m.fusedLoss, StepInBackward: m.stepInBackward, OffloadActivations: m.offloadActs, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
 		return c, err

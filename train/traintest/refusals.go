@@ -33,6 +33,7 @@ var Common = []Refusal{
 	Refuse("--amp fp8", "--amp fp8: want bf16 or fp16"),
 	Refuse("--amp=fp8", "--amp fp8: want bf16 or fp16"),
 	Refuse("--amp-params", "--amp-params needs --amp bf16 or --amp fp16"),
+	Refuse("--amp bf16 --grad-f32", "--grad-f32 needs --amp-params"),
 	Refuse("--checkpoint -1", "--checkpoint -1: want a number of segments ≥ 1"),
 	Refuse("--checkpoint 0", "--checkpoint 0: want a number of segments ≥ 1"),
 	Refuse("--checkpoint half", "--checkpoint half: want a number of segments ≥ 1"),

@@ -71,7 +71,7 @@ func trainSplit(c *Config, out io.Writer, desc string, text *data.Text, steps in
 	dp := c.Shape().Data
 	micro := c.Batch / dp / c.Accum
 	sc := train.SplitConfig{TP: c.TP, PP: c.PP, DP: dp, Zero: c.Zero, Sequence: c.SequenceParallel, Schedule: schedule, Micro: c.Accum,
-		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, Grad: grad, LR: sched}
+		Batch: micro, Seq: c.Context, Clip: c.Clip, Autocast: forward, Grad: grad, GradF32: c.GradF32, LR: sched}
 	rep := &train.Report{Example: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Steps: c.End(steps),
 		CapacityBytes: capacity, Flags: c.Values()} // no EvalMetric: validation needs the whole model, not run
 	final := make([]float64, c.Ranks)
