@@ -109,7 +109,12 @@
 //
 // (* F16 or BF16 parameters with MasterWeights: F32 master, m and v. The
 // model's buffers — batch-norm statistics — come on top of the parameter
-// column, whole on every rank, at every stage.)
+// column, whole on every rank, at every stage.) The gradient column's g is
+// the gradients' dtype, the parameters' GradDType: with F32 main
+// gradients of 16-bit parameters (amp.MainGradsF32, --grad-f32) it is 4,
+// and the buckets, shards and stage-2 buffers are F32, so the reduction
+// runs in F32 — Megatron's 2Ψ + 4Ψ + 12Ψ/N under stage 1 (6 + 12/N bytes
+// per parameter). The bucket cap counts gradient bytes.
 // With mixed precision (g = 2) that is Rajbhandari et al.'s 2Ψ + 2Ψ + 12Ψ
 // (stage 0), 2Ψ + 2Ψ + 12Ψ/N (stage 1), 2Ψ + 14Ψ/N (stage 2, its
 // gradient and optimizer terms) and 16Ψ/N (stage 3: 2S + 2S + 12S) up to
@@ -517,7 +522,8 @@
 // last stage's backward follows each forward, so it holds one
 // micro-batch under 1F1B (its logits, B·T·V·s, among them). The gradient
 // received for a stage's output is allocated before its backward (tag
-// gradient, B·T·C·s) and the input's gradient it sends back is freed
+// workspace, B·T·C·s: an activation gradient, as the allocator's tags
+// count them, not a parameter's) and the input's gradient it sends back is freed
 // once sent; the loss is broadcast from the last stage in one F64 (tag
 // communication, 8 bytes). Transfers borrow no device memory: the
 // in-process group copies from the sender's host memory into the
