@@ -11,7 +11,7 @@ import (
 
 // splitOnlyFlags are the flags fit takes only with --split (without it fit
 // chooses the techniques).
-var splitOnlyFlags = []string{"amp", "amp-params", "prune", "checkpoint", "checkpoint-budget", "selective", "fused-loss",
+var splitOnlyFlags = []string{"amp", "amp-params", "grad-f32", "prune", "checkpoint", "checkpoint-budget", "selective", "fused-loss",
 	"accum", "tp", "pp", "dp", "sequence-parallel", "pipe-schedule"}
 
 // givenFlags returns those of names that were set on fs's command line.

@@ -13,7 +13,7 @@ import (
 	"github.com/headroom-ml/headroom/train"
 )
 
-const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--amp-params]
+const planSynopsis = `plan --model NAME [--batch B] [--seq S] [--image N] [--amp fp16|bf16] [--amp-params [--grad-f32]]
        [--checkpoint[=N]] [--checkpoint-budget SIZE] [--accum K] [--ranks N --zero 0|1|2|3] [--offload]
        [--prune FRACTION] [--optimizer adamw|adam|sgd] [--capacity SIZE] [--timeline FILE] [--json]
        [--device cpu|cuda [--cuda-major 9]] [--tp T [--sequence-parallel] | --pp P [--pipe-schedule 1f1b|gpipe]] [--dp D]
@@ -24,15 +24,17 @@ tag: what each tag held at the moment of the peak (adding up to the peak),
 then each tag's own peak. The flags mean what they mean in the examples:
 --amp is autocast (f32 parameters, the forward in 16 bits); --amp-params
 adds 16-bit parameters and gradients with f32 master weights and
-optimizer state, mixed precision as the ZeRO paper counts it. --device cuda
+optimizer state, mixed precision as the ZeRO paper counts it; --grad-f32
+keeps those gradients in f32 (Megatron-LM's main_grad: 6 + 12/D bytes per
+parameter with --zero 1 over D ranks). --device cuda
 plans for a GPU: its meta devices first allocate what a cuda device holds
 from the start, cuBLAS's workspace (32 MiB from compute capability 9 on,
 4 MiB before: --cuda-major, default 9, H100/H200), so the plan is the GPU's
 exact accounting. No GPU is needed to plan for one. --tp and --pp split a
 GPT over T tensor-parallel ranks or P pipeline stages, as the transformer
 example does, and every rank's bytes are planned, its communication
-buffers included; --dp is --ranks (data parallelism over split models is
-not available yet).`
+buffers included; --dp is --ranks (the data-parallel copies of the split
+model, ZeRO over each data-parallel group).`
 
 // bytesJSON is one device's peak bytes by tag.
 type bytesJSON struct {
@@ -173,6 +175,9 @@ func techniques(c plan.Config) map[string]any {
 	if c.AMP != dtype.Invalid {
 		t["amp"], t["amp_params"] = c.AMP.String(), c.AMPParams
 	}
+	if c.GradF32 {
+		t["grad_f32"] = true
+	}
 	if c.Prune > 0 {
 		t["prune"] = c.Prune
 	}
@@ -223,7 +228,9 @@ func planTable(p planJSON) string {
 	}
 	t := p.Techniques
 	fmt.Fprintf(&b, "; %s", t["optimizer"])
-	if v, ok := t["amp"]; ok && t["amp_params"] == true {
+	if v, ok := t["amp"]; ok && t["amp_params"] == true && t["grad_f32"] == true {
+		fmt.Fprintf(&b, ", %s parameters with f32 gradients and f32 master weights", v)
+	} else if ok && t["amp_params"] == true {
 		fmt.Fprintf(&b, ", %s parameters and gradients with f32 master weights", v)
 	} else if ok {
 		fmt.Fprintf(&b, ", %s autocast", v)
@@ -263,6 +270,11 @@ func planTable(p planJSON) string {
 	r := p.Ranks[0]
 	fmt.Fprintf(&b, "\nmodel states of rank 0: %s = parameters %s + gradients %s + optimizer %s; peak %s\n",
 		both(r.ModelState), both(r.Parameter), both(r.Gradient), both(r.Optimizer), both(p.PeakBytes))
+	if r.Params > 0 {
+		per := func(n int64) float64 { return float64(n) / float64(r.Params) }
+		fmt.Fprintf(&b, "per parameter of rank 0 (%s): %.4f B = %.4f + %.4f + %.4f\n", commas(r.Params),
+			per(r.ModelState), per(r.Parameter), per(r.Gradient), per(r.Optimizer))
+	}
 	if p.Fits != nil {
 		if *p.Fits {
 			fmt.Fprintf(&b, "fits in %s: peak %s requested, %s in allocator blocks, %s to spare\n", device.FormatBytes(p.Capacity),
