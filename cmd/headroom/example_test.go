@@ -20,5 +20,5 @@ func Example_plan() {
 	// 0–1            7.96 MiB     3.18 MiB     1.59 MiB     3.18 MiB     2.26 MiB   450.00 KiB  1017.02 KiB          0 B
 	//
 	// model states of rank 0: 7.96 MiB = parameters 3.18 MiB + gradients 1.59 MiB + optimizer 3.18 MiB; peak 11.18 MiB
-	// per parameter of rank 0 (834,304): 10.0000 B = 4.0000 + 2.0000 + 4.0000
+	// model states per parameter rank 0 trains (834,304): 10.0000 B = 4.0000 + 2.0000 + 4.0000
 }

@@ -272,7 +272,7 @@ func planTable(p planJSON) string {
 		both(r.ModelState), both(r.Parameter), both(r.Gradient), both(r.Optimizer), both(p.PeakBytes))
 	if r.Params > 0 {
 		per := func(n int64) float64 { return float64(n) / float64(r.Params) }
-		fmt.Fprintf(&b, "per parameter of rank 0 (%s): %.4f B = %.4f + %.4f + %.4f\n", commas(r.Params),
+		fmt.Fprintf(&b, "model states per parameter rank 0 trains (%s): %.4f B = %.4f + %.4f + %.4f\n", commas(r.Params),
 			per(r.ModelState), per(r.Parameter), per(r.Gradient), per(r.Optimizer))
 	}
 	if p.Fits != nil {
