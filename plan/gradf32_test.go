@@ -11,7 +11,8 @@ import (
 // bytes by tag equal — and holds each rank's model states against
 // Megatron's closed form on its share Ψ_r: 2 bytes of parameters, 4 of
 // F32 gradients and 12/DP of F32 masters and AdamW moments (ZeRO stage 1
-// over DP copies; 12 without data parallelism), 6 + 12/DP in all.
+// over DP copies; 12 without data parallelism), 6 + 12/DP in all; ZeRO 2
+// shards the gradients (4/DP) and ZeRO 3 the parameters too (2/DP).
 func TestGradF32ModelStates(t *testing.T) {
 	small := Config{Model: "transformer", Batch: 4, Seq: 16, AMP: dtype.BF16, AMPParams: true, GradF32: true}
 	with := func(f func(*Config)) Config { c := small; f(&c); return c }
@@ -23,7 +24,8 @@ func TestGradF32ModelStates(t *testing.T) {
 		"dp4_z1_bf16_grad_f32_accum2":  with(func(c *Config) { c.Ranks, c.Zero, c.Accum, c.Batch = 4, 1, 2, 8 }),
 		"dp2_tp2_pp2_z1_bf16_grad_f32": with(func(c *Config) { c.Ranks, c.TP, c.PP, c.Zero, c.Batch, c.Checkpoint = 2, 2, 2, 1, 8, -1 }),
 		"tp2_pp2_accum2_fp16_grad_f32": with(func(c *Config) { c.TP, c.PP, c.Accum, c.AMP = 2, 2, 2, dtype.F16 }),
-		"dp2_z2_bf16_grad_f32 ":        with(func(c *Config) { c.Ranks, c.Zero = 2, 2 }),
+		"dp2_z2_bf16_grad_f32":         with(func(c *Config) { c.Ranks, c.Zero = 2, 2 }),
+		"dp2_z3_bf16_grad_f32":         with(func(c *Config) { c.Ranks, c.Zero = 2, 3 }),
 	} {
 		p := predictionEqualsMeasurement(t, name, c)
 		dp := int64(max(c.Ranks, 1))
@@ -36,14 +38,18 @@ func TestGradF32ModelStates(t *testing.T) {
 			if c.Zero >= 2 {
 				grad /= dp // ZeRO 2: the rank's shard of them
 			}
+			param := 2 * r.Params
+			if c.Zero == 3 {
+				param /= dp // ZeRO 3: the rank's shard (the gathered buckets are communication)
+			}
 			opt := 12 * r.Params
 			if c.Zero > 0 {
 				opt /= dp
 			}
 			states := held + r.Gradient + r.Optimizer
-			if held != 2*r.Params || r.Gradient != grad || r.Optimizer != opt || c.Zero == 1 && states*dp != 6*dp*r.Params+12*r.Params {
+			if held != param || r.Gradient != grad || r.Optimizer != opt || c.Zero == 1 && states*dp != 6*dp*r.Params+12*r.Params {
 				t.Errorf("%s rank %d: %d parameters: parameter %d B, gradient %d B, optimizer %d B, model states %d B; want %d, %d, %d (6 + 12/%d per parameter under ZeRO 1)",
-					name, i, r.Params, held, r.Gradient, r.Optimizer, states, 2*r.Params, grad, opt, dp)
+					name, i, r.Params, held, r.Gradient, r.Optimizer, states, param, grad, opt, dp)
 			}
 		}
 	}
