@@ -22,7 +22,8 @@
 // Knobs (Config) use the example programs' vocabulary: AMP is --amp
 // (autocast: F32 parameters, the forward in 16 bits), AMPParams
 // --amp-params (16-bit parameters and gradients, F32 master weights in the
-// optimizer, a loss scaler for F16), Checkpoint and CheckpointBudget,
+// optimizer, a loss scaler for F16), GradF32 --grad-f32 (with AMPParams:
+// F32 gradients, Megatron's main_grad), Checkpoint and CheckpointBudget,
 // Accum, Ranks, Zero, Offload, Prune (--prune: the step of the pruned
 // model), Optimizer, Device and CUDAMajor. Defaults: the model's batch per rank and
 // micro-batch, its context or image size, its optimizer, 2 steps (the
@@ -106,11 +107,11 @@
 // F32 AdamW holds 4Ψ_r parameter, 4Ψ_r gradient and 8⌈Ψ_r/DP⌉ optimizer
 // bytes under ZeRO 1 (8Ψ_r without); with AMPParams (16-bit parameters
 // and gradients, F32 masters and moments sharded) 2Ψ_r + 2Ψ_r + 12Ψ_r/DP,
-// 4 + 12/DP bytes per parameter, where Megatron's bf16 count is
-// (2 + 4 + 12/DP)Ψ_r because it keeps F32 gradients; the gradient tag
-// also holds, on every stage but the last, one micro-batch's activation
-// gradient received from the next stage (TestSplit175BModelStates: every
-// rank of gpt3-175b on TP 8 × PP 16 × DP 8). Clipping is by the whole
+// 4 + 12/DP bytes per parameter; with GradF32 too (F32 gradients, as
+// Megatron keeps them) (2 + 4 + 12/DP)Ψ_r, Megatron's 6 + 12/DP — exactly,
+// on every rank of gpt3-175b on TP 8 × PP 16 × DP 8
+// (TestSplit175BModelStates: 7.5 bytes per parameter with GradF32). The
+// activation gradient a stage receives from the next is workspace. Clipping is by the whole
 // model's norm (parallel.MeshOptimizer), F16 gradients loss-scaled. Every
 // rank's bytes are the real step's on meta devices; with DP above 1 one
 // representative per (tp, pp) coordinate runs for all copies, whose bytes
