@@ -102,6 +102,16 @@ func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, in
 
 func (r *replica) Module() nn.Module { return r.layer() }
 
+// BlockFLOPs is each block's forward matmul FLOPs on the rank's
+// micro-batch (train.BlockFLOPs, for --activation-budget).
+func (r *replica) BlockFLOPs() []int64 {
+	fl := make([]int64, r.c.Layers)
+	for i := range fl {
+		fl[i] = r.c.GPT().BlockFLOPs(r.c.Micro(), r.c.Context)
+	}
+	return fl
+}
+
 // layer is the model trained: the GPT, or its adapted form with --lora.
 func (r *replica) layer() nn.Layer {
 	if r.lora != nil {
