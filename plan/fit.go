@@ -157,6 +157,9 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 		began := time.Now()
 		cc := c
 		tq.Apply(&cc)
+		if cc.fitBudget && !budgetable(cc) {
+			continue // the activation budget counts FLOPs of GPT blocks only
+		}
 		hint := -1
 		if hints != nil {
 			cc.measure, hint = true, hints[i]

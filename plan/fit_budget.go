@@ -53,3 +53,10 @@ func budgetProbe(c Config) probe {
 		return false, 0, nil
 	}
 }
+
+// budgetable reports whether c can run under an activation budget: a GPT
+// on one tensor and pipeline rank.
+func budgetable(c Config) bool {
+	_, m, err := c.resolved()
+	return err == nil && m.Kind == "gpt" && c.TP <= 1 && c.PP <= 1
+}

@@ -15,10 +15,11 @@ import (
 
 // BlockFLOPs is implemented by a Replica whose model's RunBlocks stack
 // can say its layers' forward matrix-product FLOPs per micro-batch (one
-// entry per layer RunBlocks runs): --activation-budget costs
-// recomputation with them.
+// entry per layer RunBlocks runs) and those of them that selective
+// recomputation runs again (checkpoint.ModeBudget's FLOPs and
+// SelectiveFLOPs): --activation-budget costs recomputation with them.
 type BlockFLOPs interface {
-	BlockFLOPs() []int64
+	BlockFLOPs() (all, selective []int64)
 }
 
 // budgetFlags are --activation-budget's flags (ActivationFlags).
@@ -139,7 +140,8 @@ func solveBudget[R Replica](c *Common, p *Program[R], n int64, dev *device.Devic
 	}
 	rates, from := c.budgetRates(dev)
 	acts := c.activationRunner()
-	mb := &checkpoint.ModeBudget{Bytes: n, FLOPs: fl.BlockFLOPs(), Rates: rates,
+	all, sel := fl.BlockFLOPs()
+	mb := &checkpoint.ModeBudget{Bytes: n, FLOPs: all, SelectiveFLOPs: sel, Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {
 			acts.setModes(ms)
 			md.ResetPeak()
