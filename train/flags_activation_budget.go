@@ -140,6 +140,7 @@ func solveBudget[R Replica](c *Common, p *Program[R], n int64, dev *device.Devic
 	}
 	rates, from := c.budgetRates(dev)
 	acts := c.activationRunner()
+	defer acts.drop(md)
 	all, sel := fl.BlockFLOPs()
 	mb := &checkpoint.ModeBudget{Bytes: n, FLOPs: all, SelectiveFLOPs: sel, Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {

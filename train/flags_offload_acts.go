@@ -37,6 +37,17 @@ type actOffload struct {
 	modes []checkpoint.Mode // --activation-budget's (nil: all but the last offloaded)
 }
 
+// drop forgets dev's Offload and closes its host (the planner's meta
+// devices, once planned).
+func (a *actOffload) drop(dev *device.Device) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o := a.by[dev]; o != nil {
+		o.Host.Close()
+		delete(a.by, dev)
+	}
+}
+
 // setModes sets the modes of every Offload, opened or to come.
 func (a *actOffload) setModes(ms []checkpoint.Mode) {
 	a.mu.Lock()

@@ -93,3 +93,21 @@ func TestActivationBudgetTooSmall(t *testing.T) {
 		t.Errorf("at the smallest budget %d B: measured activation peak %d B", smallest, got)
 	}
 }
+
+// TestActivationBudgetRefused: bad values and combinations are usage
+// errors (exit 64) naming the flag, before anything runs.
+func TestActivationBudgetRefused(t *testing.T) {
+	for _, tc := range [][]string{
+		{"--activation-budget", "lots"},
+		{"--activation-budget", "1MiB", "--selective"},
+		{"--activation-budget", "1MiB", "--checkpoint"},
+		{"--activation-budget", "1MiB", "--ranks", "2"},
+		{"--activation-budget", "1MiB", "--copy-rate", "-1"},
+	} {
+		var o, e bytes.Buffer
+		code := run.Main(append([]string{"--data", corpus(t), "--steps", "1"}, tc...), &o, &e)
+		if code != 64 || !strings.Contains(e.String(), "--activation-budget") && !strings.Contains(e.String(), "--copy-rate") {
+			t.Errorf("%v: exit %d, stderr %q; want 64 naming the flag", tc, code, e.String())
+		}
+	}
+}
