@@ -93,8 +93,8 @@
 // estimate (Table prints layer, mode, bytes kept / recomputed / offloaded
 // and est. extra). Rates: DefaultRates (1e11 FLOP/s, 1e10 B/s pointwise
 // and copy) on meta and in headroom plan; the examples measure them at
-// start with MeasureRates (a 512³ matrix product, a 1 Mi-element add and a
-// 4 MiB copy to the host and back, about 0.1 s, once per process, on a
+// start with MeasureRates (a 512³ matrix product, a 1 Mi-element tanh GELU
+// and add, and a 4 MiB copy to the host and back, about 0.1 s, once per process, on a
 // private cpu device so the run's statistics stay its own); --flop-rate,
 // --memory-rate and --copy-rate override either.
 //

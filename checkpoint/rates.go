@@ -9,9 +9,9 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 )
 
-// Rate probe sizes: a 512³ F32 matrix product (2.7·10⁸ FLOP), an add of
-// two 1 Mi-element F32 vectors (12 MiB moved) and a 4 MiB copy to the
-// host and back; each is repeated until rateProbeTime has passed (at
+// Rate probe sizes: a 512³ F32 matrix product (2.7·10⁸ FLOP), a tanh
+// GELU of a 1 Mi-element F32 vector and an add of two (20 MiB moved in
+// all) and a 4 MiB copy to the host and back; each is repeated until rateProbeTime has passed (at
 // least twice, at most rateProbeReps times).
 const (
 	rateGEMM      = 512
@@ -25,7 +25,7 @@ var (
 	ratesCache = map[string]Rates{}
 )
 
-// MeasureRates times, on dev, a short matrix product, a pointwise add
+// MeasureRates times, on dev, a short matrix product, a GELU and an add,
 // and a copy to host and back (the probes above: about 0.1 s in all, at
 // most 28 MiB on dev and 4 MiB on host, freed before it returns) and
 // returns the rates they ran at. It is cached per device kind and host
@@ -50,7 +50,12 @@ func MeasureRates(dev, host *device.Device) Rates {
 		r.FLOPS = 2 * rateGEMM * rateGEMM * rateGEMM / probe(func() { autograd.Linear(a, b, nil).Release() })
 		x := s.Full(dev, dtype.F32, 1, rateElems)
 		y := s.Full(dev, dtype.F32, 1, rateElems)
-		r.Memory = 3 * 4 * rateElems / probe(func() { x.Add(y).Release() })
+		// A tanh GELU (2 vectors moved) and an add (3): the recomputed
+		// pointwise work of a GPT block is mostly those.
+		r.Memory = 5 * 4 * rateElems / probe(func() {
+			x.GELUTanh().Release()
+			x.Add(y).Release()
+		})
 		r.Copy = 2 * 4 * rateElems / probe(func() {
 			h := x.To(host)
 			h.To(dev).Release()
