@@ -168,7 +168,8 @@ func TestFlagsParse(t *testing.T) {
 		}
 		if ec.Batch != 8 || ec.Accum != max(c.Accum, 1) || ec.Zero != c.Zero || ec.Offload != c.Offload ||
 			ac != c.AMP || ec.AMPParams != c.AMPParams || (ec.Checkpoint != "") != (c.Checkpoint != 0) ||
-			(ec.CheckpointBudget != "") != (c.CheckpointBudget != 0) {
+			(ec.CheckpointBudget != "") != (c.CheckpointBudget != 0) || ec.Selective != c.Selective ||
+			ec.OffloadActivations != c.OffloadActivations || (ec.ActivationBudget != "") != (c.ActivationBudget != 0) {
 			t.Errorf("%s: flags %v parse as %+v, want the configuration %+v", tq.Name, args, *ec, c)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/plan"
 )
@@ -45,6 +46,13 @@ func Techniques() []Technique {
 		{Name: "selective", Apply: set(func(c *plan.Config) { c.Selective = true })},
 		{Name: "step in backward", Apply: set(func(c *plan.Config) { c.StepInBackward = true })},
 		{Name: "offload activations", Apply: set(func(c *plan.Config) { c.OffloadActivations = true })},
+		{Name: "activation budget", GPT: true, Apply: func(c *plan.Config, plain *Row) {
+			// 40% of the plain step's activation peak (issue #18's target).
+			c.ActivationBudget = 1 << 20
+			if plain != nil && plain.Peak.Activation > 0 {
+				c.ActivationBudget = plain.Peak.Activation * 2 / 5
+			}
+		}},
 		{Name: "accum 4", Apply: set(func(c *plan.Config) { c.Accum = 4 })},
 		{Name: "amp bf16 + amp-params + checkpoint √n + accum 4", Apply: set(func(c *plan.Config) {
 			c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4
@@ -111,6 +119,7 @@ func Flags(c plan.Config) []string {
 	case c.CheckpointBudget > 0:
 		f = append(f, "--checkpoint-budget="+strconv.FormatInt(c.CheckpointBudget, 10))
 	}
+	f = append(f, activationFlags(c)...)
 	if c.Accum > 1 {
 		f = append(f, "--accum="+strconv.Itoa(c.Accum))
 	}
@@ -139,4 +148,23 @@ func ampName(d dtype.DType) string {
 		return "fp16"
 	}
 	return "bf16"
+}
+
+// activationFlags are the example's --selective, --offload-activations and
+// --activation-budget for c, the budget with the planner's rates (so the
+// example chooses what the planner chose).
+func activationFlags(c plan.Config) []string {
+	var f []string
+	if c.Selective {
+		f = append(f, "--selective")
+	}
+	if c.OffloadActivations {
+		f = append(f, "--offload-activations")
+	}
+	if c.ActivationBudget > 0 {
+		r := c.Rates.Or(checkpoint.DefaultRates)
+		f = append(f, "--activation-budget="+strconv.FormatInt(c.ActivationBudget, 10), "--flop-rate="+fmt.Sprint(r.FLOPS),
+			"--memory-rate="+fmt.Sprint(r.Memory), "--copy-rate="+fmt.Sprint(r.Copy))
+	}
+	return f
 }

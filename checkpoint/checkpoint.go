@@ -74,6 +74,13 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 	defer child.Release() // also when fn or Record panics (out of memory)
 	var want []savedMeta
 	var kept keptSet
+	var log *autograd.OutputLog
+	done := false
+	defer func() { // fn or Record panicked (out of memory): give back what was kept
+		if !done {
+			kept.abandon(log)
+		}
+	}()
 	child.PushSavedHooks(autograd.SavedHooks{
 		Pack: func(t *autograd.Tensor) any {
 			want = append(want, metaOf(t))
@@ -87,7 +94,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 	cast := s.AutocastDType()
 	stopLog := child.LogRNG()
 	leaves := leavesOf(child, ins)
-	log := kept.startLog(child, pol)
+	log = kept.startLog(child, pol)
 	outs := fn(leaves)
 	kept.stopLog(child, log)
 	draws := stopLog()
@@ -126,6 +133,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 		},
 	})
 	kept.release() // the graph node holds its own handles
+	done = true
 	return adopted
 }
 

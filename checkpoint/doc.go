@@ -54,8 +54,9 @@
 // offloads every layer but the last. The layers that are not offloaded
 // start the prefetch of the offloaded ones before them, as the last layer
 // does. Gradients stay bit-identical to plain (tested with every mode in one
-// stack). This is what a planner under one activation budget picks from
-// (issue #18; not written yet).
+// stack). This is what ModeBudget picks from. A region that runs out of
+// memory midway gives back what it had kept (tested at every allocation of
+// a step with every mode).
 //
 // Recomputation reproduces the forward exactly: it runs under the same
 // autocast dtype, replays the same random draws (dropout masks), and
@@ -64,17 +65,38 @@
 // dtypes, as the forward would have, and fails with an *autograd.Error if
 // not (the forward depended on something that changed in between).
 //
-// ModeBudget chooses Offload's Modes under one byte budget: it measures
-// the step's activation peak with each layer alone in each mode (1 + 3·n
-// runs of the caller's step, on meta to plan), estimates each mode's extra
-// seconds from Rates (recompute: counted matmul FLOPs at 1e11 FLOP/s plus
-// its pointwise bytes at 1e10 B/s; selective: the bytes it frees at 1e10
-// B/s; offload: twice the bytes it moves at 1e10 B/s), upgrades the layer
-// freeing the most bytes per extra second until the estimate fits, then
-// runs the step on the choice and upgrades (or recomputes offloaded
-// layers) while the measured peak is over. Memory: the chosen step's
-// measured activation peak ≤ Bytes, or a *BudgetError naming the peak
-// with every layer at its most saving mode.
+// ModeBudget chooses Offload's Modes under one byte budget (the examples'
+// and headroom plan's --activation-budget; headroom fit's "activation
+// budget" gives it what the capacity leaves). The trade: per layer, the
+// cheapest way to free the bytes the budget needs, in estimated seconds.
+// It measures the step's activation peak with each layer alone in each
+// mode (1 + 3·n runs of the caller's step, on meta: the examples build a
+// meta replica of their own step), so freed[i][m] = plain's peak less that
+// peak; it then estimates each mode's extra seconds per step from counted
+// FLOPs and measured bytes over Rates:
+//
+//	selective  SelectiveFLOPs[i]/FLOPS + freed[i][selective]/Memory
+//	recompute  FLOPs[i]/FLOPS + freed[i][selective]/Memory
+//	offload    2·freed[i][offload]/Copy
+//
+// FLOPs[i] is layer i's forward matmul (or convolution) FLOPs,
+// SelectiveFLOPs[i] those selective recomputation runs again because no op
+// saves their outputs (a GPT block's c_attn and both c_proj: 8 of its
+// 12·d² weights; none in a ResNet). It upgrades the layer freeing the most
+// bytes per extra second until the estimate fits, then runs the step on
+// the choice and upgrades (or recomputes offloaded layers, whose prefetch
+// window measuring one layer alone does not see) while the measured peak
+// is over. Memory: the chosen step's activation peak, measured, ≤ Bytes
+// (on cpu the real run's equals the meta plan's byte for byte, tested);
+// else a *BudgetError naming the peak with every layer at its most saving
+// mode, a budget that works (not always the least one). Time: the table's
+// estimate (Table prints layer, mode, bytes kept / recomputed / offloaded
+// and est. extra). Rates: DefaultRates (1e11 FLOP/s, 1e10 B/s pointwise
+// and copy) on meta and in headroom plan; the examples measure them at
+// start with MeasureRates (a 512³ matrix product, a 1 Mi-element tanh GELU
+// and add, and a 4 MiB copy to the host and back, about 0.1 s, once per process, on a
+// private cpu device so the run's statistics stay its own); --flop-rate,
+// --memory-rate and --copy-rate override either.
 //
 // Knobs and defaults: Sequential's segments (≤ 0: ⌈√n⌉); Budget's byte
 // budget (required); Offload's Host (required), Window (0:

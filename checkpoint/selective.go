@@ -121,6 +121,17 @@ func (k *keptSet) release() {
 	}
 }
 
+// abandon releases the handles a forward that failed midway holds: the
+// kept tensors and every output log recorded (Release is idempotent).
+func (k *keptSet) abandon(log *autograd.OutputLog) {
+	if log != nil {
+		for _, t := range log.Outputs() {
+			t.Release()
+		}
+	}
+	k.release()
+}
+
 // substitute returns what the recomputation saves at position i: the kept
 // tensor (freeing the recomputed twin t) when there is one, else t.
 func (k keptSet) substitute(i int, t *autograd.Tensor) *autograd.Tensor {

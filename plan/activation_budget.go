@@ -2,9 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/headroom-ml/headroom/device"
 
 	"github.com/headroom-ml/headroom/checkpoint"
 )
@@ -16,6 +13,8 @@ type ActivationPlan struct {
 	Budget    int64                 `json:"budget_bytes"`
 	Peak      int64                 `json:"planned_activation_peak_bytes"`
 	Decisions []checkpoint.Decision `json:"decisions"`
+	// Rates are the rates the extra times were estimated at.
+	Rates checkpoint.Rates `json:"rates"`
 }
 
 // predictActivationBudget solves c.ActivationBudget on meta devices, then
@@ -28,13 +27,16 @@ func predictActivationBudget(c Config) (*Prediction, error) {
 	if m.Kind != "gpt" || c.TP > 1 || c.PP > 1 {
 		return nil, fmt.Errorf("activation budget for %s, tp %d, pp %d: want a GPT on one tensor/pipeline rank (FLOPs are counted for GPT blocks)", m.Name, c.TP, c.PP)
 	}
-	g := m.GPT
-	micro, t, d := int64(c.Batch/(c.Ranks*c.Accum)), int64(c.Seq), int64(g.Width)
-	flops := make([]int64, g.Layers)
-	for i := range flops { // four Linears, then q·kᵀ and the weights times v
-		flops[i] = 2*micro*t*12*d*d + 4*micro*t*t*d
+	flops, sel := make([]int64, m.GPT.Layers), make([]int64, m.GPT.Layers)
+	for i := range flops {
+		flops[i] = m.GPT.BlockFLOPs(c.Batch/(c.Ranks*c.Accum), c.Seq)
+		sel[i] = m.GPT.SelectiveFLOPs(c.Batch/(c.Ranks*c.Accum), c.Seq)
 	}
-	mb := &checkpoint.ModeBudget{Bytes: c.ActivationBudget, FLOPs: flops, Rates: checkpoint.DefaultRates,
+	rates := c.Rates.Or(checkpoint.DefaultRates)
+	if err := rates.Check(); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	mb := &checkpoint.ModeBudget{Bytes: c.ActivationBudget, FLOPs: flops, SelectiveFLOPs: sel, Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {
 			cc := c
 			cc.measure, cc.activationModes = false, ms
@@ -53,23 +55,11 @@ func predictActivationBudget(c Config) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.ActivationBudget = &ActivationPlan{Budget: c.ActivationBudget, Peak: peak, Decisions: ds}
+	p.ActivationBudget = &ActivationPlan{Budget: c.ActivationBudget, Peak: peak, Decisions: ds, Rates: rates}
 	return p, nil
 }
 
-// Table renders the decisions: per layer its mode, the bytes it keeps,
-// recomputes and offloads (of the most any mode frees for it), and the
-// estimated extra time; then the planned peak.
+// Table renders the decisions (checkpoint.Table).
 func (a *ActivationPlan) Table() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "activation budget %s: planned activation peak %s\n", device.FormatBytes(a.Budget), device.FormatBytes(a.Peak))
-	fmt.Fprintf(&b, "%-6s %-10s %12s %12s %12s %12s\n", "layer", "mode", "kept", "recomputed", "offloaded", "est. extra")
-	var extra float64
-	for _, d := range a.Decisions {
-		r, o := d.Bytes()
-		extra += d.Extra
-		fmt.Fprintf(&b, "%-6d %-10s %12s %12s %12s %10.3gms\n", d.Layer, d.Mode, device.FormatBytes(d.Held), device.FormatBytes(r), device.FormatBytes(o), 1e3*d.Extra)
-	}
-	fmt.Fprintf(&b, "est. extra time per step %.3gms (checkpoint.DefaultRates)\n", 1e3*extra)
-	return b.String()
+	return checkpoint.Table(a.Budget, a.Peak, a.Decisions, a.Rates, "rates: checkpoint.DefaultRates unless --flop-rate, --memory-rate or --copy-rate")
 }

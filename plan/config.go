@@ -54,6 +54,10 @@ type Config struct {
 	// bytes (--activation-budget, checkpoint.ModeBudget, solved on meta).
 	ActivationBudget int64
 	activationModes  []checkpoint.Mode // the solved modes
+	fitBudget        bool              // Fit's "activation budget": the budget the capacity leaves
+	// Rates are the ActivationBudget's cost rates (fields left 0:
+	// checkpoint.DefaultRates'; --flop-rate, --memory-rate, --copy-rate).
+	Rates checkpoint.Rates
 	// Accum is the number of micro-batches per step (default 1).
 	Accum int
 	// Ranks, Zero (0-3) and Offload: data parallelism.

@@ -36,7 +36,12 @@
 // (1 + 3·layers of them, then the verifications); Predict and Measure then
 // run the chosen modes, and Prediction.ActivationBudget holds the
 // decisions (Table renders them). GPT only, one TP/PP rank; not with
-// Selective, OffloadActivations or checkpointing.
+// Selective, OffloadActivations or checkpointing. Its costs use Rates
+// (--flop-rate, --memory-rate, --copy-rate; 0: checkpoint.DefaultRates).
+// Fit tries "selective" and "activation budget" too: the latter, on a GPT,
+// plans each batch under the budget the capacity leaves (the capacity less
+// what the plain step holds besides activations at its allocated peak,
+// shrunk by the overshoot at most 4 times while the step does not fit).
 //
 // LoRA (--lora R, --lora-base, --lora-targets, package lora) plans the
 // fine-tuning step of rank-R adapters over the frozen GPT as the

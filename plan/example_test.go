@@ -76,6 +76,8 @@ func ExampleFit() {
 	// accum 2                                          max batch 20
 	// accum 4                                          max batch 40
 	// offload activations                              max batch 23
+	// selective                                        max batch 35
+	// activation budget                                max batch 37
 	// checkpoint √n                                    max batch 27
 	// amp bf16 + checkpoint √n                         max batch 30
 	// amp bf16 + amp-params + checkpoint √n            max batch 46

@@ -36,6 +36,8 @@ var Techniques = []Technique{
 	{"accum 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes"},
 	{"accum 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step"},
 	{"offload activations", func(c *Config) { c.OffloadActivations = true }, 0, "no extra compute: each block's saved tensors go to the host and come back in backward, two copies of them per step (the fetch overlapped with backward); the host holds them"},
+	{"selective", func(c *Config) { c.Selective = true }, 0.1, "recomputes each block's pointwise ops, norms and softmax in backward, keeps its matmul and attention outputs (no matmul recomputed)"},
+	{"activation budget", func(c *Config) { c.fitBudget = true }, 0.15, "keep, selective, recompute or offload per block so the activations fit what the capacity leaves (headroom plan --activation-budget prints the choice and its estimated time): between 0 (all kept) and recompute's 0.33; GPT only"},
 	{"checkpoint √n", func(c *Config) { c.Checkpoint = -1 }, 0.33, "recomputes the checkpointed blocks' forward in backward (about a third of a step)"},
 	{"amp bf16 + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit activations and recomputation"},
 	{"amp bf16 + amp-params + checkpoint √n", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit model and recomputation"},
@@ -155,6 +157,9 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 		began := time.Now()
 		cc := c
 		tq.Apply(&cc)
+		if cc.fitBudget && !budgetable(cc) {
+			continue // the activation budget counts FLOPs of GPT blocks only
+		}
 		hint := -1
 		if hints != nil {
 			cc.measure, hint = true, hints[i]
@@ -183,6 +188,9 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 type probe func(batch int) (bool, int64, error)
 
 func probeOf(c Config) probe {
+	if c.fitBudget {
+		return budgetProbe(c)
+	}
 	return func(b int) (bool, int64, error) {
 		c.Batch = b
 		p, err := Predict(c)

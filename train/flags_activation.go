@@ -23,12 +23,15 @@ type ActivationFlags struct {
 	// backward (checkpoint.Offload, DefaultWindow blocks ahead).
 	OffloadActivations bool
 
+	budgetFlags
+
 	acts *actOffload // --offload-activations' hosts, shared by every RunBlocks
 }
 
 // registerActivation adds the ActivationFlags to fs.
 func (a *ActivationFlags) registerActivation(fs *flag.FlagSet) {
 	a.acts = newActOffload()
+	a.registerBudget(fs)
 	fs.BoolVar(&a.Selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute its pointwise ops, norms, dropout and softmax in backward (not with --checkpoint or --checkpoint-budget)")
 	fs.BoolVar(&a.OffloadActivations, "offload-activations", false, "activation offload: what each block but the last saves for backward goes to a host device cpu:100+r during the forward and comes back in backward, 2 blocks ahead of use (not with --checkpoint, --checkpoint-budget or --selective; --offload is the optimizer's)")
 	fs.BoolVar(&a.FusedLoss, "fused-loss", false, "the LM head and the cross-entropy in chunks of 256 rows: the batch×context×vocabulary logits never exist (not with --tp or --pp)")

@@ -12,6 +12,7 @@ import (
 	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/device/cpu"
+	"github.com/headroom-ml/headroom/device/meta"
 	"github.com/headroom-ml/headroom/nn"
 )
 
@@ -31,8 +32,30 @@ func (c *Common) offloadBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.T
 // device (the ranks of one process share the runner), each to its own
 // host: cpu:100+i for the device kind:i.
 type actOffload struct {
-	mu sync.Mutex
-	by map[*device.Device]*checkpoint.Offload
+	mu    sync.Mutex
+	by    map[*device.Device]*checkpoint.Offload
+	modes []checkpoint.Mode // --activation-budget's (nil: all but the last offloaded)
+}
+
+// drop forgets dev's Offload and closes its host (the planner's meta
+// devices, once planned).
+func (a *actOffload) drop(dev *device.Device) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o := a.by[dev]; o != nil {
+		o.Host.Close()
+		delete(a.by, dev)
+	}
+}
+
+// setModes sets the modes of every Offload, opened or to come.
+func (a *actOffload) setModes(ms []checkpoint.Mode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.modes = ms
+	for _, o := range a.by {
+		o.Modes = ms
+	}
 }
 
 func newActOffload() *actOffload { return &actOffload{by: map[*device.Device]*checkpoint.Offload{}} }
@@ -88,7 +111,7 @@ func (a *actOffload) of(dev *device.Device) *checkpoint.Offload {
 	defer a.mu.Unlock()
 	o := a.by[dev]
 	if o == nil {
-		o = &checkpoint.Offload{Host: cpu.New(100+deviceIndex(dev), device.Options{})}
+		o = &checkpoint.Offload{Host: hostOf(dev), Modes: a.modes}
 		a.by[dev] = o
 	}
 	return o
@@ -99,4 +122,13 @@ func deviceIndex(dev *device.Device) int {
 	_, n, _ := strings.Cut(dev.Name(), ":")
 	i, _ := strconv.Atoi(n)
 	return i
+}
+
+// hostOf opens the activation host of dev: cpu:100+i for kind:i, a meta
+// device for a meta one (planning).
+func hostOf(dev *device.Device) *device.Device {
+	if dev.Kind() == "meta" {
+		return meta.New(100+deviceIndex(dev), device.Options{})
+	}
+	return cpu.New(100+deviceIndex(dev), device.Options{})
 }

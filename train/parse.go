@@ -32,7 +32,7 @@ type ParseOptions struct {
 // memory, not one bit of the result).
 var invocationFlags = map[string]bool{"report": true, "save": true, "resume": true, "override": true, "stop-after": true,
 	"mem-log": true, "mem-limit": true, "mem-alert": true, "device": true, "mpi": true, "checkpoint": true, "checkpoint-budget": true, "selective": true,
-	"offload-activations": true}
+	"offload-activations": true, "activation-budget": true, "flop-rate": true, "memory-rate": true, "copy-rate": true}
 
 // afterFlags are the common flags that change only what follows training.
 var afterFlags = []string{"quantize", "calibrate", "qat"}

@@ -30,6 +30,9 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 		return nil, err
 	}
 	defer Close(dev, &err)
+	if err := planBudget(c, out, p, dev); err != nil {
+		return nil, err
+	}
 	r, err := newRun(c, out, p, dev, nil)
 	if err != nil {
 		return nil, err
@@ -63,6 +66,7 @@ func Train[R Replica](c *Common, out io.Writer, p *Program[R]) (_ *Report, err e
 	rep := r.report(p, ev, capacity, seconds)
 	fmt.Fprint(out, r.Trained.Summary())
 	c.reportActivationHosts(out, rep)
+	c.reportBudget(rep)
 	reportUndoHost(out, rep, r.Stepper.Host)
 	result(out, rep, ev, r.End-r.Start)
 	if err := c.writeReport(rep); err != nil {

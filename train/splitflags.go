@@ -31,7 +31,7 @@ func (c *Common) Schedule() (parallel.Schedule, error) {
 }
 
 // splitRefused are the flags a model-parallel run does not take yet.
-var splitRefused = []string{"offload", "offload-activations", "fused-loss", "init", "mem-alert", "mem-log", "quantize", "prune"}
+var splitRefused = []string{"offload", "offload-activations", "activation-budget", "fused-loss", "init", "mem-alert", "mem-log", "quantize", "prune"}
 
 // CheckSplit checks --tp, --pp, --sequence-parallel and --pipe-schedule:
 // each ≥ 1, --ranks 1 or a multiple of --tp × --pp (the data-parallel

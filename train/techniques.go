@@ -60,6 +60,8 @@ var acceptWords = map[string]func(string) bool{"amp": acceptWord, "checkpoint": 
 // --checkpoint-budget ask for (nil: plain), and a description.
 func (c *Common) RunBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.Tensor, string, error) {
 	switch {
+	case c.ActivationBudget != "":
+		return c.budgetBlocks()
 	case c.Selective && c.OffloadActivations:
 		return nil, "", Usagef("--selective with --offload-activations: choose one")
 	case c.Selective:

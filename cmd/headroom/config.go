@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/headroom-ml/headroom/checkpoint"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/dtype"
 	"github.com/headroom-ml/headroom/plan"
@@ -22,6 +23,7 @@ type modelFlags struct {
 	prune                                                       float64
 	ampParams, gradF32, offload, json, sequence                 bool
 	selective, fusedLoss, stepInBackward, offloadActs           bool
+	rates                                                       checkpoint.Rates // --flop-rate, --memory-rate, --copy-rate
 	lora                                                        train.LoRAFlags
 }
 
@@ -61,6 +63,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.BoolVar(&m.sequence, "sequence-parallel", false, "with --tp: sequence parallelism (LayerNorm, dropout and residual regions split by token rows)")
 	fs.StringVar(&m.schedule, "pipe-schedule", "1f1b", "with --pp: 1f1b or gpipe")
 	fs.StringVar(&m.actBudget, "activation-budget", "", "keep, selective recomputation, recomputation or offload per block so the activation peak stays under this size, e.g. 2GiB (GPT; not with --checkpoint, --checkpoint-budget, --selective or --offload-activations)")
+	registerRates(fs, &m.rates)
 	m.lora.RegisterLoRA(fs)
 }
 
@@ -96,6 +99,9 @@ func (m *modelFlags) config() (plan.Config, error) {
 		return c, err
 	}
 	if c.ActivationBudget, err = activationBudgetFlag(m.actBudget); err != nil {
+		return c, err
+	}
+	if c.Rates, err = ratesFlag(m.rates); err != nil {
 		return c, err
 	}
 	if m.capacity != "" {
