@@ -23,7 +23,7 @@ type pass struct {
 	fresh     []bool // stage 2: the shard piece has not been written since ZeroGrad
 	noSync    bool
 	err       error     // the first communication error; sticky
-	reduced   func(int) // when set, called with each bucket whose reduction completed (InBackward)
+	reduced   func(int) // when set, called with each bucket whose reduction completed, then −1 at the pass's end (InBackward)
 }
 
 // job is one bucket's reduction, run by the communication goroutine.
@@ -221,6 +221,9 @@ func (d *DDP) endPass() {
 		d.dropGathered()
 	}
 	d.resetPass()
+	if d.reduced != nil && d.err == nil {
+		d.reduced(-1) // the pass is complete
+	}
 }
 
 // finish checks that no pass was left incomplete — a parameter that got

@@ -12,11 +12,13 @@ import (
 
 // InBackward is one optimizer step taken inside the last micro-batch's
 // backward under data parallelism (train.Stepper.StepInBackward with a
-// DDP): as each gradient bucket's reduction completes — the all-reduce of
+// DDP): once a gradient bucket's reduction completed — the all-reduce of
 // stages 0 and 1, the reduce-scatter into the shard of stages 2 and 3 —
 // the rank unscales its share of the bucket (stage 0: the bucket's
 // parameters; stages 1–3: its piece), checks it for inf/NaN and updates it
-// with optim.ParamStepper.StepParam, keeping the undo copies on the host.
+// with optim.ParamStepper.StepParam, keeping the undo copies on the host:
+// under stage 3 as each reduction completes, under stages 0–2 when the
+// last one has, at the end of backward (see bucket).
 //
 // The decision to keep the step is collective: a rank's share can be
 // finite while another rank's overflowed, so a rank that finds a
@@ -35,14 +37,15 @@ import (
 // the buckets in flight, as without it. The host holds, at the end of
 // backward, Σ over the rank's shares of (share + state bytes).
 type InBackward struct {
-	o     *Optimizer
-	ps    optim.ParamStepper
-	host  *device.Device
-	scale float64 // the loss scale (1: none)
-	undo  []*optim.Undo
-	err   error            // the first failure inside the hook
-	over  *autograd.Tensor // the first share whose gradient is not finite
-	name  string
+	o      *Optimizer
+	ps     optim.ParamStepper
+	host   *device.Device
+	scale  float64 // the loss scale (1: none)
+	undo   []*optim.Undo
+	queued []int            // stages 0–2: the buckets reduced, to step at the pass's end
+	err    error            // the first failure inside the hook
+	over   *autograd.Tensor // the first share whose gradient is not finite
+	name   string
 }
 
 // InBackward prepares a step inside backward with loss scale scale (1 when
@@ -89,8 +92,29 @@ func (ib *InBackward) shares(k int) []*autograd.Tensor {
 	return ts
 }
 
-// bucket unscales, checks and updates the rank's share of bucket k.
+// bucket is the DDP's call when bucket k's reduction completed (k = −1:
+// the pass is complete). Stage 3 steps the bucket's piece now: it is a
+// view of the parameter shard, which backward reads only through the
+// gathered buffers. Under stages 0–2 the shares are views of the flat
+// parameter buffer, one block whose write counter every layer's saved
+// parameters check in backward, so an update of any share before the
+// pass's end would fail the layers still to come: they step at the end.
 func (ib *InBackward) bucket(k int) {
+	switch {
+	case k >= 0 && ib.o.d.cfg.Zero < 3:
+		ib.queued = append(ib.queued, k)
+	case k >= 0:
+		ib.step(k)
+	default:
+		for _, q := range ib.queued {
+			ib.step(q)
+		}
+		ib.queued = nil
+	}
+}
+
+// step unscales, checks and updates the rank's share of bucket k.
+func (ib *InBackward) step(k int) {
 	if ib.err != nil || ib.over != nil {
 		return
 	}
