@@ -25,6 +25,8 @@ func TestStepInBackwardPredictionEqualsMeasurement(t *testing.T) {
 		"gpt_sib_amp_params_bf16": with(small, func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }),
 		"gpt_sib_checkpoint":      with(small, func(c *Config) { c.Checkpoint = -1 }),
 		"gpt_sib_adamw8bit":       with(small, func(c *Config) { c.Optimizer = Adam8bitName }),
+		"gpt_sib_adamw8bit_ckpt":  with(small, func(c *Config) { c.Optimizer, c.Checkpoint = Adam8bitName, -1 }),
+		"gpt_sib_lora8_int8_ckpt": with(small, func(c *Config) { c.LoRA, c.LoRABase, c.Checkpoint = 8, "int8", -1 }),
 		"resnet_sib":              img,
 		"resnet_sib_adamw":        with(img, func(c *Config) { c.Optimizer = "adamw" }),
 	} {
