@@ -211,3 +211,61 @@ func dpSame(t *testing.T, name string, got, want dpRank) {
 		t.Errorf("%s: gradient peak %d B, want the normal step's %d B", name, got.gradPeak, want.gradPeak)
 	}
 }
+
+// TestStepInBackwardDPFailureChangesNothing: rank 1's undo host holds 64
+// bytes, so its first update inside backward fails under ZeRO 2; the
+// group is aborted, every rank's Step returns an error, and every rank's
+// parameters and optimizer bytes are what they were before the step.
+func TestStepInBackwardDPFailureChangesNothing(t *testing.T) {
+	err := parallel.Run(parallel.NewGroup(dpRanks), func(c parallel.Communicator) (err error) {
+		r := c.Rank()
+		dev := cpu.New(r, device.Options{})
+		capacity := int64(0)
+		if r == 1 {
+			capacity = 64
+		}
+		host := cpu.New(train.UndoHost+r, device.Options{Capacity: capacity})
+		b := nn.NewBuilder(dev, dtype.F64, 7)
+		m := nn.NewSequential(nn.NewLinear(b, "fc1", sibIn, sibHidden, true), nn.GELU("gelu"), nn.NewLinear(b, "fc2", sibHidden, sibClasses, true))
+		defer nn.Release(m)
+		d, err := parallel.NewDDP(c, m, parallel.DDPConfig{Zero: 2, BucketBytes: 8 * 200})
+		if err != nil {
+			return err
+		}
+		defer d.Release()
+		opt, err := parallel.NewAdamW(d, optim.AdamConfig{LR: 0.01})
+		if err != nil {
+			return err
+		}
+		defer opt.Release()
+		st := &train.Stepper{Opt: opt, Sync: d, StepInBackward: true, Host: host}
+		var before []float64
+		for _, p := range m.Params() {
+			before = append(before, p.T.Float64s()...)
+		}
+		_, _, serr := st.Step(func(s *autograd.Scope, _ int) *autograd.Tensor {
+			xs := s.FromFloat64s(dev, []int{4, sibIn}, make([]float64, 4*sibIn))
+			return autograd.CrossEntropy(m.Forward(xs), s.FromInt64s(dev, []int{4}, make([]int64, 4)), autograd.CEOptions{})
+		})
+		var after []float64
+		for _, p := range m.Params() {
+			after = append(after, p.T.Float64s()...)
+		}
+		switch {
+		case serr == nil:
+			t.Errorf("rank %d: the step succeeded; want an error", r)
+		case !sameBits(after, before):
+			t.Errorf("rank %d: parameters changed by a failed step (%v)", r, serr)
+		case dev.Stats().ByTag[device.Optimizer].Current != 0 || host.Stats().ByTag[device.Optimizer].Current != 0:
+			t.Errorf("rank %d: %d optimizer bytes on the device, %d on the host after a failed first step; want 0", r,
+				dev.Stats().ByTag[device.Optimizer].Current, host.Stats().ByTag[device.Optimizer].Current)
+		}
+		if r == 1 {
+			t.Logf("rank 1: %v", serr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
