@@ -154,6 +154,9 @@ func checkPNG(t *testing.T, path string) {
 func TestFlagsParse(t *testing.T) {
 	for _, tq := range Techniques() {
 		c := plan.Config{Model: "small", Batch: 8}
+		if tq.GPT {
+			c.Model = "transformer" // Flags adds the GPT's --clip=0 to --step-in-backward
+		}
 		tq.Apply(&c, &Row{})
 		args := append([]string{"--steps=1"}, Flags(c)...)
 		ec, err := exampleFlags(tq.GPT, args)
@@ -171,6 +174,21 @@ func TestFlagsParse(t *testing.T) {
 			(ec.CheckpointBudget != "") != (c.CheckpointBudget != 0) || ec.Selective != c.Selective ||
 			ec.OffloadActivations != c.OffloadActivations || (ec.ActivationBudget != "") != (c.ActivationBudget != 0) {
 			t.Errorf("%s: flags %v parse as %+v, want the configuration %+v", tq.Name, args, *ec, c)
+		}
+		if ec.StepInBackward != c.StepInBackward {
+			t.Errorf("%s: flags %v parse as step in backward %v, want %v", tq.Name, args, ec.StepInBackward, c.StepInBackward)
+		}
+		if !tq.GPT {
+			continue
+		}
+		gc, err := trun.Parse(args, &bytes.Buffer{})
+		wantOpt := "adamw"
+		if c.Optimizer != "" {
+			wantOpt = c.Optimizer
+		}
+		if err != nil || gc.LoRA != c.LoRA || c.LoRABase != "" && gc.LoRABase != c.LoRABase || gc.Optimizer != wantOpt {
+			t.Errorf("%s: flags %v parse as lora %d base %q, optimizer %q (%v); want %d %q %q", tq.Name, args,
+				gc.LoRA, gc.LoRABase, gc.Optimizer, err, c.LoRA, c.LoRABase, wantOpt)
 		}
 	}
 }

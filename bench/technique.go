@@ -45,6 +45,12 @@ func Techniques() []Technique {
 		}},
 		{Name: "selective", Apply: set(func(c *plan.Config) { c.Selective = true })},
 		{Name: "step in backward", Apply: set(func(c *plan.Config) { c.StepInBackward = true })},
+		{Name: "adamw8bit", GPT: true, Apply: set(func(c *plan.Config) { c.Optimizer = plan.Adam8bitName })},
+		{Name: "adamw8bit + step in backward + checkpoint √n", GPT: true, Apply: set(func(c *plan.Config) {
+			c.Optimizer, c.StepInBackward, c.Checkpoint = plan.Adam8bitName, true, -1
+		})},
+		{Name: "lora 8", GPT: true, Apply: set(func(c *plan.Config) { c.LoRA = 8 })},
+		{Name: "qlora 8 (int8 base)", GPT: true, Apply: set(func(c *plan.Config) { c.LoRA, c.LoRABase = 8, "int8" })},
 		{Name: "offload activations", Apply: set(func(c *plan.Config) { c.OffloadActivations = true })},
 		{Name: "activation budget", GPT: true, Apply: func(c *plan.Config, plain *Row) {
 			// 40% of the plain step's activation peak (issue #18's target).
@@ -61,6 +67,7 @@ func Techniques() []Technique {
 		{Name: "ranks 2 + zero 1", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 1 })},
 		{Name: "ranks 2 + zero 2", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero = 2, 2 })},
 		{Name: "ranks 2 + zero 2 + offload", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.Offload = 2, 2, true })},
+		{Name: "ranks 2 + zero 2 + step in backward", Apply: set(func(c *plan.Config) { c.Ranks, c.Zero, c.StepInBackward = 2, 2, true })},
 	}
 	return append(ts, splitTechniques()...)
 }
@@ -99,7 +106,8 @@ func techniqueNames(ts []Technique) []string {
 // Flags returns the example program's flags for the step planned by c:
 // --batch (the global batch, as the planner's), --amp and --amp-params,
 // --checkpoint or --checkpoint-budget, --accum, --ranks, --zero,
-// --offload and --step-in-backward (with --clip=0 for a GPT); with tensor
+// --offload, --optimizer adamw8bit, --lora and --lora-base, and
+// --step-in-backward (with --clip=0 for a GPT); with tensor
 // or pipeline parallelism --tp, --pp and --ranks as the whole mesh
 // (splitFlags).
 func Flags(c plan.Config) []string {
@@ -133,6 +141,15 @@ func Flags(c plan.Config) []string {
 	}
 	if c.Offload {
 		f = append(f, "--offload")
+	}
+	if c.Optimizer == plan.Adam8bitName { // the transformer example's --optimizer
+		f = append(f, "--optimizer="+c.Optimizer)
+	}
+	if c.LoRA > 0 {
+		f = append(f, "--lora="+strconv.Itoa(c.LoRA))
+		if c.LoRABase != "" {
+			f = append(f, "--lora-base="+c.LoRABase)
+		}
 	}
 	if c.StepInBackward {
 		f = append(f, "--step-in-backward")

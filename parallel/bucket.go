@@ -22,7 +22,8 @@ type pass struct {
 	live      []*autograd.Tensor
 	fresh     []bool // stage 2: the shard piece has not been written since ZeroGrad
 	noSync    bool
-	err       error // the first communication error; sticky
+	err       error     // the first communication error; sticky
+	reduced   func(int) // when set, called with each bucket whose reduction completed, then −1 at the pass's end (InBackward)
 }
 
 // job is one bucket's reduction, run by the communication goroutine.
@@ -187,6 +188,9 @@ func (d *DDP) waitFor(k int) {
 		}
 		d.jobs[d.completed] = job{}
 		d.completed++
+		if err == nil && d.err == nil && d.reduced != nil {
+			d.reduced(d.completed - 1)
+		}
 	}
 }
 
@@ -217,6 +221,9 @@ func (d *DDP) endPass() {
 		d.dropGathered()
 	}
 	d.resetPass()
+	if d.reduced != nil && d.err == nil {
+		d.reduced(-1) // the pass is complete
+	}
 }
 
 // finish checks that no pass was left incomplete — a parameter that got

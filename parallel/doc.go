@@ -258,6 +258,26 @@
 // others' gathers. The model is built whole on every rank before NewDDP
 // shards it.
 //
+// # The optimizer step inside backward
+//
+// Optimizer.InBackward (train.Stepper.StepInBackward, --step-in-backward
+// with --ranks/--zero) steps each gradient bucket's share — stage 0 the
+// bucket's parameters, stages 1–3 the rank's piece — once the bucket's
+// reduction has completed in the last micro-batch's backward: under stage
+// 3 as each reduce-scatter completes (the piece is a view of the shard,
+// which backward reads only through gathered buffers), under stages 0–2
+// at the end of backward (the pieces are views of the flat buffer, one
+// block whose write counter every saved parameter checks). Each update
+// keeps an undo copy of the share and its state on the given host
+// (Σ over the shares of share + state bytes; AdamW on F32: 12·S for a
+// shard of S elements after the first step). A share that is not finite
+// stops the rank's updates; InBackward.Rest's optimizer, whose Params are
+// that gradient alone and whose AllSum adds over the ranks, lets the
+// scaler find the overflow on every rank, and every rank rolls back
+// (Rollback); a kept step gathers the updated pieces (stages 1, 2) only
+// then. The gradients stay in the DDP's buffers: the option does not
+// change a rank's gradient bytes. Not with offload.
+//
 // # Communicators
 //
 // NewGroup is the in-process communicator: ranks are goroutines, each

@@ -98,11 +98,7 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 		}
 		pc.SetName(fmt.Sprintf("bucket%d.rank%d", k, r))
 		pc.SetGradDType(d.gdt)
-		if d.cfg.Zero == 1 {
-			pc.SetGrad(view(d.grads[k], r*b.piece, []int{b.piece}))
-		} else {
-			pc.SetGrad(view(d.shardGrad, b.shardOff, []int{b.piece}))
-		}
+		pc.SetGrad(d.pieceGrad(k))
 		o.pieces = append(o.pieces, pc)
 	}
 	ps := o.Params()
@@ -138,6 +134,16 @@ func (d *DDP) optimizer(mk func([]nn.Param, bool) (optim.Optimizer, error)) (*Op
 	}
 	o.inner = inner
 	return o, nil
+}
+
+// pieceGrad returns this rank's piece of bucket k's gradient (stages 1–3):
+// a view of the bucket's gradient buffer (stage 1) or of the shard's.
+func (d *DDP) pieceGrad(k int) *autograd.Tensor {
+	b := d.lay.buckets[k]
+	if d.cfg.Zero == 1 {
+		return view(d.grads[k], d.comm.Rank()*b.piece, []int{b.piece})
+	}
+	return view(d.shardGrad, b.shardOff, []int{b.piece})
 }
 
 // Step waits for the gradients' reduction and updates the parameters:

@@ -82,7 +82,11 @@ func ExampleFit() {
 	// amp bf16 + checkpoint √n                         max batch 30
 	// amp bf16 + amp-params + checkpoint √n            max batch 46
 	// amp bf16 + amp-params + checkpoint √n + accum 4  max batch 144
-	// best: amp bf16 + amp-params + checkpoint √n + accum 4, batch 64 fits with a peak of 14899464 bytes
+	// adamw8bit                                        max batch 36
+	// step in backward                                 max batch 20
+	// adamw8bit + step in backward + checkpoint √n     max batch 64
+	// qlora 16                                         max batch 44
+	// best: adamw8bit + step in backward + checkpoint √n, batch 64 fits with a peak of 16757412 bytes
 }
 
 // FitSplit arranges 4 ranks for the transformer example's model: with a

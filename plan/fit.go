@@ -20,6 +20,9 @@ type Technique struct {
 	// step's, and Why explains it.
 	Cost float64
 	Why  string
+	// Other marks a technique that trains something else than the model
+	// (LoRA adapters): Fit lists it but never recommends it.
+	Other bool
 }
 
 // Techniques are the combinations Fit tries, cheapest first: mixed
@@ -30,18 +33,23 @@ type Technique struct {
 // once costs about +33%; each extra micro-batch adds about 5% of a step in
 // fixed per-step work at small batches.
 var Techniques = []Technique{
-	{"plain", func(*Config) {}, 0, "nothing extra"},
-	{"amp bf16", func(c *Config) { c.AMP = dtype.BF16 }, 0, "autocast: the forward in bf16, f32 parameters: no extra compute (faster on hardware with 16-bit units)"},
-	{"amp bf16 + amp-params", func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }, 0, "bf16 parameters, gradients and activations; the optimizer keeps f32 masters: no extra compute"},
-	{"accum 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes"},
-	{"accum 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step"},
-	{"offload activations", func(c *Config) { c.OffloadActivations = true }, 0, "no extra compute: each block's saved tensors go to the host and come back in backward, two copies of them per step (the fetch overlapped with backward); the host holds them"},
-	{"selective", func(c *Config) { c.Selective = true }, 0.1, "recomputes each block's pointwise ops, norms and softmax in backward, keeps its matmul and attention outputs (no matmul recomputed)"},
-	{"activation budget", func(c *Config) { c.fitBudget = true }, 0.15, "keep, selective, recompute or offload per block so the activations fit what the capacity leaves (headroom plan --activation-budget prints the choice and its estimated time): between 0 (all kept) and recompute's 0.33; GPT only"},
-	{"checkpoint √n", func(c *Config) { c.Checkpoint = -1 }, 0.33, "recomputes the checkpointed blocks' forward in backward (about a third of a step)"},
-	{"amp bf16 + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit activations and recomputation"},
-	{"amp bf16 + amp-params + checkpoint √n", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit model and recomputation"},
-	{"amp bf16 + amp-params + checkpoint √n + accum 4", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4 }, 0.48, "all three"},
+	{"plain", func(*Config) {}, 0, "nothing extra", false},
+	{"amp bf16", func(c *Config) { c.AMP = dtype.BF16 }, 0, "autocast: the forward in bf16, f32 parameters: no extra compute (faster on hardware with 16-bit units)", false},
+	{"amp bf16 + amp-params", func(c *Config) { c.AMP, c.AMPParams = dtype.BF16, true }, 0, "bf16 parameters, gradients and activations; the optimizer keeps f32 masters: no extra compute", false},
+	{"accum 2", func(c *Config) { c.Accum = 2 }, 0.05, "two micro-batches per step: the same arithmetic in two passes", false},
+	{"accum 4", func(c *Config) { c.Accum = 4 }, 0.15, "four micro-batches per step", false},
+	{"offload activations", func(c *Config) { c.OffloadActivations = true }, 0, "no extra compute: each block's saved tensors go to the host and come back in backward, two copies of them per step (the fetch overlapped with backward); the host holds them", false},
+	{"selective", func(c *Config) { c.Selective = true }, 0.1, "recomputes each block's pointwise ops, norms and softmax in backward, keeps its matmul and attention outputs (no matmul recomputed)", false},
+	{"activation budget", func(c *Config) { c.fitBudget = true }, 0.15, "keep, selective, recompute or offload per block so the activations fit what the capacity leaves (headroom plan --activation-budget prints the choice and its estimated time): between 0 (all kept) and recompute's 0.33; GPT only", false},
+	{"checkpoint √n", func(c *Config) { c.Checkpoint = -1 }, 0.33, "recomputes the checkpointed blocks' forward in backward (about a third of a step)", false},
+	{"amp bf16 + checkpoint √n", func(c *Config) { c.AMP, c.Checkpoint = dtype.BF16, -1 }, 0.33, "16-bit activations and recomputation", false},
+	{"amp bf16 + amp-params + checkpoint √n", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint = dtype.BF16, true, -1 }, 0.33, "16-bit model and recomputation", false},
+	{"amp bf16 + amp-params + checkpoint √n + accum 4", func(c *Config) { c.AMP, c.AMPParams, c.Checkpoint, c.Accum = dtype.BF16, true, -1, 4 }, 0.48, "all three", false},
+	{"adamw8bit", func(c *Config) { c.Optimizer = Adam8bitName }, 0, "AdamW's m and v in 8 bits per element with an f32 absmax per block: about a quarter of the state, the same update arithmetic per element (dequantised per block)", false},
+	{"step in backward", func(c *Config) { c.StepInBackward = true }, 0, "each parameter steps as soon as its gradient is complete, and the gradient is freed: one gradient alive instead of all; the host holds a copy of the parameters and their state during the step (no clipping)", false},
+	{"adamw8bit + step in backward + checkpoint √n", func(c *Config) { c.Optimizer, c.StepInBackward, c.Checkpoint = Adam8bitName, true, -1 }, 0.33, "8-bit state, one gradient at a time and recomputation", false},
+	{Name: "qlora 16", Apply: func(c *Config) { c.LoRA, c.LoRABase = 16, "int8" }, Other: true,
+		Why: "trains rank-16 adapters over a frozen int8 base instead of the model: a different fine-tune (never recommended), with gradients and state for the adapters only"},
 }
 
 // Option is one technique's largest batch under the capacity.
@@ -157,6 +165,11 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 		began := time.Now()
 		cc := c
 		tq.Apply(&cc)
+		if err := cc.Validate(); err != nil { // a combination the fixed settings exclude (LoRA with amp-params, say)
+			r.Options = append(r.Options, Option{Technique: tq.Name, Cost: tq.Cost, Why: tq.Why, Unit: base.Ranks * max(cc.Accum, 1),
+				Note: "not searched: " + err.Error()})
+			continue
+		}
 		if cc.fitBudget && !budgetable(cc) {
 			continue // the activation budget counts FLOPs of GPT blocks only
 		}
@@ -177,7 +190,7 @@ func fit(c Config, capacity int64, target int, techs []Technique, hints []int, l
 	}
 	for i := range r.Options {
 		o := &r.Options[i]
-		if o.TargetFits && (r.Best == nil || o.Cost < r.Best.Cost) {
+		if o.TargetFits && !techs[i].Other && (r.Best == nil || o.Cost < r.Best.Cost) {
 			r.Best = o
 		}
 	}

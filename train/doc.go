@@ -185,8 +185,30 @@
 // copy passes, as every cross-device copy does (autograd's Tensor.CopyFrom),
 // through one transient host buffer of at most autograd.TransferChunk (4 MiB).
 //
+// With data parallelism (--ranks, --zero 0–3) the unit is the DDP's
+// gradient bucket (parallel.InBackward): once a bucket's reduction
+// completed in the last micro-batch's backward — the all-reduce of stages
+// 0 and 1, the reduce-scatter into the shard of stages 2 and 3 — the rank
+// unscales and checks its share (stage 0: the bucket's parameters; stages
+// 1–3: its piece) and steps it: under stage 3 at once, under stages 0–2 at
+// the end of backward (the shares are views of the flat parameter buffer,
+// one block whose write counter the saved parameters of every layer still
+// in backward check), its undo on cpu:100+rank (Σ over its shares of
+// share + state bytes: AdamW in F32, 12·S bytes of the S-element shard).
+// The skip decision is collective: a rank whose share overflowed stops
+// updating, and the scaler's found-inf is summed over the ranks at the end
+// of backward, so every rank skips together and rolls back from its undo
+// copies; the all-gather of the updated pieces (stages 1, 2) waits until
+// then. The gradient bytes are the DDP's buffers, as without it (stages
+// 0, 1: all Ψ′ elements; stages 2, 3: the shard and the buckets in flight):
+// the option composes with DP/ZeRO, it does not lower their gradient peak
+// (TestStepInBackwardDPPredictionEqualsMeasurement: equal to the plain
+// step's on every rank, meta == cpu). Bit for bit the normal DP/ZeRO step in F64,
+// with accumulation and with an overflow on one rank only
+// (TestStepInBackwardDPBitIdentical, TestStepInBackwardDPOverflowOneRank).
+//
 // Refused, before any work, naming both flags: --clip (the global norm
 // needs every gradient before the first update; the transformer example
-// needs --clip 0), data parallelism (--ranks, --zero, --offload) and
-// --tp/--pp.
+// needs --clip 0), --offload (ZeRO-Offload updates on the host after
+// backward) and --tp/--pp.
 package train

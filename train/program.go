@@ -154,6 +154,9 @@ func newRun[R Replica](c *Common, out io.Writer, p *Program[R], dev *device.Devi
 	if r.ddp != nil {
 		r.Stepper.Sync = r.ddp
 	}
+	if rank != nil && c.StepInBackward {
+		r.Stepper.Host = rank.Host // cpu:100+r holds the undo copies
+	}
 	return r, nil
 }
 

@@ -102,7 +102,7 @@ func (c *Common) RunRanks(capacity int64, f func(r *Rank) error) ([]*Rank, error
 			return nil, err
 		}
 		ranks[i], devs[i] = &Rank{Dev: dev}, dev
-		if c.Offload {
+		if c.Offload || c.StepInBackward { // ZeRO-Offload's host, or the step-in-backward undo copies'
 			ranks[i].Host = cpu.New(100+i, device.Options{})
 		}
 	}
@@ -232,7 +232,11 @@ func (c *Common) ModelBuilder(dev *device.Device, dt dtype.DType, seed uint64) *
 // twice for a moment; the device's peaks are reset afterwards, so that
 // they show training.
 func (r *Rank) DDP(c *Common, m nn.Module, b *nn.Builder) (*parallel.DDP, error) {
-	d, err := parallel.NewDDP(r.Comm, m, parallel.DDPConfig{Zero: c.Zero, Host: r.Host, Builder: b})
+	cfg := parallel.DDPConfig{Zero: c.Zero, Builder: b}
+	if c.Offload { // otherwise the host, if any, holds --step-in-backward's undo copies
+		cfg.Host = r.Host
+	}
+	d, err := parallel.NewDDP(r.Comm, m, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +299,7 @@ func (c *Common) runMPI(capacity int64, f func(r *Rank) error) ([]*Rank, error) 
 		return nil, &parallel.RankError{Rank: rank, Err: err}
 	}
 	r := &Rank{Comm: comm, Dev: dev, Via: "MPI"}
-	if c.Offload {
+	if c.Offload || c.StepInBackward {
 		r.Host = cpu.New(100+rank, device.Options{})
 	}
 	ranks := []*Rank{r}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/optim"
+	"github.com/headroom-ml/headroom/parallel"
 )
 
 // inBackward is the optimizer step inside the last micro-batch's backward
@@ -22,8 +23,9 @@ type inBackward struct {
 	names    map[*autograd.Tensor]string
 	undo     []*optim.Undo
 	remove   []func()
-	err      error // the first failure inside a hook
-	overflow bool  // a gradient was not finite: the step will be skipped
+	err      error                // the first failure inside a hook
+	overflow bool                 // a gradient was not finite: the step will be skipped
+	dp       *parallel.InBackward // data parallelism: the step per bucket (stepinbackward_dp.go)
 }
 
 // newInBackward checks that the Stepper's settings allow the step inside
@@ -34,15 +36,18 @@ func (st *Stepper) newInBackward() (*inBackward, error) {
 	}
 	ps, ok := st.Opt.(optim.ParamStepper)
 	_, sharded := st.Opt.(optim.Sharded)
+	dp, isDP := st.Opt.(*parallel.Optimizer)
 	switch {
-	case !ok:
-		return nil, fmt.Errorf("step in backward: the optimizer %T cannot update one parameter at a time (SGD, Adam and AdamW can)", st.Opt)
 	case st.Clip > 0:
 		return nil, fmt.Errorf("step in backward (--step-in-backward) with gradient clipping (--clip %v): the global norm needs every gradient before the first update; choose one", st.Clip)
-	case sharded || st.Sync != nil:
-		return nil, fmt.Errorf("step in backward (--step-in-backward) with data parallelism: gradients are reduced across ranks before they are complete; not available yet")
+	case !isDP && (sharded || st.Sync != nil):
+		return nil, fmt.Errorf("step in backward (--step-in-backward) with data parallelism: the optimizer %T is not a parallel.Optimizer (NewAdam, NewAdamW, NewSGD, NewAdamW8bit)", st.Opt)
+	case !ok && !isDP:
+		return nil, fmt.Errorf("step in backward: the optimizer %T cannot update one parameter at a time (SGD, Adam and AdamW can)", st.Opt)
 	case st.Host == nil:
 		return nil, fmt.Errorf("step in backward: the Stepper has no Host device for the undo copies of the parameters and their state (set Stepper.Host, e.g. cpu:100; meta:100 to plan)")
+	case isDP:
+		return st.newInBackwardDP(dp)
 	}
 	ib := &inBackward{st: st, ps: ps, names: map[*autograd.Tensor]string{}}
 	for _, p := range ps.Params() {
@@ -56,6 +61,10 @@ func (ib *inBackward) attach() {
 	if ib == nil {
 		return
 	}
+	if ib.dp != nil {
+		ib.dp.Start()
+		return
+	}
 	for t := range ib.names {
 		ib.remove = append(ib.remove, t.OnGradReady(ib.ready))
 	}
@@ -65,6 +74,9 @@ func (ib *inBackward) attach() {
 func (ib *inBackward) detach() error {
 	if ib == nil {
 		return nil
+	}
+	if ib.dp != nil {
+		return ib.dp.Stop()
 	}
 	for _, f := range ib.remove {
 		f()
@@ -117,6 +129,10 @@ func (ib *inBackward) rollback() {
 	if ib == nil {
 		return
 	}
+	if ib.dp != nil {
+		ib.dp.Rollback()
+		return
+	}
 	for i := len(ib.undo) - 1; i >= 0; i-- {
 		ib.undo[i].Restore()
 	}
@@ -126,6 +142,10 @@ func (ib *inBackward) rollback() {
 // release frees the undo copies of a step that stays (a nil ib: nothing).
 func (ib *inBackward) release() {
 	if ib == nil {
+		return
+	}
+	if ib.dp != nil {
+		ib.dp.Release()
 		return
 	}
 	for _, u := range ib.undo {

@@ -77,8 +77,9 @@ type Stepper struct {
 	// backward as soon as its gradient is complete, and frees the gradient
 	// at once (see stepinbackward.go and the package doc): the gradients
 	// of the Accum−1 micro-batches before it accumulate as usual. Not with
-	// Clip, Sync or a sharded optimizer; the optimizer must be an
-	// optim.ParamStepper.
+	// Clip. The optimizer must be an optim.ParamStepper, or, with Sync, a
+	// *parallel.Optimizer (without offload), which steps each gradient
+	// bucket's share as its reduction completes (parallel.InBackward).
 	StepInBackward bool
 	// Host is the device that holds StepInBackward's undo copies of the
 	// parameters and their optimizer state while a step runs (required
@@ -141,7 +142,7 @@ func (st *Stepper) Step(forward func(s *autograd.Scope, i int) *autograd.Tensor)
 		loss += l / float64(k)
 	}
 	s.SetPhase("optimizer")
-	if stepped, err = st.update(); err != nil {
+	if stepped, err = st.update(ib.target(st.Opt)); err != nil {
 		return 0, false, fmt.Errorf("step %d: %w", st.steps, err)
 	}
 	if !stepped {
@@ -229,14 +230,15 @@ func (st *Stepper) micro(s *autograd.Scope, forward func(*autograd.Scope, int) *
 	return loss, err
 }
 
-// update unscales, clips, steps and updates the scale.
-func (st *Stepper) update() (bool, error) {
+// update unscales, clips, steps o (st.Opt, or what is left of it after a
+// data-parallel step inside backward) and updates the scale.
+func (st *Stepper) update(o optim.Optimizer) (bool, error) {
 	defer st.Opt.ZeroGrad()
 	sc := st.Scaler
 	if sc == nil {
 		sc = amp.NewScaler(dtype.F32, amp.ScalerConfig{}) // a no-op
 	}
-	if err := sc.Unscale(st.Opt); err != nil {
+	if err := sc.Unscale(o); err != nil {
 		return false, err
 	}
 	if st.Clip > 0 || !sc.Enabled() {
@@ -247,7 +249,7 @@ func (st *Stepper) update() (bool, error) {
 		if clip <= 0 {
 			clip = math.Inf(1)
 		}
-		norm, err := optim.ClipGradNormOf(st.Opt, clip)
+		norm, err := optim.ClipGradNormOf(o, clip)
 		if err != nil {
 			return false, err
 		}
@@ -255,7 +257,7 @@ func (st *Stepper) update() (bool, error) {
 			return false, fmt.Errorf("gradient norm is %v (no loss scaler is enabled to skip the step)", norm)
 		}
 	}
-	stepped, err := sc.Step(st.Opt)
+	stepped, err := sc.Step(o)
 	if err != nil {
 		return false, err
 	}

@@ -55,7 +55,7 @@ func TestStepInBackwardRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"--step-in-backward"}, "--clip 1: want 0 with --step-in-backward"},
-		{[]string{"--step-in-backward", "--clip", "0", "--ranks", "2"}, "--step-in-backward with data parallelism"},
+		{[]string{"--step-in-backward", "--clip", "0", "--ranks", "2", "--zero", "1", "--offload"}, "--step-in-backward with --offload"},
 	} {
 		var out, errb bytes.Buffer
 		code := run.Main(append(append(baseArgs(t), "--steps", "1"), c.args...), &out, &errb)
