@@ -201,7 +201,10 @@ func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc ge
 	})
 	if sbgemm != nil {
 		asm := append([]float32(nil), c...)
-		GemmHalf(g, ah, bh, true, true, asm)
+		// The pair kernel itself, as GemmHalf runs it where there is no
+		// AMX (with AMX, depths of 32 and more take the AMX kernel:
+		// gemm_amx_test.go checks that dispatch).
+		gemmBias(sbgemm, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, nil, asm)
 		// The edge-tile kernels must not change a bit: the 12×32
 		// kernel alone on every tile, edge tiles merged from a whole
 		// tile, is the reference.
