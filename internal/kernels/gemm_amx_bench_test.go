@@ -1,0 +1,95 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// amxBenchShapes are a square product and the products of ResNet-18's
+// 3×3 convolutions (CIFAR, batch 32) of BenchmarkGEMMBF16Conv.
+var amxBenchShapes = []gemmBench{
+	{name: "square/1024", m: 1024, n: 1024, k: 1024},
+	{name: "fwd/64x256x576", m: 64, n: 256, k: 576},
+	{name: "fwd/128x256x1152", m: 128, n: 256, k: 1152},
+	{name: "fwd/256x64x2304", m: 256, n: 64, k: 2304},
+	{name: "fwd/64x2048x576", m: 64, n: 2048, k: 576},
+	{name: "fwd/256x2048x2304", m: 256, n: 2048, k: 2304},
+	{name: "dgrad/576x256x64", ta: true, m: 576, n: 256, k: 64},
+	{name: "dgrad/1152x256x128", ta: true, m: 1152, n: 256, k: 128},
+	{name: "wgrad/64x576x1024", tb: true, m: 64, n: 576, k: 1024},
+	{name: "wgrad/128x1152x256", tb: true, m: 128, n: 1152, k: 256},
+}
+
+// BenchmarkGEMMAMX measures GFLOP/s on all workers of each shape as
+// float32 (Gemm), as bfloat16 on the VDPBF16PS pair kernel and as
+// bfloat16 on the AMX kernel, one after the other per shape: compare with
+// `benchstat -col /in` over -count runs.
+func BenchmarkGEMMAMX(b *testing.B) {
+	if amxgemm == nil || sbgemm == nil {
+		b.Skip("no AMX kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range amxBenchShapes {
+		g, la, lb, lc := s.args()
+		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+		x, y, c := benchF32(r, la), benchF32(r, lb), make([]float32, lc)
+		hx := operand[float32]{h: gemmHalfBits(r, la, true), bf16: true}
+		hy := operand[float32]{h: gemmHalfBits(r, lb, true), bf16: true}
+		run := func(in string, f func()) {
+			b.Run(fmt.Sprintf("shape=%s/in=%s", s.name, in), func(b *testing.B) { benchFlops(b, s.flops(), f) })
+		}
+		run("f32", func() { Gemm(g, x, y, c) })
+		run("bf16-vdpbf16ps", func() { gemmBias(sbgemm, &sgemmJobs, g, hx, hy, nil, c) })
+		run("bf16-amx", func() { gemmBias(amxgemm, &sgemmJobs, g, hx, hy, nil, c) })
+	}
+}
+
+// BenchmarkGEMMKernelAMX measures the micro-kernels alone on one core at
+// depth 384, A panels for 256 rows against one B panel of 32 columns:
+// the AMX 32×32 kernel and the VDPBF16PS 12×32 pair kernel (the same
+// FLOPs up to the pair kernel's 264 rows).
+func BenchmarkGEMMKernelAMX(b *testing.B) {
+	if amxgemm == nil || sbgemm == nil {
+		b.Skip("no AMX kernel on this CPU")
+	}
+	const k = 384
+	r := rand.New(rand.NewPCG(1, 2))
+	bb := bf16Panel(r, 32*k, 0)
+	for _, kn := range []*gemmKernel[float32]{amxgemm, sbgemm} {
+		tiles := ceilDiv(256, kn.mr)
+		a := bf16Panel(r, kn.mr*k*tiles, 0)
+		c := make([]float32, kn.mr*32*tiles)
+		b.Run("kernel="+kn.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := range tiles {
+					kn.full(k, a[i*kn.mr*k:], bb, c[i*kn.mr*32:], 32, 0, 1)
+				}
+			}
+			b.ReportMetric(2*float64(kn.mr*tiles)*32*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGEMMAMXBlocking runs conv-shaped products on the AMX kernel
+// with other block sizes (kc depth values, mc rows), for tuning: compare
+// with `benchstat -col /kc`.
+func BenchmarkGEMMAMXBlocking(b *testing.B) {
+	if amxgemm == nil {
+		b.Skip("no AMX kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, s := range []gemmBench{amxBenchShapes[0], amxBenchShapes[2], amxBenchShapes[4], amxBenchShapes[5], amxBenchShapes[8]} {
+		g, la, lb, lc := s.args()
+		x, y := operand[float32]{h: gemmHalfBits(r, la, true), bf16: true}, operand[float32]{h: gemmHalfBits(r, lb, true), bf16: true}
+		c := make([]float32, lc)
+		for _, bl := range [][2]int{{384, 256}, {512, 256}, {768, 128}, {768, 256}, {1024, 128}} {
+			kn := *amxgemm
+			kn.kc, kn.mc = bl[0], bl[1]
+			var jobs freeList[gemmJob[float32]]
+			b.Run(fmt.Sprintf("shape=%s/kc=%d/mc=%d", s.name, bl[0], bl[1]), func(b *testing.B) {
+				benchFlops(b, s.flops(), func() { gemmBlocked(&kn, &jobs, g, x, y, c) })
+			})
+		}
+	}
+}
