@@ -165,14 +165,7 @@ func TestGemmHalfAMXSmallShapes(t *testing.T) {
 // checkAMXCase is one case of TestGemmHalfAMXSmallShapes.
 func checkAMXCase(t *testing.T, r *rand.Rand, tc gemmCase) {
 	t.Helper()
-	g, la, lb, lc := tc.args()
-	ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
-	c := gemmToT[float32](gemmRand(r, lc))
-	if tc.nanC {
-		for j := range c {
-			c[j] = float32(math.NaN())
-		}
-	}
+	g, ah, bh, c := bf16CaseInputs(r, tc)
 	twin := goAMXKernel()
 	if tc.k < amxMinK {
 		twin = goPairKernel(&gemmKernel[float32]{mr: 12, nr: 32, mc: 240, kc: 384, nc: 2048, pairs: true})
@@ -194,11 +187,7 @@ func checkAMXCase(t *testing.T, r *rand.Rand, tc gemmCase) {
 			}
 		}
 	}
-	af, bf := make([]float32, la), make([]float32, lb)
-	halfToF32(af, ah, true)
-	halfToF32(bf, bh, true)
-	ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))
-	gemmCheck(t, tc.String(), g, want, gemmToF64(c), ref, mag, gemmEps32)
+	checkBF16Ref(t, tc, g, ah, bh, c, want)
 }
 
 // TestPackAAMX checks the AMX A packer against its definition: pair
