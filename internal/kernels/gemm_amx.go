@@ -22,7 +22,7 @@ import (
 // its scratch are unchanged; amxMinK keeps every slice that deep.
 //
 // TDPBF16PS's arithmetic, measured on this machine's Sapphire Rapids class
-// CPU against the candidates (TestAMXArithmetic): see amxDot.
+// CPU (TestAMXKernelEdgesExhaustive, TestAMXKernelModes): see amxDot.
 
 // amxMinK is the least depth GemmHalf runs on the AMX kernel: every kc
 // slice of a depth of at least 32 is at least 30 deep (kcFor), so its
@@ -61,7 +61,7 @@ func amxGo(k int, a, b, c []float32, ldc int, beta float32, mode int) {
 // amxDot is one C element of one TDPBF16PS: acc plus the 16 pair products
 // of a (16 pair words of an A row) and the pair words b[0], b[gap], …
 // (a B column), as the hardware computes it (Intel's pseudo-code, and
-// TestAMXArithmetic on this machine): the low halves' products and the
+// TestAMXKernelEdgesExhaustive and TestAMXKernelModes on this machine): the low halves' products and the
 // high halves' are each summed in their own float32 lane, in depth
 // order, by fused multiply-adds (fmaBF16: nearest even, denormal inputs
 // read as zero, denormal results flushed); then the two lanes are added,
@@ -98,57 +98,81 @@ func addFTZ(x, y float32) float32 {
 // into AMX A panels of 32 rows (layout above), zero past row mc and past
 // depth kc.
 func packAAMX(dst []float32, h []uint16, off, ld int, trans bool, i0, mc, p0, kc int) {
-	const mr = 32
-	kb := amxSteps(kc)
-	// op(A)[i][p] = h[off + i·is + p·ps]
-	is, ps := ld, 1
-	if trans {
-		is, ps = 1, ld
-	}
 	d := words(dst)
-	for q := 0; q < mc; q += mr {
+	kb := amxSteps(kc)
+	for q := 0; q < mc; q += 32 {
 		panel := d[q*kc : q*kc+512*kb]
-		for r := range mr {
-			i := i0 + q + r
-			if q+r >= mc {
-				for s := range kb {
-					clear(panel[s*512+r*16 : s*512+r*16+16])
+		rows := min(32, mc-q)
+		if trans {
+			amxPanelCols(panel, h, off+p0*ld+i0+q, ld, rows, kc)
+		} else {
+			amxPanelRows(panel, h, off+(i0+q)*ld+p0, ld, rows, kc)
+		}
+	}
+}
+
+// amxPanelRows packs one A panel from rows of op(A) that are contiguous
+// runs of depth (op(A) = A): row r's depth p at h[at + r·ld + p]. Each
+// step of a row is 32 adjacent values, one 64-byte copy (little-endian:
+// the low half of each pair word is the even depth).
+func amxPanelRows(panel []uint32, h []uint16, at, ld, rows, kc int) {
+	kb := amxSteps(kc)
+	for r := range 32 {
+		for s := range kb {
+			dr := (*[16]uint32)(panel[s*512+r*16 : s*512+r*16+16])
+			p := 32 * s
+			switch {
+			case r >= rows:
+				*dr = [16]uint32{}
+			case p+32 <= kc:
+				src := h[at+r*ld+p : at+r*ld+p+32]
+				*dr = *(*[16]uint32)(unsafe.Pointer(&src[0]))
+			default:
+				for t := range dr {
+					dr[t] = amxPairAt(h, at+r*ld, 1, p+2*t, kc)
+				}
+			}
+		}
+	}
+}
+
+// amxPanelCols packs one A panel from op(A) = Aᵀ, whose depths are
+// contiguous runs of rows: row r's depth p at h[at + p·ld + r]. Each pair
+// of depths is two runs of 32 values, interleaved into column t of a step.
+func amxPanelCols(panel []uint32, h []uint16, at, ld, rows, kc int) {
+	for s := range amxSteps(kc) {
+		blk := panel[s*512 : s*512+512]
+		for t := range 16 {
+			p := 32*s + 2*t
+			if rows == 32 && p+1 < kc {
+				lo, hi := h[at+p*ld:at+p*ld+32], h[at+(p+1)*ld:at+(p+1)*ld+32]
+				for r, x := range lo {
+					blk[r*16+t] = uint32(x) | uint32(hi[r])<<16
 				}
 				continue
 			}
-			at := off + i*is + p0*ps
-			for s := range kb {
-				amxRowStep(panel[s*512+r*16:s*512+r*16+16], h, at, ps, 32*s, kc)
+			for r := range 32 {
+				var v uint32
+				if r < rows {
+					v = amxPairAt(h, at+r, ld, p, kc)
+				}
+				blk[r*16+t] = v
 			}
 		}
 	}
 }
 
-// amxRowStep fills one row of one step: the 16 pairs of depths p0 … p0+31
-// (values h[at + p·ps], zero from depth kc on).
-func amxRowStep(d []uint32, h []uint16, at, ps, p0, kc int) {
-	n := min(32, kc-p0) // depth values present
-	if ps == 1 && n == 32 {
-		copy(halves(d), h[at+p0:at+p0+32])
-		return
+// amxPairAt is the pair word of depths p and p+1 of a line whose depth x
+// is h[at + x·ps], each half zero from depth kc on.
+func amxPairAt(h []uint16, at, ps, p, kc int) uint32 {
+	var v uint32
+	if p < kc {
+		v = uint32(h[at+p*ps])
 	}
-	for t := range d[:16] {
-		p := p0 + 2*t
-		var v uint32
-		if p < kc {
-			v = uint32(h[at+p*ps])
-		}
-		if p+1 < kc {
-			v |= uint32(h[at+(p+1)*ps]) << 16
-		}
-		d[t] = v
+	if p+1 < kc {
+		v |= uint32(h[at+(p+1)*ps]) << 16
 	}
-}
-
-// halves views 16 pair words as the 32 bfloat16 values they hold, low
-// half first (little-endian, the only byte order with AMX).
-func halves(d []uint32) []uint16 {
-	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(d))), 2*len(d))
+	return v
 }
 
 // padBAMX zeroes pair rows ⌈kc/2⌉ … 16·amxSteps(kc)−1 of each of the

@@ -83,3 +83,21 @@ func BenchmarkGEMMAMXBlocking(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackAAMX packs a 256×384 block of op(A) into AMX panels from
+// A (rows contiguous in depth: a weight gradient's dy) and from Aᵀ (a
+// transposed filter matrix), in ns per value.
+func BenchmarkPackAAMX(b *testing.B) {
+	const mc, kc, ld = 256, 384, 1024
+	r := rand.New(rand.NewPCG(1, 2))
+	h := gemmHalfBits(r, 1024*ld, true)
+	dst := make([]float32, mc*kc)
+	for _, trans := range []bool{false, true} {
+		b.Run(fmt.Sprintf("trans=%v", trans), func(b *testing.B) {
+			for b.Loop() {
+				packAAMX(dst, h, 0, ld, trans, 0, mc, 0, kc)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(mc*kc), "ns/value")
+		})
+	}
+}
