@@ -137,27 +137,38 @@ func amxPanelRows(panel []uint32, h []uint16, at, ld, rows, kc int) {
 }
 
 // amxPanelCols packs one A panel from op(A) = Aᵀ, whose depths are
-// contiguous runs of rows: row r's depth p at h[at + p·ld + r]. Each pair
-// of depths is two runs of 32 values, interleaved into column t of a step.
+// contiguous runs of rows: row r's depth p at h[at + p·ld + r]. A whole
+// step (32 rows, 32 depths) goes to amxStepCols (in assembly where the CPU
+// allows); edge steps go value by value.
 func amxPanelCols(panel []uint32, h []uint16, at, ld, rows, kc int) {
 	for s := range amxSteps(kc) {
 		blk := panel[s*512 : s*512+512]
-		for t := range 16 {
-			p := 32*s + 2*t
-			if rows == 32 && p+1 < kc {
-				lo, hi := h[at+p*ld:at+p*ld+32], h[at+(p+1)*ld:at+(p+1)*ld+32]
-				for r, x := range lo {
-					blk[r*16+t] = uint32(x) | uint32(hi[r])<<16
-				}
-				continue
+		p0 := 32 * s
+		if rows == 32 && p0+32 <= kc {
+			if !amxStepColsFast((*[512]uint32)(blk), h, at+p0*ld, ld) {
+				amxStepCols((*[512]uint32)(blk), h, at+p0*ld, ld)
 			}
+			continue
+		}
+		for t := range 16 {
 			for r := range 32 {
 				var v uint32
 				if r < rows {
-					v = amxPairAt(h, at+r, ld, p, kc)
+					v = amxPairAt(h, at+r, ld, p0+2*t, kc)
 				}
 				blk[r*16+t] = v
 			}
+		}
+	}
+}
+
+// amxStepCols is one whole step of amxPanelCols: depth d of row r at
+// h[at + d·ld + r], d and r below 32; pair t of row r is dword r·16 + t.
+func amxStepCols(blk *[512]uint32, h []uint16, at, ld int) {
+	for t := range 16 {
+		lo, hi := h[at+2*t*ld:at+2*t*ld+32], h[at+(2*t+1)*ld:at+(2*t+1)*ld+32]
+		for r, x := range lo {
+			blk[r*16+t] = uint32(x) | uint32(hi[r])<<16
 		}
 	}
 }

@@ -43,3 +43,20 @@ func selectAMX() *gemmKernel[float32] {
 	}
 	return nil
 }
+
+// amxStepColsAVX512 packs one whole step of an AMX A panel from Aᵀ in
+// AVX-512 (see gemm_amx_amd64.s; amxStepCols is its twin).
+//
+//go:noescape
+func amxStepColsAVX512(blk *uint32, h *uint16, ld int)
+
+// amxStepColsFast is amxStepCols in assembly where the CPU has AVX-512;
+// the caller has checked that the step's 32 depth runs lie in h.
+func amxStepColsFast(blk *[512]uint32, h []uint16, at, ld int) bool {
+	if !CPU.AVX512 {
+		return false
+	}
+	_ = h[at+31*ld+31]
+	amxStepColsAVX512(&blk[0], &h[at], ld)
+	return true
+}

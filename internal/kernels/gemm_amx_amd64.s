@@ -141,3 +141,48 @@ betarow:
 	JNZ         betarow
 	VZEROUPPER
 	RET
+
+// The dword offsets of rows 0–15 within a step of an AMX A panel.
+DATA amxrows<>+0(SB)/8, $0x0000001000000000
+DATA amxrows<>+8(SB)/8, $0x0000003000000020
+DATA amxrows<>+16(SB)/8, $0x0000005000000040
+DATA amxrows<>+24(SB)/8, $0x0000007000000060
+DATA amxrows<>+32(SB)/8, $0x0000009000000080
+DATA amxrows<>+40(SB)/8, $0x000000b0000000a0
+DATA amxrows<>+48(SB)/8, $0x000000d0000000c0
+DATA amxrows<>+56(SB)/8, $0x000000f0000000e0
+GLOBL amxrows<>(SB), RODATA|NOPTR, $64
+
+// func amxStepColsAVX512(blk *uint32, h *uint16, ld int)
+//
+// One whole step of an AMX A panel from op(A) = Aᵀ (amxStepCols is its
+// twin): for each pair t, depths 2t and 2t+1 of rows 0–31 are two runs of
+// 32 values ld apart at h; they are widened, combined into pair words and
+// scattered to column t of the step's 32 rows (dword r·16 + t of blk).
+TEXT ·amxStepColsAVX512(SB), NOSPLIT, $0-24
+	MOVQ    blk+0(FP), DI
+	MOVQ    h+8(FP), SI
+	MOVQ    ld+16(FP), DX
+	SHLQ    $1, DX            // bytes between depths
+	VMOVDQU32 amxrows<>(SB), Z4
+	MOVQ    $16, CX
+
+pair:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (SI)(DX*1), Z1
+	VPMOVZXWD 32(SI), Z2
+	VPMOVZXWD 32(SI)(DX*1), Z3
+	VPSLLD    $16, Z1, Z1
+	VPSLLD    $16, Z3, Z3
+	VPORD     Z1, Z0, Z0
+	VPORD     Z3, Z2, Z2
+	KXNORW    K1, K1, K1
+	VPSCATTERDD Z0, K1, (DI)(Z4*4)
+	KXNORW    K2, K2, K2
+	VPSCATTERDD Z2, K2, 1024(DI)(Z4*4)
+	ADDQ      $4, DI
+	LEAQ      (SI)(DX*2), SI
+	DECQ      CX
+	JNZ       pair
+	VZEROUPPER
+	RET
