@@ -20,7 +20,8 @@
 // more run instead on the AMX micro-kernel (gemm_amx.go, gemm_amx_amd64.s:
 // TDPBF16PS, 32×32 tiles from four accumulator tiles, kc 384, mc 256),
 // its pair panels padded with zero pairs to 16-pair steps and A packed
-// row-major within each step. Its rounding is TDPBF16PS's as measured
+// row-major within each step (64-byte row copies for A; for Aᵀ whole steps
+// by an AVX-512 scatter packer, amxStepCols its twin). Its rounding is TDPBF16PS's as measured
 // here: per step, the low halves' and the high halves' products summed
 // in two float32 lanes, then the lanes added, then added to C, each
 // operation rounded to nearest even with denormals read as zero and
