@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -257,4 +258,37 @@ func TestGemmHalfAMXPadding(t *testing.T) {
 		GemmHalf(g, gemmHalfBits(r, la, true), bh, true, true, make([]float32, lc))
 		checkAMXCase(t, r, gemmCase{tb: tb, m: 64, n: 64, k: 40, alpha: 1, batch: 1})
 	}
+}
+
+// TestGemmHalfAMXConcurrent runs the same AMX product on eight goroutines
+// at once, 200 times each, with garbage-collector pressure (its
+// stop-the-world signals land while tiles are in use), and checks every
+// result bit for bit against one run alone: tile state must not leak
+// between calls, threads or signal handlers.
+func TestGemmHalfAMXConcurrent(t *testing.T) {
+	amxOrSkip(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	g, ah, bh, c := bf16CaseInputs(r, gemmCase{m: 96, n: 96, k: 200, alpha: 1, batch: 1})
+	want := append([]float32(nil), c...)
+	GemmHalf(g, ah, bh, true, true, want)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			got := make([]float32, len(c))
+			for i := range 200 {
+				copy(got, c)
+				GemmHalf(g, ah, bh, true, true, got)
+				for j := range got {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Errorf("goroutine %d call %d: c[%d] = %g, alone %g", w, i, j, got[j], want[j])
+						return
+					}
+				}
+				if i%20 == 0 {
+					_ = make([]byte, 1<<20)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
