@@ -49,7 +49,8 @@ func TestTinyBench(t *testing.T) {
 		t.Fatalf("bench.json has %d rows, want %d", len(got.Rows), 2*len(want))
 	}
 	if k := got.Kernels; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" &&
-		k != "avx512+bf16" && k != "avx512+vnni+bf16" {
+		k != "avx512+bf16" && k != "avx512+vnni+bf16" &&
+		k != "avx512+bf16+amx" && k != "avx512+vnni+bf16+amx" {
 		t.Errorf("bench.json's kernels = %q, want the cpu device's path", k)
 	}
 	rows := map[string]Row{}

@@ -15,6 +15,20 @@
 // each rounded to float32, bfloat16 denormals read as zero and denormal
 // results flushed, so its results differ from the float32 path's in the
 // last bits (its Go twin, dotBF16Pair and sbgemmGo, is exact to the bit).
+// Where the CPU also has AMX-BF16 and Linux grants the tile state
+// (features.go; HEADROOM_NO_AMX=1 turns it off), products of depth 32 or
+// more run instead on the AMX micro-kernel (gemm_amx.go, gemm_amx_amd64.s:
+// TDPBF16PS, 32×32 tiles from four accumulator tiles, kc 384, mc 256),
+// its pair panels padded with zero pairs to 16-pair steps and A packed
+// row-major within each step (64-byte row copies for A; for Aᵀ whole steps
+// by an AVX-512 scatter packer, amxStepCols its twin). Its rounding is TDPBF16PS's as measured
+// here: per step, the low halves' and the high halves' products summed
+// in two float32 lanes, then the lanes added, then added to C, each
+// operation rounded to nearest even with denormals read as zero and
+// flushed (its Go twin, amxDot and amxGo, is exact to the bit). All tile
+// state lives inside one assembly call. Its scratch is the driver's
+// (the same slots), plus 4 KiB on the goroutine stack for a tile when
+// beta is neither 0 nor 1.
 // Otherwise the operands are widened exactly to float32 while they are
 // packed, a whole panel per call (pack_half.go: AVX2 assembly for the
 // rows of a B panel and, for bfloat16, the columns of a transposed one;
@@ -35,7 +49,7 @@
 // packed blocks in place instead of packing them again per sample and
 // band; over small planes each GEMM takes several samples side by side
 // (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
-// im2col over the 16-bit values, GemmHalf (so VDPBF16PS for bfloat16),
+// im2col over the 16-bit values, GemmHalf (so VDPBF16PS or AMX for bfloat16),
 // float32 accumulation, one rounding of a 16-bit output; the weight
 // gradient stays float32 over the whole batch until that rounding.
 //
@@ -47,7 +61,8 @@
 // — 4·(240·512 + 512·1536 + 12·32 + 512) bytes ≈ 3.5 MiB for the float32
 // AVX-512 kernel (depth slices of 512), 4·(240·384 + 384·2048 + 12·32 +
 // 384) ≈ 3.4 MiB for the bfloat16 pair kernel, whose pair panels use half
-// of the float32 slots they sit in — and each GEMM in flight holds
+// of the float32 slots they sit in, 4·(256·384 + 384·2048 + 32·32 + 384)
+// ≈ 3.5 MiB for the AMX kernel — and each GEMM in flight holds
 // a shared B block of at most gemmBBudget values (8 MiB of float32) and,
 // when several column chunks or blocks of C read its op(A), that op(A)
 // packed once, at most gemmABudget values (4 MiB of float32). The cpu device's

@@ -66,6 +66,8 @@ func GemmBias[T Float](g GemmArgs, a, b, bias, c []T) {
 //     pair kernel reads bfloat16 pairs and accumulates in float32 with the
 //     instruction's rounding (see doc.go); its results agree with Gemm on
 //     the widened operands to float32 rounding of the sum, not bit for bit;
+//     with AMX-BF16 as well (and K ≥ 32), the AMX kernel on TDPBF16PS
+//     does the same with that instruction's rounding (gemm_amx.go);
 //   - otherwise elements are widened exactly to float32 while they are
 //     packed, and the result equals, bit for bit, Gemm on the widened
 //     operands (except below the size where Gemm takes direct loops:
@@ -83,14 +85,28 @@ func GemmHalfBias(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, bias, c 
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
 	kn := &sgemm
-	if aBF16 && bBF16 && g.Alpha == 1 && sbgemm != nil {
-		kn = sbgemm
+	if p := pairKernel(g.K); aBF16 && bBF16 && g.Alpha == 1 && p != nil {
+		kn = p
 	}
 	gemmBias(kn, &sgemmJobs, g, a, b, bias, c)
 }
 
-// sbgemm is the bfloat16 pair kernel of this machine, or nil.
-var sbgemm = selectSbgemm()
+// sbgemm is the bfloat16 pair kernel of this machine, or nil; amxgemm the
+// AMX kernel, or nil.
+var (
+	sbgemm  = selectSbgemm()
+	amxgemm = selectAMX()
+)
+
+// pairKernel is the kernel that bfloat16 products of depth k with alpha 1
+// run on: the AMX kernel where the CPU allows it and k ≥ amxMinK, else
+// the pair kernel, or nil when there is neither.
+func pairKernel(k int) *gemmKernel[float32] {
+	if amxgemm != nil && k >= amxMinK {
+		return amxgemm
+	}
+	return sbgemm
+}
 
 // The reusable jobs of each element type.
 var (

@@ -66,6 +66,21 @@ func BenchmarkGEMMKernelBF16(b *testing.B) {
 	}
 }
 
+// resnet18ConvShapes are the products of ResNet-18's 3×3 convolutions
+// (CIFAR, batch 32) that the 16-bit GEMM benchmarks measure.
+var resnet18ConvShapes = []gemmBench{
+	{name: "fwd/64x256x576", m: 64, n: 256, k: 576},
+	{name: "fwd/128x256x1152", m: 128, n: 256, k: 1152},
+	{name: "fwd/256x64x2304", m: 256, n: 64, k: 2304},
+	{name: "fwd/64x2048x576", m: 64, n: 2048, k: 576},
+	{name: "fwd/256x2048x2304", m: 256, n: 2048, k: 2304},
+	{name: "dgrad/576x256x64", ta: true, m: 576, n: 256, k: 64},
+	{name: "dgrad/1152x256x128", ta: true, m: 1152, n: 256, k: 128},
+	{name: "wgrad/64x576x1024", tb: true, m: 64, n: 576, k: 1024},
+	{name: "wgrad/128x1152x256", tb: true, m: 128, n: 1152, k: 256},
+	{name: "wgrad/512x4608x16", tb: true, m: 512, n: 4608, k: 16},
+}
+
 // BenchmarkGEMMBF16Conv measures GFLOP/s on all workers at the products
 // of ResNet-18's 3×3 convolutions (CIFAR, batch 32): the forward pass
 // (filters × im2col band: M = K filters, N = a band of output columns,
@@ -75,20 +90,8 @@ func BenchmarkGEMMKernelBF16(b *testing.B) {
 // as bfloat16 with the pair packers' Go twins (pack=go): compare with
 // `benchstat -col /in`.
 func BenchmarkGEMMBF16Conv(b *testing.B) {
-	shapes := []gemmBench{
-		{name: "fwd/64x256x576", m: 64, n: 256, k: 576},
-		{name: "fwd/128x256x1152", m: 128, n: 256, k: 1152},
-		{name: "fwd/256x64x2304", m: 256, n: 64, k: 2304},
-		{name: "fwd/64x2048x576", m: 64, n: 2048, k: 576},
-		{name: "fwd/256x2048x2304", m: 256, n: 2048, k: 2304},
-		{name: "dgrad/576x256x64", ta: true, m: 576, n: 256, k: 64},
-		{name: "dgrad/1152x256x128", ta: true, m: 1152, n: 256, k: 128},
-		{name: "wgrad/64x576x1024", tb: true, m: 64, n: 576, k: 1024},
-		{name: "wgrad/128x1152x256", tb: true, m: 128, n: 1152, k: 256},
-		{name: "wgrad/512x4608x16", tb: true, m: 512, n: 4608, k: 16},
-	}
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, s := range shapes {
+	for _, s := range resnet18ConvShapes {
 		g, la, lb, lc := s.args()
 		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
 		run := func(in string, f func()) {

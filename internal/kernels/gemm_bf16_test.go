@@ -186,14 +186,7 @@ func TestGemmBF16Pairs(t *testing.T) {
 // kernels).
 func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc gemmCase) {
 	t.Helper()
-	g, la, lb, lc := tc.args()
-	ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
-	c := gemmToT[float32](gemmRand(r, lc))
-	if tc.nanC {
-		for j := range c {
-			c[j] = float32(math.NaN())
-		}
-	}
+	g, ah, bh, c := bf16CaseInputs(r, tc)
 	got := append([]float32(nil), c...)
 	var jobs freeList[gemmJob[float32]]
 	withGoPacking(func() {
@@ -201,7 +194,10 @@ func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc ge
 	})
 	if sbgemm != nil {
 		asm := append([]float32(nil), c...)
-		GemmHalf(g, ah, bh, true, true, asm)
+		// The pair kernel itself, as GemmHalf runs it where there is no
+		// AMX (with AMX, depths of 32 and more take the AMX kernel:
+		// gemm_amx_test.go checks that dispatch).
+		gemmBias(sbgemm, &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, nil, asm)
 		// The edge-tile kernels must not change a bit: the 12×32
 		// kernel alone on every tile, edge tiles merged from a whole
 		// tile, is the reference.
@@ -218,7 +214,29 @@ func checkPairsCase(t *testing.T, r *rand.Rand, twin *gemmKernel[float32], tc ge
 			}
 		}
 	}
-	af, bf := make([]float32, la), make([]float32, lb)
+	checkBF16Ref(t, tc, g, ah, bh, c, got)
+}
+
+// bf16CaseInputs returns tc's arguments, random bfloat16 A and B and a
+// random C (all NaN for nanC).
+func bf16CaseInputs(r *rand.Rand, tc gemmCase) (g GemmArgs, ah, bh []uint16, c []float32) {
+	g, la, lb, lc := tc.args()
+	ah, bh = gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
+	c = gemmToT[float32](gemmRand(r, lc))
+	if tc.nanC {
+		for j := range c {
+			c[j] = float32(math.NaN())
+		}
+	}
+	return g, ah, bh, c
+}
+
+// checkBF16Ref checks got, the product of case tc (g) on bfloat16 A and B
+// bits over C c, against the float64 product of the bfloat16 inputs to
+// float32 rounding of a K-long sum.
+func checkBF16Ref(t *testing.T, tc gemmCase, g GemmArgs, ah, bh []uint16, c, got []float32) {
+	t.Helper()
+	af, bf := make([]float32, len(ah)), make([]float32, len(bh))
 	halfToF32(af, ah, true)
 	halfToF32(bf, bh, true)
 	ref, mag := gemmRef(g, gemmToF64(af), gemmToF64(bf), gemmToF64(c))

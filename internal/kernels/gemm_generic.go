@@ -79,6 +79,9 @@ type gemmKernel[T Float] struct {
 	// pairs of bfloat16 depth values, packed from bfloat16 operands only,
 	// with alpha 1.
 	pairs bool
+	// amx marks the AMX kernel (gemm_amx.go): pair panels with depth
+	// padded to 16-pair steps and A in its row-major step order.
+	amx bool
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16

@@ -47,6 +47,10 @@ func halfToF32(dst []float32, src []uint16, bf16 bool) {
 // max(mc, kc) elements for 16-bit sources. op(A)[i][p] is src[off+i·ld+p],
 // or src[off+p·ld+i] when trans.
 func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, i0, mc, p0, kc int, alpha T, strip []float32) {
+	if kn.amx {
+		packAAMX(as[float32](dst), src.h, off, ld, trans, i0, mc, p0, kc)
+		return
+	}
 	if kn.pairs {
 		packAPairs(kn, dst, src, off, ld, trans, i0, mc, p0, kc)
 		return
@@ -116,6 +120,9 @@ func packA[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, trans bool, p0, kc, j0, nc int, strip []float32) {
 	if kn.pairs {
 		packBPairs(kn, dst, src, off, ld, trans, p0, kc, j0, nc)
+		if kn.amx {
+			padBAMX(words(as[float32](dst)), kn.nr, kc, nc)
+		}
 		return
 	}
 	nr := kn.nr

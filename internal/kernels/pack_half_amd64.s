@@ -44,7 +44,7 @@ b16step:
 TEXT ·widenRowsF16AVX2(SB), NOSPLIT, $0-40
 	WIDENARGS
 	MOVL         $0x00400000, AX
-	MOVQ         AX, X8
+	VMOVQ        AX, X8
 	VPBROADCASTD X8, Y8
 
 h16row:

@@ -44,8 +44,12 @@ func (j *convJob[T]) packFilters() {
 	}
 	if j.half {
 		w = operand[T]{h: j.hb.Bits, bf16: j.hb.BF16}
-		if j.hb.BF16 && j.ha.BF16 && sbgemm != nil {
-			j.kn = any(sbgemm).(*gemmKernel[T])
+		k := d.crs // the depth of the GEMMs these filters serve
+		if j.kind == convGradInput {
+			k = d.kg
+		}
+		if p := pairKernel(k); j.hb.BF16 && j.ha.BF16 && p != nil {
+			j.kn = any(p).(*gemmKernel[T])
 		}
 	}
 	ids := j.p.Groups

@@ -38,7 +38,8 @@ func TestSmokeReport(t *testing.T) {
 		}
 	}
 	if k := r["kernels"]; k != "go" && k != "avx2" && k != "avx512" && k != "avx512+vnni" &&
-		k != "avx512+bf16" && k != "avx512+vnni+bf16" {
+		k != "avx512+bf16" && k != "avx512+vnni+bf16" &&
+		k != "avx512+bf16+amx" && k != "avx512+vnni+bf16+amx" {
 		t.Errorf("report's kernels = %v, want the cpu device's path", k)
 	}
 	if r["steps"].(float64) != 3 || !(r["final_loss"].(float64) > 0) || !(r["samples_per_sec"].(float64) > 0) {

@@ -1,0 +1,62 @@
+//go:build !noasm && amd64
+
+package kernels
+
+// amxKernelBF16 computes one 32×32 float32 tile of C from AMX panels with
+// TDPBF16PS (see gemm_amx_amd64.s): kb 16-pair steps, modes as amxGo,
+// tmp a 32×32 scratch for mode 2.
+//
+//go:noescape
+func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int)
+
+// amxBF16 is the checked Go entry to the AMX micro-kernel.
+func amxBF16(k int, a, b, c []float32, ldc int, beta float32, mode int) {
+	kb := amxSteps(k)
+	_ = a[512*kb-1]
+	_ = b[512*kb-1]
+	_ = c[31*ldc+31]
+	if mode == 2 {
+		amxBF16Beta(kb, a, b, c, ldc, beta)
+		return
+	}
+	amxKernelBF16(kb, &a[0], &b[0], &c[0], ldc, nil, beta, mode)
+}
+
+// amxBF16Beta is amxBF16 in mode 2, with its tile scratch on the stack
+// (4 KiB).
+func amxBF16Beta(kb int, a, b, c []float32, ldc int, beta float32) {
+	var tmp [32 * 32]float32
+	amxKernelBF16(kb, &a[0], &b[0], &c[0], ldc, &tmp[0], beta, 2)
+}
+
+// amxBF16Kernel is the AMX kernel and its blocking: a 32×32 tile, a B
+// panel of kc·32 bfloat16 values (24 KiB at kc 384) kept in L1 while an
+// A block of mc·kc values (192 KiB) streams from L2.
+var amxBF16Kernel = gemmKernel[float32]{name: "amx-bf16-32x32", mr: 32, nr: 32, mc: 256, kc: 384, nc: 2048,
+	full: amxBF16, pairs: true, amx: true}
+
+// selectAMX returns the AMX kernel when this CPU and OS allow it, else
+// nil.
+func selectAMX() *gemmKernel[float32] {
+	if CPU.AMXBF16 {
+		return &amxBF16Kernel
+	}
+	return nil
+}
+
+// amxStepColsAVX512 packs one whole step of an AMX A panel from Aᵀ in
+// AVX-512 (see gemm_amx_amd64.s; amxStepCols is its twin).
+//
+//go:noescape
+func amxStepColsAVX512(blk *uint32, h *uint16, ld int)
+
+// amxStepColsFast is amxStepCols in assembly where the CPU has AVX-512;
+// the caller has checked that the step's 32 depth runs lie in h.
+func amxStepColsFast(blk *[512]uint32, h []uint16, at, ld int) bool {
+	if !CPU.AVX512 {
+		return false
+	}
+	_ = h[at+31*ld+31]
+	amxStepColsAVX512(&blk[0], &h[at], ld)
+	return true
+}
