@@ -71,13 +71,13 @@ func ExampleFit() {
 	}
 	// Output:
 	// plain                                            max batch 20
-	// amp bf16                                         max batch 27
+	// amp bf16                                         max batch 28
 	// amp bf16 + amp-params                            max batch 31
 	// accum 2                                          max batch 20
 	// accum 4                                          max batch 40
 	// offload activations                              max batch 23
 	// checkpoint √n                                    max batch 27
-	// amp bf16 + checkpoint √n                         max batch 30
+	// amp bf16 + checkpoint √n                         max batch 39
 	// amp bf16 + amp-params + checkpoint √n            max batch 46
 	// amp bf16 + amp-params + checkpoint √n + accum 4  max batch 144
 	// best: amp bf16 + amp-params + checkpoint √n + accum 4, batch 64 fits with a peak of 14899464 bytes
