@@ -82,22 +82,11 @@ type castPeak struct {
 func castsAtPeak(t *testing.T, n, width, segs int) castPeak {
 	t.Helper()
 	dev := cpu.New(0, device.Options{})
-	gen := autograd.NewGenerator(9)
-	cfg := nn.GPTConfig{Vocab: 16, Context: 8, Layers: n, Heads: 2, Width: width, Bias: true}
-	b := nn.NewBuilder(dev, dtype.F32, 4)
-	var ls []nn.Layer
-	for i := range n {
-		ls = append(ls, nn.NewGPTBlock(b, fmt.Sprintf("h%d", i), cfg, gen))
-	}
-	m := nn.NewSequential(ls...)
+	ls, m := gptBlocks(dev, n, width)
 	defer nn.Release(m)
-	x := make([]float64, 2*8*width)
-	for i := range x {
-		x[i] = math.Sin(float64(i) * 0.7)
-	}
 	dev.StartTimeline()
 	s := autograd.NewScope()
-	xs := s.FromFloat64s(dev, []int{2, 8, width}, x).Cast(dtype.F32)
+	xs := blockInput(s, dev, width)
 	var loss *autograd.Tensor
 	s.Autocast(dtype.BF16, func() {
 		var h *autograd.Tensor
@@ -177,22 +166,11 @@ func TestAutocastCastFreeChangesNoBit(t *testing.T) {
 func autocastGrads(t *testing.T, opts ...autograd.BackwardOption) map[string][]float64 {
 	t.Helper()
 	dev := cpu.New(0, device.Options{})
-	gen := autograd.NewGenerator(9)
-	cfg := nn.GPTConfig{Vocab: 16, Context: 8, Layers: 6, Heads: 2, Width: 32, Bias: true}
-	b := nn.NewBuilder(dev, dtype.F32, 4)
-	var ls []nn.Layer
-	for i := range 6 {
-		ls = append(ls, nn.NewGPTBlock(b, fmt.Sprintf("h%d", i), cfg, gen))
-	}
-	m := nn.NewSequential(ls...)
+	ls, m := gptBlocks(dev, 6, 32)
 	defer nn.Release(m)
-	x := make([]float64, 2*8*32)
-	for i := range x {
-		x[i] = math.Sin(float64(i) * 0.7)
-	}
 	s := autograd.NewScope()
 	defer s.Release()
-	xs := s.FromFloat64s(dev, []int{2, 8, 32}, x).Cast(dtype.F32)
+	xs := blockInput(s, dev, 32)
 	var loss *autograd.Tensor
 	s.Autocast(dtype.BF16, func() { loss = checkpoint.Sequential(ls, 3, xs).Pow(2).Mean(false) })
 	if err := loss.Backward(opts...); err != nil {
@@ -203,4 +181,26 @@ func autocastGrads(t *testing.T, opts ...autograd.BackwardOption) map[string][]f
 		out[p.Name] = p.T.Grad().Float64s()
 	}
 	return out
+}
+
+// gptBlocks builds n F32 GPT blocks h0 … h<n−1> of width width (2 heads,
+// context 8) on dev, and the module holding them.
+func gptBlocks(dev *device.Device, n, width int) ([]nn.Layer, *nn.Sequential) {
+	gen := autograd.NewGenerator(9)
+	cfg := nn.GPTConfig{Vocab: 16, Context: 8, Layers: n, Heads: 2, Width: width, Bias: true}
+	b := nn.NewBuilder(dev, dtype.F32, 4)
+	var ls []nn.Layer
+	for i := range n {
+		ls = append(ls, nn.NewGPTBlock(b, fmt.Sprintf("h%d", i), cfg, gen))
+	}
+	return ls, nn.NewSequential(ls...)
+}
+
+// blockInput returns the blocks' F32 input [2, 8, width] in s.
+func blockInput(s *autograd.Scope, dev *device.Device, width int) *autograd.Tensor {
+	x := make([]float64, 2*8*width)
+	for i := range x {
+		x[i] = math.Sin(float64(i) * 0.7)
+	}
+	return s.FromFloat64s(dev, []int{2, 8, width}, x).Cast(dtype.F32)
 }
