@@ -8,7 +8,10 @@
 //
 //   - Autocast (Scope.Autocast in package autograd): parameters stay F32;
 //     matrix products and convolutions run in F16 or BF16, so what the
-//     forward pass saves is half the size; gradients arrive in F32.
+//     forward pass saves is half the size; gradients arrive in F32. Each
+//     weight's 16-bit cast is made once per step (tagged parameter) and
+//     freed as soon as backward has passed it, as PyTorch's is, so at a
+//     backward peak only the casts of the layers not yet passed are alive.
 //   - Low-precision parameters with F32 master weights: the model is built
 //     in F16 or BF16 (2 bytes per parameter and 2 per gradient) and the
 //     optimizer keeps F32 master weights and F32 state (optim's

@@ -27,8 +27,11 @@ import (
 //
 // A parameter (a free-standing leaf) is cast once per scope and the cast
 // reused by every op of the step; the casts are tagged parameter (they are
-// the low-precision copy of the weights the step runs on) and freed by
-// Release. Gradients reach the parameters in the parameters' own dtype.
+// the low-precision copy of the weights the step runs on) and freed when
+// backward has passed the cast (without RetainGraph), else by Release.
+// PyTorch's cache lives until the autocast region exits, and a cast then
+// lives on only as a tensor saved for backward, freed as backward passes
+// it; freeing at the cast's own backward step is the same in backward. Gradients reach the parameters in the parameters' own dtype.
 // The cast of a gathered parameter (a leaf with a fetch function, ZeRO
 // stage 3) holds storage only while the parameter is bound: Unbind frees
 // it, the next use casts again, and an op that saves it for backward saves
@@ -118,7 +121,9 @@ func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
 	copyCast(c, t)
 	o := &op{name: "autocast", s: s, dev: t.dev, record: s.noGrad == 0 && t.requiresGrad, ins: []*Tensor{t}}
 	from := t.dt
-	o.grad([]*Tensor{c}, []*Tensor{t}, nil, func(bc *bctx) []*Tensor { return []*Tensor{bc.g[0].Cast(from)} })
+	if n := o.grad([]*Tensor{c}, []*Tensor{t}, nil, func(bc *bctx) []*Tensor { return []*Tensor{bc.g[0].Cast(from)} }); n != nil {
+		n.onFree = func() { dropCast(c) }
+	}
 	s.shardCast(c, t)
 	s.hold("autocast")
 	if s.casts == nil {
@@ -127,6 +132,19 @@ func (s *Scope) castParam(t *Tensor, dt dtype.DType) *Tensor {
 	s.casts[key] = c
 	s.unhold()
 	return c
+}
+
+// dropCast frees the scope's reference to the storage of c, a cached cast
+// whose graph node has been freed: backward has passed it, so every op of
+// the graph that saved c has run its backward step (and dropped its saved
+// reference, unless another graph of the scope still holds one, which
+// keeps the storage alive). c then reads as unbound, and castParam casts
+// again into fresh storage if a later op of the scope uses it.
+func dropCast(c *Tensor) {
+	if c.blk != nil {
+		c.blk.Release()
+		c.blk, c.unbound = nil, true
+	}
 }
 
 // castLabel labels the cast of parameter t: tagged parameter, scoped by

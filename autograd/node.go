@@ -54,6 +54,9 @@ type node struct {
 	fn    backwardFn
 	outs  []outMeta
 	freed bool
+	// onFree, when set, runs once when the node is freed (autocast's cached
+	// cast drops its storage then: castParam).
+	onFree func()
 	// inner are the leaves a custom node's backward reaches through a
 	// nested backward pass (Custom.Leaves).
 	inner []*Tensor
@@ -177,6 +180,10 @@ func (n *node) free() {
 		n.saved[i] = saved{}
 	}
 	n.fn = nil
+	if f := n.onFree; f != nil {
+		n.onFree = nil
+		f()
+	}
 }
 
 // clearGrads releases gradients accumulated for the node's outputs.

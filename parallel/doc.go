@@ -642,6 +642,9 @@
 // is rounding noise that Adam amplifies differently in every run. With
 // one data and one tensor rank the pipeline alone is bit for bit
 // (TestPipeMatchesOneDevice, and TestMPIMeshRanks's PP2 mesh).
+// TestMeshMatchesOneDeviceFourWay does the same for DP2×TP4 and DP2×PP4
+// (8 ranks, ZeRO-1, 4 heads, one block per stage): F64 losses within
+// 3.7e-16 and parameters 2e-13; F32 losses 3e-8, parameters 3.9e-5.
 //
 // Memory: each rank holds its stage's share Ψ_rank of the parameters —
 // the stage's whole parameters (LayerNorms, wpe, row-parallel biases) and

@@ -292,12 +292,28 @@ func keyBias(name string, i, c int) bool {
 // losses within 1e-5 and parameters within 1e-4 (relative; see compare).
 // TP1 meshes' pipelines alone are bit-exact (TestPipeMatchesOneDevice).
 func TestMeshMatchesOneDevice(t *testing.T) {
-	shapes := []parallel.MeshShape{{2, 2, 1}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}}
+	meshMatches(t, 2, []parallel.MeshShape{{2, 2, 1}, {2, 1, 2}, {1, 2, 2}, {2, 2, 2}})
+}
+
+// TestMeshMatchesOneDeviceFourWay is TestMeshMatchesOneDevice with
+// four-way splits composed with data parallelism: DP2×TP4 and DP2×PP4
+// (8 ranks, ZeRO-1), on the 4-block GPT with 4 heads (one per tensor
+// rank; one block per stage), 20 AdamW steps, F64 and F32, within the
+// same tolerances.
+func TestMeshMatchesOneDeviceFourWay(t *testing.T) {
+	meshMatches(t, 4, []parallel.MeshShape{{2, 4, 1}, {2, 1, 4}})
+}
+
+// meshMatches trains the 4-block GPT with heads heads on each mesh shape
+// for 20 steps, in F64 and F32, and compares it with one device (F64
+// within 1e-10; F32 losses within 1e-5, parameters within 1e-4).
+func meshMatches(t *testing.T, heads int, shapes []parallel.MeshShape) {
 	for _, dt := range []dtype.DType{dtype.F64, dtype.F32} {
 		rel := map[dtype.DType]float64{dtype.F64: 1e-10, dtype.F32: 1e-5}[dt]
 		prel := map[dtype.DType]float64{dtype.F64: 1e-10, dtype.F32: 1e-4}[dt]
 		for _, sh := range shapes {
 			ms := smallMesh(dt, sh)
+			ms.cfg.Heads = heads
 			want, pshapes := ms.reference(t)
 			start := time.Now()
 			got, err := ms.run()

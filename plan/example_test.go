@@ -71,7 +71,7 @@ func ExampleFit() {
 	}
 	// Output:
 	// plain                                            max batch 20
-	// amp bf16                                         max batch 27
+	// amp bf16                                         max batch 28
 	// amp bf16 + amp-params                            max batch 31
 	// accum 2                                          max batch 20
 	// accum 4                                          max batch 40
@@ -79,7 +79,7 @@ func ExampleFit() {
 	// selective                                        max batch 35
 	// activation budget                                max batch 37
 	// checkpoint √n                                    max batch 27
-	// amp bf16 + checkpoint √n                         max batch 30
+	// amp bf16 + checkpoint √n                         max batch 39
 	// amp bf16 + amp-params + checkpoint √n            max batch 46
 	// amp bf16 + amp-params + checkpoint √n + accum 4  max batch 144
 	// adamw8bit                                        max batch 36

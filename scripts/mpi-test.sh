@@ -30,7 +30,8 @@ go test -count=1 -tags mpi -run 'MPI' "$@" ./parallel
 # of the batch, not rank 0's. First two ranks with ZeRO stage 1 (rank 0's
 # optimizer state is half the model's Adam state), then a mesh of tensor
 # parallelism 2 × pipeline 2 (4 processes, their communicators split from
-# MPI's world).
+# MPI's world). Last the same mesh with BF16 parameters and F32 main
+# gradients (--grad-f32), accumulated over 2 micro-batches.
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -tags mpi -o "$bin/transformer" ./examples/transformer
@@ -54,6 +55,7 @@ same() {
 }
 same zero1 2 --ranks 2 --zero 1
 same tp2pp2 4 --ranks 4 --tp 2 --pp 2 --accum 2 --tie-embeddings=false
+same gradf32 4 --ranks 4 --tp 2 --pp 2 --accum 2 --tie-embeddings=false --amp bf16 --amp-params --grad-f32
 
 # A rank that fails must not leave the others waiting: under a capacity
 # between the two stages' peaks (the in-process run's extra.ranks) the
@@ -75,4 +77,4 @@ if [ "$rc" = 124 ] || [ "$failed" != 4 ] || ! grep -q 'out of memory' "$bin/fail
 	exit 1
 fi
 echo "mpi-test: --mem-limit $limit: stage 1 ran out of memory and all 4 ranks returned the error (no deadlock)"
-echo "mpi-test: the example ran as 2 MPI ranks (ZeRO 1) and as 4 (tp 2 × pp 2)"
+echo "mpi-test: the example ran as 2 MPI ranks (ZeRO 1) and as 4 (tp 2 × pp 2, f32 and bf16 with --grad-f32)"
