@@ -46,7 +46,11 @@ func (kern) Attention(out, lse, q, k, v device.Operand, b, h, t, d int, scale fl
 		return
 	}
 	o := s32(out)
-	kernels.Attention(o, s32(lse), s32(q), s32(k), s32(v), b, h, t, d, scale, causal)
+	if q.DType.IsLowPrecision() {
+		kernels.AttentionWidened(o, s32(lse), s32(q), s32(k), s32(v), q.DType == dtype.BF16, b, h, t, d, scale, causal)
+	} else {
+		kernels.Attention(o, s32(lse), s32(q), s32(k), s32(v), b, h, t, d, scale, causal)
+	}
 	put32(out, o)
 }
 
@@ -66,9 +70,13 @@ func (kern) AttentionGrad(dq, dk, dv, dout, q, k, v, out, lse device.Operand, b,
 		return
 	}
 	gq, gk, gv := s32(dq), s32(dk), s32(dv)
-	kernels.AttentionGrad(gq, gk, gv,
-		s32(dout), s32(q), s32(k), s32(v), s32(out),
-		s32(lse), b, h, t, d, scale, causal)
+	if q.DType.IsLowPrecision() {
+		kernels.AttentionGradWidened(gq, gk, gv, s32(dout), s32(q), s32(k), s32(v), s32(out),
+			s32(lse), q.DType == dtype.BF16, b, h, t, d, scale, causal)
+	} else {
+		kernels.AttentionGrad(gq, gk, gv, s32(dout), s32(q), s32(k), s32(v), s32(out),
+			s32(lse), b, h, t, d, scale, causal)
+	}
 	put32(dq, gq)
 	put32(dk, gk)
 	put32(dv, gv)

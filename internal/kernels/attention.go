@@ -56,6 +56,12 @@ func attnFor(units, work int, f func(lo, hi int)) {
 // second Gemm). Units of work are (head, query block) pairs, claimed by
 // the workers.
 func Attention[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, causal bool) {
+	attnRun(out, lse, q, k, v, b, h, t, d, scale, causal, nil)
+}
+
+// attnRun is Attention with rnd applied to each probability tile (see
+// attnForwardBlock).
+func attnRun[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, causal bool, rnd attnTileRound[T]) {
 	if b*h*t*d == 0 {
 		return
 	}
@@ -68,14 +74,16 @@ func Attention[T Float](out, lse, q, k, v []T, b, h, t, d int, scale float64, ca
 		st := scratchView[float64](&sc.row, 2*attnFQ)
 		for u := lo; u < hi; u++ {
 			bh, qb := u/nq, u%nq
-			attnForwardBlock(out, lse, q, k, v, s, acc, st, bh, qb*attnFQ, t, d, scale, causal)
+			attnForwardBlock(out, lse, q, k, v, s, acc, st, bh, qb*attnFQ, t, d, scale, causal, rnd)
 		}
 	})
 }
 
 // attnForwardBlock computes the output rows [i0, i0+attnFQ) ∩ [0, t) of
-// head bh.
-func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, i0, t, d int, scale float64, causal bool) {
+// head bh. A non-nil rnd rounds the probability tile in place after the
+// row sums are taken and before P·V (the 16-bit attention's semantics,
+// see attnTileRound).
+func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, i0, t, d int, scale float64, causal bool, rnd attnTileRound[T]) {
 	base := bh * t * d
 	mq, nk, m, l, acc := attnBlockStart(st, acc, i0, t, d, causal)
 	for j0 := 0; j0 < nk; j0 += attnFK {
@@ -88,6 +96,7 @@ func attnForwardBlock[T Float](out, lse, q, k, v, s, acc []T, st []float64, bh, 
 		var c [attnFQ]float64
 		attnSoftmaxTile(s, attnFK, i0, j0, mq, nb, causal, m, l, c[:mq])
 		attnRescale(acc, d, c[:mq])
+		rnd.apply(s, attnFK, mq, nb)
 		// O_i += P·V_j.
 		Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: 1, Beta: 1,
 			OffB: base + j0*d, LdA: attnFK, LdB: d, LdC: d}, s, v, acc)
@@ -246,6 +255,12 @@ func attnExpShift[T Float](row []T, shift float64) float64 {
 // one unit of work, because its dq rows collect from every key block; the
 // workers claim heads.
 func AttentionGrad[T Float](dq, dk, dv, dout, q, k, v, out, lse []T, b, h, t, d int, scale float64, causal bool) {
+	attnGradRun(dq, dk, dv, dout, q, k, v, out, lse, b, h, t, d, scale, causal, nil)
+}
+
+// attnGradRun is AttentionGrad with rnd applied to each P and dS tile
+// (see attnBackwardHead).
+func attnGradRun[T Float](dq, dk, dv, dout, q, k, v, out, lse []T, b, h, t, d int, scale float64, causal bool, rnd attnTileRound[T]) {
 	if b*h*t*d == 0 {
 		return
 	}
@@ -256,13 +271,15 @@ func AttentionGrad[T Float](dq, dk, dv, dout, q, k, v, out, lse []T, b, h, t, d 
 		p := scratchView[T](&sc.p, attnBQ*attnBK)
 		delta := scratchView[float64](&sc.row, t)
 		for bh := lo; bh < hi; bh++ {
-			attnBackwardHead(dq, dk, dv, dout, q, k, v, out, lse, s, p, delta, bh, t, d, scale, causal)
+			attnBackwardHead(dq, dk, dv, dout, q, k, v, out, lse, s, p, delta, bh, t, d, scale, causal, rnd)
 		}
 	})
 }
 
-// attnBackwardHead computes the gradients of head bh.
-func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, delta []float64, bh, t, d int, scale float64, causal bool) {
+// attnBackwardHead computes the gradients of head bh. A non-nil rnd
+// rounds P (after dS is taken from the unrounded P) before Pᵀ·dO and dS
+// before dS·K and dSᵀ·Q (see attnTileRound).
+func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, delta []float64, bh, t, d int, scale float64, causal bool, rnd attnTileRound[T]) {
 	base := bh * t * d
 	for i := range t {
 		delta[i] = attnDot(dout[base+i*d:][:d], out[base+i*d:][:d])
@@ -273,13 +290,15 @@ func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, de
 		Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: scale,
 			OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, q, k, s)
 		attnProbTile(s, attnBK, i0, j0, mq, nb, causal, ls[i0:i0+mq])
-		// dV_j += Pᵀ·dO_i.
-		Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: 1, Beta: first,
-			OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, s, dout, dv)
 		// dP = dO_i·V_jᵀ in p, then dS = P∘(dP − δ_i) in place.
 		Gemm(GemmArgs{TransB: true, M: mq, N: nb, K: d, Alpha: 1,
 			OffA: base + i0*d, OffB: base + j0*d, LdA: d, LdB: d, LdC: attnBK}, dout, v, p)
 		attnDSTile(p, s, attnBK, mq, nb, delta[i0:i0+mq])
+		rnd.apply(s, attnBK, mq, nb)
+		rnd.apply(p, attnBK, mq, nb)
+		// dV_j += Pᵀ·dO_i.
+		Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: 1, Beta: first,
+			OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, s, dout, dv)
 		// dQ_i += scale·dS·K_j (the first key block writes it).
 		Gemm(GemmArgs{M: mq, N: d, K: nb, Alpha: scale, Beta: betaQ,
 			OffB: base + j0*d, OffC: base + i0*d, LdA: attnBK, LdB: d, LdC: d}, p, k, dq)
@@ -287,6 +306,18 @@ func attnBackwardHead[T Float](dq, dk, dv, dout, q, k, v, out, lse, s, p []T, de
 		Gemm(GemmArgs{TransA: true, M: nb, N: d, K: mq, Alpha: scale, Beta: first,
 			OffB: base + i0*d, OffC: base + j0*d, LdA: attnBK, LdB: d, LdC: d}, p, q, dk)
 	})
+}
+
+// attnTileRound rounds a (rows, cols) tile of row stride ld in place to
+// the 16-bit operand type of the attention it serves; nil rounds nothing
+// (float32 and float64 Attention).
+type attnTileRound[T Float] func(s []T, ld, rows, cols int)
+
+// apply runs r on the tile unless r is nil.
+func (r attnTileRound[T]) apply(s []T, ld, rows, cols int) {
+	if r != nil {
+		r(s, ld, rows, cols)
+	}
 }
 
 // attnTilePairs calls f for every pair of a key block (keys j0…, nb of

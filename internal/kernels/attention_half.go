@@ -20,9 +20,11 @@ func attnHalfCheck(t, d int) {
 // widens the head's q, k and v into its scratch, computes its query blocks
 // as Attention does in float32 and narrows the head's output, so no
 // float32 copy of a whole operand exists. Each block's arithmetic is
-// Attention's on the widened head, so out and lse have the bits of
-// Attention on the widened operands (out narrowed after). t·d must be at
-// most AttnHalfHeadElems.
+// Attention's on the widened head except that the probabilities P are
+// rounded to the 16-bit type before P·V (the row sums taken before, from
+// the float32 P): PyTorch's flash-attention semantics for 16-bit
+// operands, which the pair kernel and the cuda device's attention share.
+// t·d must be at most AttnHalfHeadElems.
 //
 // bfloat16 on a CPU with AVX512_BF16 takes the pair kernel instead (see
 // attn_bf16.go): q, k and v are read as bfloat16 by VDPBF16PS with
@@ -43,7 +45,7 @@ func attnWidenedForward(out []uint16, lse []float32, q, k, v []uint16, bf16 bool
 		acc := scratchView[float32](&sc.acc, attnFQ*d)
 		st := scratchView[float64](&sc.row, 2*attnFQ)
 		for i0 := 0; i0 < t; i0 += attnFQ {
-			attnForwardBlock(x[0], lse[bh*t:(bh+1)*t], x[1], x[2], x[3], s, acc, st, 0, i0, t, d, scale, causal)
+			attnForwardBlock(x[0], lse[bh*t:(bh+1)*t], x[1], x[2], x[3], s, acc, st, 0, i0, t, d, scale, causal, attnHalfRound(bf16))
 		}
 	})
 }
@@ -51,9 +53,10 @@ func attnWidenedForward(out []uint16, lse []float32, q, k, v []uint16, bf16 bool
 // AttentionGradHalf is AttentionGrad for 16-bit dq, dk, dv, dout, q, k, v
 // and out with float32 lse, a head at a time in per-worker scratch as
 // AttentionHalf: the head's dout, q, k, v and out widened, its gradients
-// computed in float32 by AttentionGrad's head loop and narrowed. The bits
-// are those of AttentionGrad on the widened operands (gradients narrowed
-// after). t·d must be at most AttnHalfHeadElems. bfloat16 on a CPU with
+// computed in float32 by AttentionGrad's head loop and narrowed, with P
+// rounded to the 16-bit type before Pᵀ·dO and dS = P∘(dP − δ) (from the
+// float32 P) rounded before dS·K and dSᵀ·Q, as in AttentionHalf. t·d must
+// be at most AttnHalfHeadElems. bfloat16 on a CPU with
 // AVX512_BF16 takes the pair kernel, as AttentionHalf does.
 func AttentionGradHalf(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
 	if a, ok := attnPairs(bf16, t, d, scale); ok && b*h > 0 {
@@ -70,7 +73,7 @@ func attnWidenedGrad(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf1
 		p := scratchView[float32](&sc.p, attnBQ*attnBK)
 		delta := scratchView[float64](&sc.row, t)
 		attnBackwardHead(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7],
-			lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal)
+			lse[bh*t:(bh+1)*t], s, p, delta, 0, t, d, scale, causal, attnHalfRound(bf16))
 	})
 }
 
@@ -124,4 +127,36 @@ func attnHalfHeads(bf16 bool, b, h, t, d int, outs, ins [][]uint16, compute func
 			}
 		}
 	})
+}
+
+// AttentionWidened is Attention on float32 copies of bfloat16 (bf16) or
+// float16 operands with AttentionHalf's semantics: each probability tile
+// rounded to the 16-bit type before P·V. It serves the callers that widen
+// whole operands (heads over AttnHalfHeadElems, mixed layouts); its bits
+// are those of AttentionHalf's widened path on the same values.
+func AttentionWidened(out, lse, q, k, v []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	attnRun(out, lse, q, k, v, b, h, t, d, scale, causal, attnHalfRound(bf16))
+}
+
+// AttentionGradWidened is AttentionGrad on float32 copies of 16-bit
+// operands with AttentionGradHalf's semantics (P and dS rounded to the
+// 16-bit type before the products they enter), as AttentionWidened.
+func AttentionGradWidened(dq, dk, dv, dout, q, k, v, out, lse []float32, bf16 bool, b, h, t, d int, scale float64, causal bool) {
+	attnGradRun(dq, dk, dv, dout, q, k, v, out, lse, b, h, t, d, scale, causal, attnHalfRound(bf16))
+}
+
+// attnHalfRound returns the rounding of the 16-bit attention's P and dS
+// tiles to bfloat16 (bf16) or float16, nearest even, a row at a time
+// through a stack row: the operand type of the products they enter, as
+// PyTorch's flash attention rounds them (and the pair kernel must).
+func attnHalfRound(bf16 bool) attnTileRound[float32] {
+	widen, narrow := halfWiden(bf16), halfNarrow(bf16)
+	return func(s []float32, ld, rows, cols int) {
+		var buf [max(attnFK, attnBK)]uint16
+		for r := range rows {
+			row := s[r*ld : r*ld+cols]
+			narrow(buf[:cols], row)
+			widen(row, buf[:cols])
+		}
+	}
 }

@@ -10,8 +10,11 @@ import (
 )
 
 // TestAttentionHalf: AttentionHalf and AttentionGradHalf on bfloat16
-// (where the CPU lacks AVX512_BF16) and float16 operands give bit for bit what Attention and AttentionGrad give
-// on the operands widened to float32 (outputs narrowed after), on every
+// (where the CPU lacks AVX512_BF16) and float16 operands give bit for bit
+// what Attention and AttentionGrad's algorithm gives on the operands
+// widened to float32 with each P and dS tile rounded to the 16-bit type
+// element by element by package dtype's scalar conversions (outputs
+// narrowed after), on every
 // kernel path of this machine, causal or not: one element, heads of odd
 // length and width (tails of every tile), one that spans several key
 // blocks, and a call large enough to run on the workers.
@@ -67,9 +70,14 @@ func attnHalfCase(t *testing.T, what string, bf16 bool, in [4][]uint16, b, h, tt
 		}
 		return wide(hv)
 	}
+	rnd := func(s []float32, ld, rows, cols int) { // P and dS to 16 bits
+		for r := range rows {
+			copy(s[r*ld:r*ld+cols], round(s[r*ld:r*ld+cols]))
+		}
+	}
 	q, k, v, dout := wide(in[0]), wide(in[1]), wide(in[2]), wide(in[3])
 	out, lse := make([]float32, n), make([]float32, rows)
-	Attention(out, lse, q, k, v, b, h, tt, d, scale, causal)
+	attnRun(out, lse, q, k, v, b, h, tt, d, scale, causal, rnd)
 	hout, hlse := make([]uint16, n), make([]float32, rows)
 	AttentionHalf(hout, hlse, in[0], in[1], in[2], bf16, b, h, tt, d, scale, causal)
 	outR := round(out)
@@ -77,7 +85,7 @@ func attnHalfCase(t *testing.T, what string, bf16 bool, in [4][]uint16, b, h, tt
 	sameF32(t, what+" forward lse", hlse, lse)
 	// The gradient from the narrowed output, as the 16-bit forward left it.
 	gq, gk, gv := make([]float32, n), make([]float32, n), make([]float32, n)
-	AttentionGrad(gq, gk, gv, dout, q, k, v, outR, lse, b, h, tt, d, scale, causal)
+	attnGradRun(gq, gk, gv, dout, q, k, v, outR, lse, b, h, tt, d, scale, causal, rnd)
 	hq, hk, hv := make([]uint16, n), make([]uint16, n), make([]uint16, n)
 	AttentionGradHalf(hq, hk, hv, in[3], in[0], in[1], in[2], hout, hlse, bf16, b, h, tt, d, scale, causal)
 	sameF32(t, what+" dq", wide(hq), round(gq))

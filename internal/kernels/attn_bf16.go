@@ -15,18 +15,21 @@ import "math"
 // heads and are narrowed once at the end.
 //
 // What rounds differently from the widened path (Attention in float32 on
-// the widened operands):
+// the widened operands, P and dS rounded to bfloat16 the same way):
 //   - each product is the instruction's: per lane, a pair's two products
 //     added one after the other, each rounded to float32, denormal inputs
 //     and results flushed to zero (dotBF16Pair), in the pair kernel's
 //     order, instead of float32 FMAs;
 //   - scale multiplies the float32 scores after Q·Kᵀ (one rounding)
 //     instead of being folded into the packed Q, and multiplies dQ and
-//     dK once after their sums instead of each dS·K and dSᵀ·Q product;
-//   - P (in P·V and Pᵀ·dO) and dS (in dS·K and dSᵀ·Q) are bfloat16: a
-//     relative error of at most 2⁻⁹ per element; each row's sum l is taken
-//     from the unrounded float32 P, so the output's normaliser is exact to
-//     float32 while its numerator carries P's rounding.
+//     dK once after their sums instead of each dS·K and dSᵀ·Q product.
+//
+// Both paths (and the cuda device's attention) round P (in P·V and
+// Pᵀ·dO) and dS (in dS·K and dSᵀ·Q) to bfloat16, a relative error of at
+// most 2⁻⁹ per element, as PyTorch's flash attention does for 16-bit
+// operands; each row's sum l is taken from the unrounded float32 P, so
+// the output's normaliser is exact to float32 while its numerator
+// carries P's rounding.
 //
 // Memory: per worker the float32 tiles of Attention (64×256 scores and
 // 64×D output forward; two 64×64 tiles and T row statistics backward), a

@@ -28,6 +28,19 @@ template<class A> __device__ A attn_neg_inf();
 template<> __device__ float attn_neg_inf<float>() { return __int_as_float(0xff800000); }
 template<> __device__ double attn_neg_inf<double>() { return __longlong_as_double(0xfff0000000000000LL); }
 
+// attn_round rounds x to T and back (nearest even): for 16-bit T the
+// probabilities P and score gradients dS are rounded to the operand type
+// before the products they enter (P·V, Pᵀ·dO, dS·K, dSᵀ·Q), as PyTorch's
+// flash attention and the cpu device's 16-bit attention do; the row sums
+// and dS itself are taken from the unrounded P. Identity for float and
+// double.
+template<class T>
+__device__ typename Elem<T>::acc attn_round(typename Elem<T>::acc x) {
+	T v;
+	Elem<T>::store(&v, 0, x);
+	return Elem<T>::load(&v, 0);
+}
+
 // attn_load_rows copies rows [r0, r0+nr) of one head (row length d) into
 // the shared tile dst (row stride ld), zero-filling rows nr..tile−1.
 template<class T, class A>
@@ -99,7 +112,7 @@ __device__ void attention_fwd(T* out, typename Elem<T>::acc* lse, const T* q, co
 				double sum = 0;
 				for (int c = 0; c < nb; c++) {
 					A p = (causal && j0 + c > i0 + r) ? (A)0 : exp_acc(row[c] - mn);
-					row[c] = p;
+					row[c] = attn_round<T>(p);
 					sum += (double)p;
 				}
 				M[r] = mn;
@@ -141,8 +154,9 @@ __device__ void attn_delta(A* D, A* LS, const T* dout, const T* out, const A* ls
 }
 
 // attn_probs turns the score tile S into P = exp(S − lse) (0 where masked)
-// and writes dS = P∘(dO·Vᵀ − δ) into G (both row stride tile+1).
-template<class A>
+// and writes dS = P∘(dO·Vᵀ − δ) into G (both row stride tile+1), both
+// rounded by attn_round<T> after dS is taken from the unrounded P.
+template<class T, class A>
 __device__ void attn_probs(A* S, A* G, const A* dO, const A* V, const A* LS, const A* D, int mq, int nb, int tile,
 		int d, long long i0, long long j0, int causal) {
 	for (int e = threadIdx.x; e < mq * nb; e += blockDim.x) {
@@ -151,8 +165,8 @@ __device__ void attn_probs(A* S, A* G, const A* dO, const A* V, const A* LS, con
 		A dp = 0;
 		for (int x = 0; x < d; x++)
 			dp += dO[r * d + x] * V[c * (d + 1) + x];
-		S[r * (tile + 1) + c] = p;
-		G[r * (tile + 1) + c] = p * (dp - D[r]);
+		S[r * (tile + 1) + c] = attn_round<T>(p);
+		G[r * (tile + 1) + c] = attn_round<T>(p * (dp - D[r]));
 	}
 }
 
@@ -192,7 +206,7 @@ __device__ void attention_grad_kv(T* dk, T* dv, const T* dout, const T* q, const
 			__syncthreads();
 			attn_scores(S, Q, K, mq, nb, tile, d, scale, i0, j0, causal);
 			__syncthreads();
-			attn_probs(S, G, dO, V, LS, D, mq, nb, tile, d, i0, j0, causal);
+			attn_probs<T>(S, G, dO, V, LS, D, mq, nb, tile, d, i0, j0, causal);
 			__syncthreads();
 			for (int e = threadIdx.x; e < nb * d; e += blockDim.x) {
 				int c = e / d, x = e % d;
@@ -248,7 +262,7 @@ __device__ void attention_grad_q(T* dq, const T* dout, const T* q, const T* k, c
 			__syncthreads();
 			attn_scores(S, Q, K, mq, nb, tile, d, scale, i0, j0, causal);
 			__syncthreads();
-			attn_probs(S, G, dO, V, LS, D, mq, nb, tile, d, i0, j0, causal);
+			attn_probs<T>(S, G, dO, V, LS, D, mq, nb, tile, d, i0, j0, causal);
 			__syncthreads();
 			for (int e = threadIdx.x; e < mq * d; e += blockDim.x) {
 				int r = e / d, x = e % d;
