@@ -55,7 +55,7 @@ TEXT ·f16ToF32Asm(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), CX
 
 	MOVL         $0x00400000, AX
-	MOVQ         AX, X8
+	VMOVQ        AX, X8
 	VPBROADCASTD X8, Y8
 
 	CMPQ CX, $32
