@@ -17,7 +17,7 @@ import (
 // bfloat16 through the float32 kernel's widening packers (attnBF16 on
 // sgemm), "pairs" the VDPBF16PS pair kernel (AVX512_BF16 only). GFLOP/s
 // as in BenchmarkAttention: forward 2·B·H·T²·D when causal, backward 2.5×
-// that.
+// that. f32 is float32 Attention on the same values as float32 operands.
 func BenchmarkAttentionBF16(b *testing.B) {
 	for _, sh := range [][4]int{{16, 4, 256, 64}, {8, 12, 256, 64}} {
 		bb, h, t, d := sh[0], sh[1], sh[2], sh[3]
@@ -39,9 +39,9 @@ func BenchmarkAttentionBF16(b *testing.B) {
 		if sbgemm != nil {
 			paths["pairs"] = attnBF16{kn: sbgemm, scale: float32(scale)}
 		}
-		for _, impl := range []string{"widened", "direct", "pairs"} {
+		for _, impl := range []string{"f32", "widened", "direct", "pairs"} {
 			a, ok := paths[impl]
-			if !ok && impl != "widened" {
+			if !ok && impl != "widened" && impl != "f32" {
 				continue
 			}
 			forward := func() { a.forward(out, lse, q, k, v, bb, h, t, d, true) }
@@ -49,6 +49,11 @@ func BenchmarkAttentionBF16(b *testing.B) {
 			if impl == "widened" {
 				forward = func() { attnWidenedForward(out, lse, q, k, v, true, bb, h, t, d, scale, true) }
 				backward = func() { attnWidenedGrad(dq, dk, dv, dout, q, k, v, out, lse, true, bb, h, t, d, scale, true) }
+			}
+			if impl == "f32" { // float32 Attention on float32 operands: the F32 step's kernel
+				f := attnF32Operands(q, k, v, dout)
+				forward = func() { Attention(f[4], lse, f[0], f[1], f[2], bb, h, t, d, scale, true) }
+				backward = func() { AttentionGrad(f[5], f[6], f[7], f[3], f[0], f[1], f[2], f[4], lse, bb, h, t, d, scale, true) }
 			}
 			for _, pass := range []struct {
 				name  string
@@ -65,4 +70,18 @@ func BenchmarkAttentionBF16(b *testing.B) {
 			}
 		}
 	}
+}
+
+// attnF32Operands returns q, k, v and dout widened to float32 and four
+// float32 slices of their length (out, dq, dk, dv).
+func attnF32Operands(q, k, v, dout []uint16) [8][]float32 {
+	var f [8][]float32
+	for i, x := range [][]uint16{q, k, v, dout} {
+		f[i] = make([]float32, len(x))
+		dtype.BF16ToF32s(f[i], x)
+	}
+	for i := 4; i < 8; i++ {
+		f[i] = make([]float32, len(q))
+	}
+	return f
 }

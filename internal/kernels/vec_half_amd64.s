@@ -59,7 +59,7 @@ TEXT ·vecRelu16(SB), NOSPLIT, $0-32
 	MOVQ         s+8(FP), SI
 	MOVQ         n+16(FP), CX
 	MOVQ         lim+24(FP), AX
-	MOVQ         AX, X15
+	VMOVQ        AX, X15
 	VPBROADCASTW X15, Y15
 	VPXOR        Y14, Y14, Y14
 
@@ -87,13 +87,13 @@ TEXT ·vecReluGrad16(SB), NOSPLIT, $0-48
 	MOVQ         y+16(FP), DX
 	MOVQ         n+24(FP), CX
 	MOVQ         lim+32(FP), AX
-	MOVQ         AX, X15
+	VMOVQ        AX, X15
 	VPBROADCASTW X15, Y15
 	MOVQ         quiet+40(FP), AX
-	MOVQ         AX, X13
+	VMOVQ        AX, X13
 	VPBROADCASTW X13, Y13
 	MOVL         $0x7fff, AX
-	MOVQ         AX, X12
+	VMOVQ        AX, X12
 	VPBROADCASTW X12, Y12
 	VPXOR        Y14, Y14, Y14
 
