@@ -630,7 +630,7 @@ mrreduce:
 	VMAXPS       X1, X0, X0
 	VPERMILPS    $0xb1, X0, X1
 	VMAXPS       X1, X0, X0
-	MOVSS        X0, (DX)
+	VMOVSS       X0, (DX)
 	ADDQ         R8, DI
 	ADDQ         $8, R10
 	ADDQ         $4, DX

@@ -20,7 +20,7 @@ TEXT ·qAbsMaxAVX2(SB), NOSPLIT, $0-20
 	MOVQ         src+0(FP), SI
 	MOVQ         n+8(FP), CX
 	MOVL         $0x7fffffff, AX
-	MOVQ         AX, X15
+	VMOVQ        AX, X15
 	VPBROADCASTD X15, Y15
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
@@ -49,7 +49,7 @@ am_loop:
 	VPMAXUD      X5, X4, X4
 	VPSHUFD      $0xb1, X4, X5
 	VPMAXUD      X5, X4, X4
-	MOVQ         X4, AX
+	VMOVQ        X4, AX
 	MOVL         AX, ret+16(FP)
 	VZEROUPPER
 	RET
@@ -61,10 +61,10 @@ TEXT ·qQuantizeAVX2(SB), NOSPLIT, $0-28
 	MOVQ         n+16(FP), CX
 	VBROADCASTSS inv+24(FP), Y15
 	MOVL         $0xc2fe0000, AX // −127.0
-	MOVQ         AX, X14
+	VMOVQ        AX, X14
 	VPBROADCASTD X14, Y14
 	MOVL         $0x42fe0000, AX // 127.0
-	MOVQ         AX, X13
+	VMOVQ        AX, X13
 	VPBROADCASTD X13, Y13
 	VMOVDQU      qperm<>(SB), Y12
 
