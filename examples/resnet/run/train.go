@@ -90,13 +90,10 @@ func (r *replica) Module() nn.Module { return r.model }
 // Builder is the builder that made the model (train.Built).
 func (r *replica) Builder() *nn.Builder { return r.b }
 
-// Optimizer is SGD with Nesterov momentum and weight decay.
+// Optimizer is the flags' (Config.newOptimizer): by default SGD with
+// Nesterov momentum and weight decay.
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {
-	cfg := sgdConfig(r.c, r.c.LR)
-	if d != nil {
-		return parallel.NewSGD(d, cfg)
-	}
-	return optim.NewSGD(r.model.Params(), cfg)
+	return r.c.newOptimizer(r.model.Params(), d)
 }
 
 // sgdConfig is the SGD of the flags at learning rate lr.
