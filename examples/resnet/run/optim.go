@@ -44,13 +44,5 @@ func (c *Config) newOptimizer(ps []nn.Param, d *parallel.DDP) (optim.Optimizer, 
 		return optim.NewSGD(ps, sgdConfig(c, c.LR))
 	}
 	cfg := optim.AdamConfig{LR: c.LR, WeightDecay: c.WeightDecay, MasterWeights: c.AMPParams}
-	switch {
-	case d != nil && c.Optimizer == adamw8bit:
-		return parallel.NewAdamW8bit(d, cfg, optim.Quant8Config{})
-	case d != nil:
-		return parallel.NewAdamW(d, cfg)
-	case c.Optimizer == adamw8bit:
-		return optim.NewAdamW8bit(ps, cfg, optim.Quant8Config{})
-	}
-	return optim.NewAdamW(ps, cfg)
+	return train.NewAdamW(ps, d, cfg, c.Optimizer == adamw8bit)
 }
