@@ -2,7 +2,8 @@
 # quality-19.sh reruns issue 19's quality measurements and prints them as
 # Markdown tables, every number from a run's --report:
 #  1. the transformer example at its defaults (2,000 steps) with AdamW and
-#     with --optimizer adamw8bit: validation loss, optimizer bytes, samples/s;
+#     with --optimizer adamw8bit: validation loss, optimizer bytes, samples/s
+#     (and samples/s again from 200-step runs of each, alternated 3 times);
 #  2. the ResNet example on MNIST (2 epochs) with --optimizer adamw and
 #     adamw8bit at --lr 3e-3, and its default SGD: test accuracy;
 #  3. the LoRA flow: a base trained at the defaults on --corpus-slice 0:0.8
@@ -10,14 +11,15 @@
 #     headroom export, then fine-tuned on 0.8:1 (the rest: runtime … vendor)
 #     for FT_STEPS steps three ways: every weight, --lora 8, and
 #     --lora 8 --lora-base int8; with the base's own loss on 0.8:1.
-# The base is evaluated on a slice by one step at --lr 1e-30: an update of
-# ~1e-30 changes no F32 weight of magnitude above ~1e-23 (the ulp there is
-# larger), so what is evaluated is the base; the "base, own slice" row checks
-# the device against the base run's own validation loss, which it must equal.
+# The base is evaluated on a slice by one step at --lr 1e-30 (the example
+# has no evaluation-only mode): AdamW's first update is about lr per element,
+# below half an F32 ulp of any weight of magnitude above 2e-23, so what is
+# evaluated is the base; the "own slice" row checks this against the base
+# run's own validation loss, which it must equal.
 # Usage: scripts/quality-19.sh [DIR]   (reports and logs go to DIR, default a
 # temporary folder that is kept). Env: FT_STEPS (default 500), SKIP (a list
-# of parts to leave out: transformer, resnet, lora). About 25 minutes on 2
-# quiet cores.
+# of parts to leave out: transformer, speed, resnet, lora). About 30
+# minutes on 2 quiet cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-$(mktemp -d)}
@@ -36,6 +38,12 @@ run() { # name program args...: one run, its report at $out/name.json
 if [[ $skip != *transformer* ]]; then
 	run t-adamw transformer
 	run t-adamw8bit transformer --optimizer adamw8bit
+fi
+if [[ $skip != *speed* ]]; then # samples/s alternated in one stretch of time
+	for i in 1 2 3; do
+		run s-adamw-$i transformer --steps 200 --sample 0 --eval-batches 1
+		run s-adamw8bit-$i transformer --steps 200 --sample 0 --eval-batches 1 --optimizer adamw8bit
+	done
 fi
 if [[ $skip != *resnet* ]]; then
 	run r-adamw resnet --optimizer adamw --lr 3e-3
@@ -70,6 +78,10 @@ def pair(title, a, b, metric, scale, unit):
     print(f"\ndifference ({b} − {a}): {scale*(rb['eval']-ra['eval']):+.4f} {unit}")
 pair("Transformer, defaults (2,000 steps): AdamW vs 8-bit AdamW", "t-adamw", "t-adamw8bit", "validation nats/byte", 1, "nats/byte")
 pair("ResNet, MNIST, 2 epochs, --lr 3e-3: AdamW vs 8-bit AdamW", "r-adamw", "r-adamw8bit", "test accuracy %", 100, "points")
+sp = {o: [r["samples_per_sec"] for i in (1, 2, 3) if (r := rep(f"s-{o}-{i}"))] for o in ("adamw", "adamw8bit")}
+if sp["adamw"] and sp["adamw8bit"]:
+    print("\ntransformer samples/s, 200 steps, alternated:", ", ".join(f"{o} " + " ".join(f"{v:.1f}" for v in vs) for o, vs in sp.items()),
+          f"— 8-bit/F32 {sum(sp['adamw8bit'])/len(sp['adamw8bit']) / (sum(sp['adamw'])/len(sp['adamw'])):.3f}")
 s = rep("r-sgd")
 if s: print(f"\ndefault SGD (Nesterov, --lr 0.05): test accuracy {100*s['eval']:.2f}%")
 rows = [("base (0:0.8), own slice, its run", "base"), ("base, own slice, --init + 1 step at lr 1e-30", "base-own"),
