@@ -17,7 +17,9 @@
 # evaluated is the base; the "own slice" row checks this against the base
 # run's own validation loss, which it must equal.
 # Usage: scripts/quality-19.sh [DIR]   (reports and logs go to DIR, default a
-# temporary folder that is kept). Env: FT_STEPS (default 500), SKIP (a list
+# temporary folder that is kept; a run whose report is already in DIR is not
+# rerun, so an interrupted script continues and a second call only prints).
+# Env: SEED (every run's --seed, default 1), FT_STEPS (default 500), SKIP (a list
 # of parts to leave out: transformer, speed, resnet, lora). About 30
 # minutes on 2 quiet cores.
 set -euo pipefail
@@ -25,15 +27,20 @@ cd "$(dirname "$0")/.."
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 ft=${FT_STEPS:-500}
+seed=${SEED:-1}
 skip=${SKIP:-}
 go build -o "$out/transformer" ./examples/transformer
 go build -o "$out/resnet" ./examples/resnet
 go build -o "$out/headroom" ./cmd/headroom
-run() { # name program args...: one run, its report at $out/name.json
+run() { # name program args...: one run, its report at $out/name.json (kept: a rerun skips it)
 	local name=$1 prog=$2
 	shift 2
-	echo "== $name: $prog $*" >&2
-	"$out/$prog" "$@" --report "$out/$name.json" >"$out/$name.log" 2>&1
+	if [[ -s $out/$name.json ]]; then
+		echo "== $name: kept from an earlier run" >&2
+		return
+	fi
+	echo "== $name: $prog $* --seed $seed" >&2
+	"$out/$prog" "$@" --seed "$seed" --report "$out/$name.json" >"$out/$name.log" 2>&1
 }
 if [[ $skip != *transformer* ]]; then
 	run t-adamw transformer
@@ -52,7 +59,7 @@ if [[ $skip != *resnet* ]]; then
 fi
 if [[ $skip != *lora* ]]; then
 	run base transformer --corpus-slice 0:0.8 --save "$out/base.snap"
-	"$out/headroom" export "$out/base.snap" "$out/base.safetensors" >&2
+	[[ -s $out/base.safetensors ]] || "$out/headroom" export "$out/base.snap" "$out/base.safetensors" >&2
 	init=(--init "$out/base.safetensors" --sample 0)
 	run base-own transformer --corpus-slice 0:0.8 "${init[@]}" --steps 1 --lr 1e-30
 	run base-new transformer --corpus-slice 0.8:1 "${init[@]}" --steps 1 --lr 1e-30
