@@ -10,7 +10,10 @@
 #     of the Go source corpus (it ends in runtime/pprof), exported with
 #     headroom export, then fine-tuned on 0.8:1 (the rest: runtime … vendor)
 #     for FT_STEPS steps three ways: every weight, --lora 8, and
-#     --lora 8 --lora-base int8; with the base's own loss on 0.8:1.
+#     --lora 8 --lora-base int8 (all at the default --lr 3e-3), and --lora 8
+#     at --lr 1e-2; with the base's own loss on 0.8:1. Peaks are by tag over
+#     the run (an INT8 base's parameter peak is its F32 --init copy before
+#     conversion; the column beside it is at the run's total peak).
 # The base is evaluated on a slice by one step at --lr 1e-30 (the example
 # has no evaluation-only mode): AdamW's first update is about lr per element,
 # below half an F32 ulp of any weight of magnitude above 2e-23, so what is
@@ -66,6 +69,7 @@ if [[ $skip != *lora* ]]; then
 	run ft-full transformer --corpus-slice 0.8:1 "${init[@]}" --steps "$ft"
 	run ft-lora8 transformer --corpus-slice 0.8:1 "${init[@]}" --steps "$ft" --lora 8
 	run ft-qlora8 transformer --corpus-slice 0.8:1 "${init[@]}" --steps "$ft" --lora 8 --lora-base int8
+	run ft-lora8-lr1e-2 transformer --corpus-slice 0.8:1 "${init[@]}" --steps "$ft" --lora 8 --lr 1e-2
 fi
 python3 - "$out" <<'PY'
 import json, os, sys
@@ -93,16 +97,16 @@ s = rep("r-sgd")
 if s: print(f"\ndefault SGD (Nesterov, --lr 0.05): test accuracy {100*s['eval']:.2f}%")
 rows = [("base (0:0.8), own slice, its run", "base"), ("base, own slice, --init + 1 step at lr 1e-30", "base-own"),
         ("base on 0.8:1 (before fine-tuning)", "base-new"), ("full fine-tune", "ft-full"),
-        ("--lora 8", "ft-lora8"), ("--lora 8 --lora-base int8", "ft-qlora8")]
+        ("--lora 8", "ft-lora8"), ("--lora 8 --lora-base int8", "ft-qlora8"), ("--lora 8 --lr 1e-2", "ft-lora8-lr1e-2")]
 if rep("base"):
     print("\n### LoRA flow: base on --corpus-slice 0:0.8, fine-tuned on 0.8:1\n")
-    print("| run | steps | validation nats/byte | trainable params | parameter B | gradient B | optimizer B | activation B | total peak B | samples/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| run | steps | validation nats/byte | trainable params | parameter peak B | parameter at total peak B | gradient B | optimizer B | activation B | total peak B | samples/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for title, n in rows:
         r = rep(n)
         if not r: continue
         lo = (r.get("extra") or {}).get("lora")
         tp = lo["trainable_params"] if lo else r["params"]
-        print(f"| {title} | {r['steps']} | {r['eval']:.4f} | {tp:,} | {pk(r,'parameter'):,} | {pk(r,'gradient'):,} | {pk(r,'optimizer'):,} | {pk(r,'activation'):,} | {pk(r,'total'):,} | {r['samples_per_sec']:.1f} |")
+        print(f"| {title} | {r['steps']} | {r['eval']:.4f} | {tp:,} | {pk(r,'parameter'):,} | {r['stats']['at_peak']['parameter']:,} | {pk(r,'gradient'):,} | {pk(r,'optimizer'):,} | {pk(r,'activation'):,} | {pk(r,'total'):,} | {r['samples_per_sec']:.1f} |")
 print(f"\nreports and logs: {d}")
 PY
