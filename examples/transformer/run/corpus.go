@@ -12,7 +12,7 @@ import (
 
 // registerCorpus registers --corpus-slice.
 func (c *Config) registerCorpus(fs *flag.FlagSet) {
-	fs.StringVar(&c.CorpusSlice, "corpus-slice", "0:1", "lo:hi, fractions with 0 ≤ lo < hi ≤ 1: train and validate on bytes [⌊lo·n⌋, ⌊hi·n⌋) of the n-byte corpus (the Go tree sorted by path: 0:0.8 ends in runtime/pprof, 0.8:1 is the rest), e.g. to fine-tune an --init model on a part it did not see")
+	fs.StringVar(&c.CorpusSlice, "corpus-slice", "0:1", "lo:hi, fractions with 0 ≤ lo < hi ≤ 1: train and validate on bytes [⌊lo·n⌋, ⌊hi·n⌋) of the n-byte corpus (the default corpus, Go 1.26's source tree sorted by path: 0:0.8 ends in runtime/pprof), e.g. to fine-tune an --init model on a part it did not see")
 }
 
 // sliceBounds returns --corpus-slice's fractions, or an error naming
