@@ -27,6 +27,7 @@
 # minutes on 2 quiet cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+{ # read whole before running: an edit of this file during a run cannot change it
 out=${1:-$(mktemp -d)}
 mkdir -p "$out"
 ft=${FT_STEPS:-500}
@@ -78,17 +79,17 @@ def rep(n):
     p = f"{d}/{n}.json"
     return json.load(open(p)) if os.path.exists(p) else None
 def pk(r, k): return r["peak_bytes"][k]
-def pair(title, a, b, metric, scale, unit):
+def pair(title, a, b, metric, scale, unit, digits):
     ra, rb = rep(a), rep(b)
     if not ra or not rb: return
     print(f"\n### {title}\n")
     print(f"| run | {metric} | optimizer bytes | ratio | samples/s | wall s |")
     print("|---|---:|---:|---:|---:|---:|")
     for n, r in ((a, ra), (b, rb)):
-        print(f"| {n} | {scale*r['eval']:.4f} | {pk(r,'optimizer'):,} | {pk(r,'optimizer')/pk(ra,'optimizer'):.4f} | {r['samples_per_sec']:.1f} | {r['seconds']:.0f} |")
-    print(f"\ndifference ({b} − {a}): {scale*(rb['eval']-ra['eval']):+.4f} {unit}")
-pair("Transformer, defaults (2,000 steps): AdamW vs 8-bit AdamW", "t-adamw", "t-adamw8bit", "validation nats/byte", 1, "nats/byte")
-pair("ResNet, MNIST, 2 epochs, --lr 3e-3: AdamW vs 8-bit AdamW", "r-adamw", "r-adamw8bit", "test accuracy %", 100, "points")
+        print(f"| {n} | {scale*r['eval']:.{digits}f} | {pk(r,'optimizer'):,} | {pk(r,'optimizer')/pk(ra,'optimizer'):.4f} | {r['samples_per_sec']:.1f} | {r['seconds']:.0f} |")
+    print(f"\ndifference ({b} − {a}): {scale*(rb['eval']-ra['eval']):+.{digits}f} {unit}")
+pair("Transformer, defaults (2,000 steps): AdamW vs 8-bit AdamW", "t-adamw", "t-adamw8bit", "validation nats/byte", 1, "nats/byte", 4)
+pair("ResNet, MNIST, 2 epochs, --lr 3e-3: AdamW vs 8-bit AdamW", "r-adamw", "r-adamw8bit", "test accuracy %", 100, "points", 2)
 sp = {o: [r["samples_per_sec"] for i in (1, 2, 3) if (r := rep(f"s-{o}-{i}"))] for o in ("adamw", "adamw8bit")}
 if sp["adamw"] and sp["adamw8bit"]:
     print("\ntransformer samples/s, 200 steps, alternated:", ", ".join(f"{o} " + " ".join(f"{v:.1f}" for v in vs) for o, vs in sp.items()),
@@ -110,3 +111,5 @@ if rep("base"):
         print(f"| {title} | {r['steps']} | {r['eval']:.4f} | {tp:,} | {pk(r,'parameter'):,} | {r['stats']['at_peak']['parameter']:,} | {pk(r,'gradient'):,} | {pk(r,'optimizer'):,} | {pk(r,'activation'):,} | {pk(r,'total'):,} | {r['samples_per_sec']:.1f} |")
 print(f"\nreports and logs: {d}")
 PY
+exit
+}
