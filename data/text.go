@@ -141,6 +141,19 @@ func (tx *Text) Split(valFraction float64) (train, val *Text) {
 	return &Text{Bytes: tx.Bytes[:cut:cut]}, &Text{Bytes: tx.Bytes[cut:]}
 }
 
+// Slice returns the corpus's bytes [⌊lo·Len⌋, ⌊hi·Len⌋), sharing its
+// memory: a fraction of a corpus, such as the Go source tree sorted by
+// path, to train or fine-tune on apart from the rest. It panics unless
+// 0 ≤ lo < hi ≤ 1.
+func (tx *Text) Slice(lo, hi float64) *Text {
+	if !(lo >= 0 && lo < hi && hi <= 1) {
+		panic(fmt.Sprintf("data.Text.Slice(%v, %v): want 0 ≤ lo < hi ≤ 1", lo, hi))
+	}
+	n := float64(len(tx.Bytes))
+	a, b := int(math.Floor(lo*n)), int(math.Floor(hi*n))
+	return &Text{Bytes: tx.Bytes[a:b:b]}
+}
+
 // SplitSpread holds out ⌊valFraction·Len⌋ bytes for validation as
 // m = ⌈that/chunk⌉ pieces of (nearly) equal size, piece j centred in the
 // j-th of m equal stretches of the corpus (moved only as far as the pieces

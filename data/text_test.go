@@ -194,6 +194,36 @@ func TestTextSplit(t *testing.T) {
 	}
 }
 
+// TestTextSlice: Slice(lo, hi) is bytes [⌊lo·n⌋, ⌊hi·n⌋), slices that
+// meet at a cut cover the corpus once, appending to one does not write
+// into the next, and bounds outside 0 ≤ lo < hi ≤ 1 panic.
+func TestTextSlice(t *testing.T) {
+	tx := &Text{Bytes: []byte("0123456789")}
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{{0, 1, "0123456789"}, {0, 0.8, "01234567"}, {0.8, 1, "89"}, {0.25, 0.55, "234"}, {0.05, 0.09, ""}} {
+		if got := string(tx.Slice(c.lo, c.hi).Bytes); got != c.want {
+			t.Errorf("Slice(%v, %v) = %q, want %q", c.lo, c.hi, got, c.want)
+		}
+	}
+	a := tx.Slice(0, 0.7)
+	_ = append(a.Bytes, 'x')
+	if string(tx.Bytes) != "0123456789" {
+		t.Errorf("appending to a slice wrote into the corpus: %q", tx.Bytes)
+	}
+	for _, b := range [][2]float64{{-0.1, 0.5}, {0.5, 0.5}, {0.6, 0.4}, {0, 1.5}, {math.NaN(), 1}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Slice(%v, %v) did not panic", b[0], b[1])
+				}
+			}()
+			tx.Slice(b[0], b[1])
+		}()
+	}
+}
+
 func TestTextBatch(t *testing.T) {
 	corpus := make([]byte, 200)
 	for i := range corpus {

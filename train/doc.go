@@ -14,6 +14,8 @@
 // --mem-log go into existing writable folders (tried with a temporary file,
 // removed at once) — before any data is read or any model built. A bad
 // flag is a *UsageError naming the flag, its value and what it takes.
+// NewAdamW makes the examples' --optimizer adamw or adamw8bit, on one
+// device or data-parallel.
 //
 // # Exit codes
 //

@@ -6,6 +6,7 @@
 //	go run ./examples/resnet --model resnet18 --steps 2 --batch 32 --report r.json
 //	go run ./examples/resnet --steps 100 --stop-after 40 --save s.safetensors
 //	go run ./examples/resnet --resume s.safetensors  # the same run, steps 41 to 100
+//	go run ./examples/resnet --optimizer adamw8bit --lr 3e-3  # AdamW, moments in 8 bits
 //
 // Every flag is checked before any work starts (-help lists them with
 // their ranges). --resume takes the snapshot's flags; one that changes the

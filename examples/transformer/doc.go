@@ -24,6 +24,10 @@
 // mlp.c_proj) as in PEFT. One device only:
 //
 //	go run ./examples/transformer --init m.safetensors --data other/ --lora 8 --lora-base int8
+//	go run ./examples/transformer --corpus-slice 0.8:1 --init m.safetensors --lora 8 --lora-base int8
+//
+// --corpus-slice lo:hi trains and validates on that fraction of the
+// corpus (data.Text.Slice), e.g. a base on 0:0.8 fine-tuned on 0.8:1.
 //
 // Every flag is checked before any work starts (-help lists them with
 // their ranges). --resume takes the snapshot's flags; one that changes the

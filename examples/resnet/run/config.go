@@ -20,7 +20,9 @@ type Config struct {
 	Stem string
 	// EvalSamples limits the test images evaluated at the end (0: all).
 	EvalSamples int
-	// Momentum and WeightDecay of the SGD optimizer.
+	// Optimizer is sgd (default), adamw or adamw8bit (--optimizer).
+	Optimizer string
+	// Momentum of SGD; WeightDecay of SGD (L2) or AdamW (decoupled).
 	Momentum, WeightDecay float64
 	// FineTune is the number of fine-tuning steps after --prune (0: a
 	// quarter of the training steps, at most 200) or of --qat (0: 200).
@@ -48,7 +50,8 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&c.Stem, "stem", "auto", "auto, small (3×3 conv) or imagenet (7×7 conv and max-pool)")
 	fs.IntVar(&c.EvalSamples, "eval-samples", 0, "test images to evaluate at the end, ≥ 0 (0: all)")
 	fs.Float64Var(&c.Momentum, "momentum", 0.9, "SGD Nesterov momentum, in [0, 1) (0: plain SGD)")
-	fs.Float64Var(&c.WeightDecay, "weight-decay", 5e-4, "SGD weight decay, ≥ 0 and finite")
+	fs.Float64Var(&c.WeightDecay, "weight-decay", 5e-4, "weight decay (SGD's L2 term, AdamW's decoupled decay), ≥ 0 and finite")
+	c.registerOptimizer(fs)
 	fs.IntVar(&c.FineTune, "finetune", 0, "with --prune or --qat: fine-tuning steps, ≥ 0 (0: for --prune a quarter of the training steps, at most 200; for --qat 200)")
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: resnet [flags]\n\nTrains a ResNet and reports its memory by tag. Flags:",
@@ -65,6 +68,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 // check checks the example's own flags.
 func (c *Config) check() error {
 	return train.First(
+		c.checkOptimizer(),
 		train.Want(slices.Contains(models, c.Model), "model", c.Model, "small, resnet18, resnet34, resnet50, resnet101 or resnet152"),
 		train.Want(slices.Contains(datasets, c.Dataset), "dataset", c.Dataset, "mnist, cifar10 or synthetic"),
 		train.Want(c.Data == "" || c.Dataset != "synthetic", "data", c.Data, "no --data with --dataset synthetic (its images are generated)"),

@@ -98,13 +98,10 @@ func (r *replica) BlockFLOPs() (all, selective []int64) {
 // Builder is the builder that made the model (train.Built).
 func (r *replica) Builder() *nn.Builder { return r.b }
 
-// Optimizer is SGD with Nesterov momentum and weight decay.
+// Optimizer is the flags' (Config.newOptimizer): by default SGD with
+// Nesterov momentum and weight decay.
 func (r *replica) Optimizer(d *parallel.DDP) (optim.Optimizer, error) {
-	cfg := sgdConfig(r.c, r.c.LR)
-	if d != nil {
-		return parallel.NewSGD(d, cfg)
-	}
-	return optim.NewSGD(r.model.Params(), cfg)
+	return r.c.newOptimizer(r.model.Params(), d)
 }
 
 // sgdConfig is the SGD of the flags at learning rate lr.

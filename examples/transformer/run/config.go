@@ -18,6 +18,9 @@ type Config struct {
 	Share                         bool
 	// Tie shares the token embedding with the LM head (untie it for --pp).
 	Tie bool
+	// CorpusSlice is "lo:hi", the fraction of the corpus trained and
+	// validated on (--corpus-slice; default 0:1, all of it).
+	CorpusSlice string
 	// ValFraction is the share of the corpus held out for validation, as
 	// pieces of valChunk bytes spread evenly over it (data.Text.SplitSpread).
 	ValFraction float64
@@ -59,6 +62,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.Float64Var(&c.WeightDecay, "weight-decay", 0.1, "AdamW weight decay, ≥ 0 and finite")
 	fs.Float64Var(&c.Clip, "clip", 1, "gradient-norm clip, ≥ 0 and finite (0: none)")
 	c.registerOptimizer(fs)
+	c.registerCorpus(fs)
 	c.RegisterLoRA(fs)
 	err := c.Parse(fs, args, stderr, train.ParseOptions{
 		Usage:      "usage: transformer [flags]\n\nTrains a byte-level GPT and reports its memory by tag. Flags:",
@@ -76,6 +80,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 func (c *Config) check() error {
 	return train.First(
 		c.checkSplit(),
+		c.checkCorpus(),
 		c.checkOptimizer(),
 		c.checkLoRA(),
 		train.Want(c.Layers >= 1, "layers", c.Layers, "≥ 1 transformer blocks"),

@@ -27,13 +27,5 @@ func (c *Config) checkOptimizer() error {
 // over d when data-parallel, else over ps, 8-bit with --optimizer adamw8bit.
 func (c *Config) newOptimizer(ps []nn.Param, d *parallel.DDP, master bool) (optim.Optimizer, error) {
 	cfg := optim.AdamConfig{LR: c.LR, Beta2: 0.99, WeightDecay: c.WeightDecay, MasterWeights: master}
-	switch {
-	case d != nil && c.Optimizer == adamw8bit:
-		return parallel.NewAdamW8bit(d, cfg, optim.Quant8Config{})
-	case d != nil:
-		return parallel.NewAdamW(d, cfg)
-	case c.Optimizer == adamw8bit:
-		return optim.NewAdamW8bit(ps, cfg, optim.Quant8Config{})
-	}
-	return optim.NewAdamW(ps, cfg)
+	return train.NewAdamW(ps, d, cfg, c.Optimizer == adamw8bit)
 }

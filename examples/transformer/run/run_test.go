@@ -167,6 +167,12 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 		traintest.Refuse("--clip -1", "--clip -1: want a finite gradient-norm limit ≥ 0"),
 		traintest.Refuse("--clip Inf", "--clip +Inf: want a finite gradient-norm limit ≥ 0"),
 		traintest.Refuse("--weight-decay -1", "--weight-decay -1: want a finite weight decay ≥ 0"),
+		traintest.Refuse("--corpus-slice 0.8", "--corpus-slice 0.8: want lo:hi, two fractions with 0 ≤ lo < hi ≤ 1"),
+		traintest.Refuse("--corpus-slice 0.8:0.8", "--corpus-slice 0.8:0.8: want lo:hi"),
+		traintest.Refuse("--corpus-slice 0.5:1.5", "--corpus-slice 0.5:1.5: want lo:hi"),
+		traintest.Refuse("--corpus-slice -0.1:0.5", "--corpus-slice -0.1:0.5: want lo:hi"),
+		traintest.Refuse("--corpus-slice a:b", "--corpus-slice a:b: want lo:hi"),
+		traintest.Refuse("--corpus-slice NaN:1", "--corpus-slice NaN:1: want lo:hi"),
 		traintest.Refuse("--prune 0.3", "--prune: not available yet"),
 		traintest.Refuse("--quantize int8 --qat", "--qat: not available yet"),
 	}

@@ -31,14 +31,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // report. With --ranks, --zero or --offload each rank trains its own
 // replica on its rows of every global batch; see train.Train.
 func Train(c *Config, out io.Writer) (*train.Report, error) {
-	corpus, err := data.LoadText(c.Data)
+	whole, err := data.LoadText(c.Data)
 	if err != nil {
 		return nil, err
 	}
+	corpus, desc := c.corpusSlice(whole)
 	trainText, valText := corpus.SplitSpread(c.ValFraction, valChunk)
 	if trainText.Len() <= c.Context || valText.Len() <= c.Context {
-		return nil, train.Usagef("--context %d: want less than the training text's %d bytes and the validation text's %d (a corpus of %d bytes, --val-fraction %v)",
-			c.Context, trainText.Len(), valText.Len(), corpus.Len(), c.ValFraction)
+		return nil, train.Usagef("--context %d: want less than the training text's %d bytes and the validation text's %d (%s, --val-fraction %v)",
+			c.Context, trainText.Len(), valText.Len(), desc, c.ValFraction)
 	}
 	// An epoch is as many windows as the training text holds, in steps of --batch.
 	steps, err := c.TotalSteps(trainText.Len() / (c.Batch * c.Context))
@@ -47,12 +48,12 @@ func Train(c *Config, out io.Writer) (*train.Report, error) {
 	}
 	schedule := optim.CosineWarmup{Base: c.LR, Min: c.LR / 10, Warmup: min(100, steps/10), Total: steps}
 	if c.Split() {
-		return trainSplit(c, out, fmt.Sprintf("%d-byte corpus", corpus.Len()), trainText, steps, schedule)
+		return trainSplit(c, out, desc, trainText, steps, schedule)
 	}
 	return train.Train(&c.Common, out, &train.Program[*replica]{
 		Name: "transformer", Model: fmt.Sprintf("gpt-%dx%d", c.Layers, c.Width), Metric: "validation_loss_nats_per_byte",
 		Title: fmt.Sprintf("GPT %d layers × width %d, %d heads, context %d", c.Layers, c.Width, c.Heads, c.Context) + c.loraTitle(),
-		Data:  fmt.Sprintf("%d-byte corpus", corpus.Len()), Steps: steps, Clip: c.Clip,
+		Data:  desc, Steps: steps, Clip: c.Clip,
 		Schedule: schedule,
 		New:      newReplica(c, trainText),
 		Evaluate: evaluation(c, out, corpus, valText),
