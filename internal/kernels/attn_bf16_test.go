@@ -154,13 +154,22 @@ const attnBF16Floor = 0x1p-120
 // has AVX512_BF16 it also checks AttentionHalf and AttentionGradHalf take
 // that path: their bits are those of the pair kernel's.
 func TestAttentionBF16PairsReference(t *testing.T) {
+	attnBF16RefSweep(t, attnBF16Shapes(), nil, rand.New(rand.NewPCG(23, 24)))
+}
+
+// attnBF16RefSweep runs the attention on the pair kernel's Go twin, its
+// deep products on deep unless it is nil, over shapes, causal or not,
+// checks each run against the float64 reference (attnBF16RefCheck) and,
+// where the CPU has the pair kernel, AttentionHalf's and
+// AttentionGradHalf's bits (attnBF16Dispatch).
+func attnBF16RefSweep(t *testing.T, shapes [][4]int, deep *gemmKernel[float32], r *rand.Rand) {
+	t.Helper()
 	twin := pairTwinKernel()
-	r := rand.New(rand.NewPCG(23, 24))
 	worst := map[string]float64{}
-	for _, sh := range attnBF16Shapes() {
+	for _, sh := range shapes {
 		for _, causal := range []bool{false, true} {
 			c := newAttnBF16Run(r, sh, causal)
-			c.run(twin, nil)
+			c.run(twin, deep)
 			attnBF16RefCheck(t, c, worst)
 			if sbgemm != nil {
 				attnBF16Dispatch(t, c)
@@ -261,18 +270,5 @@ func TestAttentionBF16PairsLargeScores(t *testing.T) {
 // CPU has the pair kernel it also checks AttentionHalf and
 // AttentionGradHalf give the bits of the kernels they dispatch to.
 func TestAttentionBF16AMXReference(t *testing.T) {
-	twin, deep := pairTwinKernel(), goAMXKernel()
-	r := rand.New(rand.NewPCG(25, 26))
-	worst := map[string]float64{}
-	for _, sh := range attnBF16DeepShapes() {
-		for _, causal := range []bool{false, true} {
-			c := newAttnBF16Run(r, sh, causal)
-			c.run(twin, deep)
-			attnBF16RefCheck(t, c, worst)
-			if sbgemm != nil {
-				attnBF16Dispatch(t, c)
-			}
-		}
-	}
-	t.Logf("largest error / largest magnitude: %v", worst)
+	attnBF16RefSweep(t, attnBF16DeepShapes(), goAMXKernel(), rand.New(rand.NewPCG(25, 26)))
 }
