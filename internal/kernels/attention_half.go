@@ -27,8 +27,8 @@ func attnHalfCheck(t, d int) {
 // t·d must be at most AttnHalfHeadElems.
 //
 // bfloat16 on a CPU with AVX512_BF16 takes the pair kernel instead (see
-// attn_bf16.go): q, k and v are read as bfloat16 by VDPBF16PS with
-// float32 accumulation, no head is widened, and the results agree with
+// attn_bf16.go): q, k and v are read as bfloat16 by VDPBF16PS (TDPBF16PS
+// on AMX for products of depth 32 or more) with float32 accumulation, no head is widened, and the results agree with
 // the widened path to bfloat16 rounding, not bit for bit.
 func AttentionHalf(out []uint16, lse []float32, q, k, v []uint16, bf16 bool, b, h, t, d int, scale float64, causal bool) {
 	if a, ok := attnPairs(bf16, t, d, scale); ok && b*h > 0 {
@@ -79,19 +79,21 @@ func attnWidenedGrad(dq, dk, dv, dout, q, k, v, out []uint16, lse []float32, bf1
 
 // AttentionBF16Pairs reports whether bfloat16 AttentionHalf and
 // AttentionGradHalf run on the VDPBF16PS pair kernel on this machine
-// (AVX512_BF16, not a noasm build): their results then agree with
-// Attention on the widened operands to bfloat16 rounding, not bit for bit.
+// (AVX512_BF16, not a noasm build; with AMX-BF16 their products of depth
+// 32 or more run on TDPBF16PS): their results then agree with Attention
+// on the widened operands to bfloat16 rounding, not bit for bit.
 func AttentionBF16Pairs() bool { return sbgemm != nil }
 
 // attnPairs returns the pair-kernel attention for scale when the
 // operands are bfloat16, the CPU has the pair kernel and the head is not
-// empty (after attnHalfCheck).
+// empty (after attnHalfCheck), its deep products on the AMX kernel where
+// the CPU has one.
 func attnPairs(bf16 bool, t, d int, scale float64) (attnBF16, bool) {
 	if !bf16 || sbgemm == nil || t*d == 0 {
 		return attnBF16{}, false
 	}
 	attnHalfCheck(t, d)
-	return attnBF16{kn: sbgemm, scale: float32(scale)}, true
+	return attnBF16{kn: sbgemm, deep: amxgemm, scale: float32(scale)}, true
 }
 
 // attnHalfHeads runs the 16-bit attention head by head on the workers: for

@@ -7,7 +7,12 @@ import "math"
 // and dout as bfloat16 straight from the tensors through the GEMM's pair
 // packers, and every product of the tiles (S = Q·Kᵀ, O += P·V, dV += Pᵀ·dO,
 // dP = dO·Vᵀ, dQ += dS·K, dK += dSᵀ·Q) runs on VDPBF16PS with float32
-// accumulation (GemmHalf's pair micro-kernel). The probabilities P and the
+// accumulation (GemmHalf's pair micro-kernel); on a CPU with AMX-BF16
+// (HEADROOM_NO_AMX unset) the products of depth 32 or more (the head
+// dimension for S and dP, the tile's rows or columns for the others) run
+// on TDPBF16PS, GemmHalf's AMX kernel, as GemmHalf itself picks (see
+// gemm_amx.go: amxDot is that instruction's rounding, the AMX kernel's
+// Go twin amxGo). The probabilities P and the
 // score gradients dS are rounded to bfloat16 (nearest even) to be an
 // operand of the second product. The online-softmax statistics stay as in
 // Attention: row maxima and exp in float32, row sums and log-sum-exp in
@@ -19,7 +24,9 @@ import "math"
 //   - each product is the instruction's: per lane, a pair's two products
 //     added one after the other, each rounded to float32, denormal inputs
 //     and results flushed to zero (dotBF16Pair), in the pair kernel's
-//     order, instead of float32 FMAs;
+//     order, instead of float32 FMAs; on AMX, 16 pairs' low and high
+//     products summed in two float32 lanes and added to C once per step
+//     (amxDot);
 //   - scale multiplies the float32 scores after Q·Kᵀ (one rounding)
 //     instead of being folded into the packed Q, and multiplies dQ and
 //     dK once after their sums instead of each dS·K and dSᵀ·Q product.
@@ -41,16 +48,21 @@ import "math"
 // attnBF16 runs the bfloat16 attention with scale (the scores' factor)
 // and its products on kn, a pair kernel (sbgemm, or its Go twin in the
 // tests) or a float32 kernel whose packers widen (the same algorithm with
-// float32 FMAs).
+// float32 FMAs); products of depth amxMinK or more run on deep instead
+// when it is not nil (the AMX kernel, or its Go twin), as GemmHalf picks.
 type attnBF16 struct {
-	kn    *gemmKernel[float32]
-	scale float32
+	kn, deep *gemmKernel[float32]
+	scale    float32
 }
 
 // gemm is C = op(A)·op(B) + beta·C for bfloat16 a and b and float32 c.
 func (a attnBF16) gemm(g GemmArgs, x, y []uint16, c []float32) {
 	g.Alpha = 1
-	gemmBias(a.kn, &sgemmJobs, g, operand[float32]{h: x, bf16: true}, operand[float32]{h: y, bf16: true}, nil, c)
+	kn := a.kn
+	if a.deep != nil && g.K >= amxMinK {
+		kn = a.deep
+	}
+	gemmBias(kn, &sgemmJobs, g, operand[float32]{h: x, bf16: true}, operand[float32]{h: y, bf16: true}, nil, c)
 }
 
 // forward is AttentionHalf for bfloat16: units are (head, query block)

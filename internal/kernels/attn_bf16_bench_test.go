@@ -15,7 +15,9 @@ import (
 // one run: "widened" widens each head to float32 and runs Attention's
 // float32 tiles (the path of CPUs without AVX512_BF16), "direct" reads
 // bfloat16 through the float32 kernel's widening packers (attnBF16 on
-// sgemm), "pairs" the VDPBF16PS pair kernel (AVX512_BF16 only). GFLOP/s
+// sgemm), "pairs" the VDPBF16PS pair kernel (AVX512_BF16 only), "amx"
+// the pair kernel with the products of depth 32 or more on TDPBF16PS
+// (AMX-BF16 only: AttentionHalf's path there). GFLOP/s
 // as in BenchmarkAttention: forward 2·B·H·T²·D when causal, backward 2.5×
 // that. f32 is float32 Attention on the same values as float32 operands.
 func BenchmarkAttentionBF16(b *testing.B) {
@@ -39,7 +41,10 @@ func BenchmarkAttentionBF16(b *testing.B) {
 		if sbgemm != nil {
 			paths["pairs"] = attnBF16{kn: sbgemm, scale: float32(scale)}
 		}
-		for _, impl := range []string{"f32", "widened", "direct", "pairs"} {
+		if sbgemm != nil && amxgemm != nil {
+			paths["amx"] = attnBF16{kn: sbgemm, deep: amxgemm, scale: float32(scale)}
+		}
+		for _, impl := range []string{"f32", "widened", "direct", "pairs", "amx"} {
 			a, ok := paths[impl]
 			if !ok && impl != "widened" && impl != "f32" {
 				continue

@@ -50,10 +50,11 @@ func newAttnBF16Run(r *rand.Rand, sh [4]int, causal bool) *attnBF16Run {
 	return c
 }
 
-// run computes out, lse, dq, dk and dv on kn.
-func (c *attnBF16Run) run(kn *gemmKernel[float32]) {
+// run computes out, lse, dq, dk and dv on kn, the products of depth
+// amxMinK or more on deep unless it is nil.
+func (c *attnBF16Run) run(kn, deep *gemmKernel[float32]) {
 	n := len(c.q)
-	a := attnBF16{kn: kn, scale: float32(c.scale)}
+	a := attnBF16{kn: kn, deep: deep, scale: float32(c.scale)}
 	c.out, c.lse = make([]uint16, n), make([]float32, c.b*c.h*c.t)
 	a.forward(c.out, c.lse, c.q, c.k, c.v, c.b, c.h, c.t, c.d, c.causal)
 	c.dq, c.dk, c.dv = make([]uint16, n), make([]uint16, n), make([]uint16, n)
@@ -80,14 +81,39 @@ func pairTwinKernel() *gemmKernel[float32] {
 // with AVX512_BF16.
 func TestAttentionBF16PairsTwin(t *testing.T) {
 	kn := pairKernelOrSkip(t)
-	twin := goPairKernel(kn)
+	attnBF16TwinCheck(t, attnBF16Shapes(), [2]*gemmKernel[float32]{kn, nil}, [2]*gemmKernel[float32]{goPairKernel(kn), nil})
+}
+
+// attnBF16DeepShapes are attnBF16Shapes' larger ones and heads of d = 31
+// to 64 (products of depth d on the pair kernel below 32, on the deep
+// kernel from 32), with t across the AMX tile (32) and a 64-row block.
+func attnBF16DeepShapes() [][4]int {
+	return [][4]int{{1, 2, 17, 16}, {2, 1, 65, 17}, {1, 1, 300, 16}, {1, 1, 40, 31}, {2, 1, 33, 32}, {1, 2, 70, 33}, {1, 1, 97, 64}}
+}
+
+// TestAttentionBF16AMXTwin runs the bfloat16 attention, forward and
+// backward, causal or not, over attnBF16DeepShapes with its deep products
+// on the AMX kernel (the rest on the pair kernel) and on the two kernels'
+// Go twins (amxDot's and dotBF16Pair's arithmetic), and requires every
+// output bit for bit equal. It needs a CPU with AMX-BF16.
+func TestAttentionBF16AMXTwin(t *testing.T) {
+	am := amxOrSkip(t)
+	kn := pairKernelOrSkip(t)
+	attnBF16TwinCheck(t, attnBF16DeepShapes(), [2]*gemmKernel[float32]{kn, am}, [2]*gemmKernel[float32]{goPairKernel(kn), goAMXKernel()})
+}
+
+// attnBF16TwinCheck runs the attention on the kernels asm (pair, deep)
+// and on twin over shapes, causal or not, and fails at the first bit of
+// out, dq, dk, dv or lse that differs.
+func attnBF16TwinCheck(t *testing.T, shapes [][4]int, asmKn, twin [2]*gemmKernel[float32]) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, sh := range attnBF16Shapes() {
+	for _, sh := range shapes {
 		for _, causal := range []bool{false, true} {
 			c := newAttnBF16Run(r, sh, causal)
-			c.run(kn)
+			c.run(asmKn[0], asmKn[1])
 			asm := *c
-			c.run(twin)
+			c.run(twin[0], twin[1])
 			for _, o := range []struct {
 				name      string
 				got, want []uint16
@@ -128,13 +154,22 @@ const attnBF16Floor = 0x1p-120
 // has AVX512_BF16 it also checks AttentionHalf and AttentionGradHalf take
 // that path: their bits are those of the pair kernel's.
 func TestAttentionBF16PairsReference(t *testing.T) {
+	attnBF16RefSweep(t, attnBF16Shapes(), nil, rand.New(rand.NewPCG(23, 24)))
+}
+
+// attnBF16RefSweep runs the attention on the pair kernel's Go twin, its
+// deep products on deep unless it is nil, over shapes, causal or not,
+// checks each run against the float64 reference (attnBF16RefCheck) and,
+// where the CPU has the pair kernel, AttentionHalf's and
+// AttentionGradHalf's bits (attnBF16Dispatch).
+func attnBF16RefSweep(t *testing.T, shapes [][4]int, deep *gemmKernel[float32], r *rand.Rand) {
+	t.Helper()
 	twin := pairTwinKernel()
-	r := rand.New(rand.NewPCG(23, 24))
 	worst := map[string]float64{}
-	for _, sh := range attnBF16Shapes() {
+	for _, sh := range shapes {
 		for _, causal := range []bool{false, true} {
 			c := newAttnBF16Run(r, sh, causal)
-			c.run(twin)
+			c.run(twin, deep)
 			attnBF16RefCheck(t, c, worst)
 			if sbgemm != nil {
 				attnBF16Dispatch(t, c)
@@ -192,11 +227,12 @@ func attnBF16RefCheck(t *testing.T, c *attnBF16Run, worst map[string]float64) {
 }
 
 // attnBF16Dispatch checks that AttentionHalf and AttentionGradHalf on
-// bfloat16 give the bits of the pair kernel's attention in c.
+// bfloat16 give the bits of the attention on the pair kernel, its deep
+// products on the AMX kernel where the CPU has one.
 func attnBF16Dispatch(t *testing.T, c *attnBF16Run) {
 	t.Helper()
 	pairs := *c
-	pairs.run(sbgemm)
+	pairs.run(sbgemm, amxgemm)
 	n := len(c.q)
 	out, lse := make([]uint16, n), make([]float32, len(c.lse))
 	AttentionHalf(out, lse, c.q, c.k, c.v, true, c.b, c.h, c.t, c.d, c.scale, c.causal)
@@ -204,7 +240,7 @@ func attnBF16Dispatch(t *testing.T, c *attnBF16Run) {
 	AttentionGradHalf(dq, dk, dv, c.dout, c.q, c.k, c.v, out, lse, true, c.b, c.h, c.t, c.d, c.scale, c.causal)
 	for i := range n {
 		if out[i] != pairs.out[i] || dq[i] != pairs.dq[i] || dk[i] != pairs.dk[i] || dv[i] != pairs.dv[i] {
-			t.Fatalf("%v: element %d of AttentionHalf/AttentionGradHalf differs from the pair kernel's attention", c, i)
+			t.Fatalf("%v: element %d of AttentionHalf/AttentionGradHalf differs from the attention on the kernels they dispatch to", c, i)
 		}
 	}
 }
@@ -224,6 +260,15 @@ func TestAttentionBF16PairsLargeScores(t *testing.T) {
 	}
 	c := &attnBF16Run{b: 1, h: 1, t: tt, d: d, scale: 1,
 		q: bits(100, 0, 0, 100, -100, 50), k: bits(10, 0, 0, 10, 9, 9), v: bits(1, 2, 3, 4, 5, 6), dout: bits(1, -1, 2, 0, 0.5, 3)}
-	c.run(pairTwinKernel())
+	c.run(pairTwinKernel(), nil)
 	attnBF16RefCheck(t, c, map[string]float64{})
+}
+
+// TestAttentionBF16AMXReference is TestAttentionBF16PairsReference with
+// the deep products on the AMX kernel's Go twin (on every machine), over
+// attnBF16DeepShapes: the same float64 reference and bounds; where the
+// CPU has the pair kernel it also checks AttentionHalf and
+// AttentionGradHalf give the bits of the kernels they dispatch to.
+func TestAttentionBF16AMXReference(t *testing.T) {
+	attnBF16RefSweep(t, attnBF16DeepShapes(), goAMXKernel(), rand.New(rand.NewPCG(25, 26)))
 }
