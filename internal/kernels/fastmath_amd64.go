@@ -28,9 +28,3 @@ func maxRowsF32(s *float32, ld, rows int, lens *int, out *float32)
 
 //go:noescape
 func dsRowsF32(dp, p *float32, ld, rows, n int, delta *float32)
-
-//go:noescape
-func geluTanhBF16(d, s *uint16, n int)
-
-//go:noescape
-func geluTanhGradBF16(dx, dy, x *uint16, n int)

@@ -1,7 +1,6 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
-#include "convert_amd64.h"
 
 // The AVX2 twins of fastmath.go's exp32, tanh32, sigmoid32, geluTanh32 and
 // geluTanhDeriv32: the same float32 operations in the same order, no FMA,
@@ -680,49 +679,5 @@ dsnext:
 	JMP          dsrow
 
 dsdone:
-	VZEROUPPER
-	RET
-
-// func geluTanhBF16(d, s *uint16, n int)
-// d = bf16(geluTanh32(float32(s))), 8 elements per iteration (n a positive
-// multiple of 8): GELU's operations on the widening in registers, rounded
-// as f32ToBF16Asm rounds.
-TEXT ·geluTanhBF16(SB), NOSPLIT, $0-24
-	MOVQ    d+0(FP), DI
-	MOVQ    s+8(FP), SI
-	MOVQ    n+16(FP), CX
-	BF16CONSTS
-
-hloop:
-	BF16LOAD8((SI), Y0)
-	GELU(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
-	BF16STORE8(Y1, (DI), Y13, X13, Y14, Y15)
-	ADDQ    $16, SI
-	ADDQ    $16, DI
-	SUBQ    $8, CX
-	JNZ     hloop
-	VZEROUPPER
-	RET
-
-// func geluTanhGradBF16(dx, dy, x *uint16, n int)
-// dx = bf16(float32(dy)·geluTanhDeriv32(float32(x))), n a positive multiple
-// of 8: geluTanhGradF32's operations on the widenings in registers.
-TEXT ·geluTanhGradBF16(SB), NOSPLIT, $0-32
-	MOVQ    dx+0(FP), DI
-	MOVQ    dy+8(FP), DX
-	MOVQ    x+16(FP), SI
-	MOVQ    n+24(FP), CX
-	BF16CONSTS
-
-hgloop:
-	BF16LOAD8((DX), Y13)
-	BF16LOAD8((SI), Y0)
-	GELUD(Y0, Y13, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
-	BF16STORE8(Y0, (DI), Y13, X13, Y14, Y15)
-	ADDQ    $16, SI
-	ADDQ    $16, DX
-	ADDQ    $16, DI
-	SUBQ    $8, CX
-	JNZ     hgloop
 	VZEROUPPER
 	RET

@@ -17,5 +17,3 @@ func expRowsF32(s *float32, ld, rows int, lens *int, shift *float32, sums *float
 }
 func maxRowsF32(s *float32, ld, rows int, lens *int, out *float32) { panic("kernels: no assembly") }
 func dsRowsF32(dp, p *float32, ld, rows, n int, delta *float32)    { panic("kernels: no assembly") }
-func geluTanhBF16(d, s *uint16, n int)                             { panic("kernels: no assembly") }
-func geluTanhGradBF16(dx, dy, x *uint16, n int)                    { panic("kernels: no assembly") }
