@@ -127,40 +127,8 @@ func (kern) Copy(dst, src device.Operand) {
 	put64(dst, out)
 }
 
-// copyParallelMin is the element count from which a copy between
-// operands of one dtype (a transpose or head split made contiguous) is
-// split across the workers along its outermost (coalesced) dimension;
-// below it one worker copies the whole.
-const copyParallelMin = 1 << 16
-
-// copyRaw copies between operands of one dtype without conversion, split
-// across the workers when large.
+// copyRaw copies between operands of one dtype without conversion.
 func copyRaw(dst, src device.Operand) {
-	if dst.Len() >= copyParallelMin && kernels.Workers() > 1 {
-		d, s := coalesce(dst, []device.Operand{src})
-		if d.Shape[0] > 1 {
-			kernels.ParallelFor(d.Shape[0], 1, func(lo, hi int) {
-				copyRun(slab(d, lo, hi), slab(s[0], lo, hi))
-			})
-			return
-		}
-	}
-	copyRun(dst, src)
-}
-
-// slab returns o's indices [lo, hi) of its outermost dimension.
-func slab(o device.Operand, lo, hi int) device.Operand {
-	step := o.Len() / o.Shape[0] // a contiguous operand's outer stride
-	if o.Strides != nil {
-		step = o.Strides[0]
-	}
-	o.Off += lo * step
-	o.Shape = append([]int{hi - lo}, o.Shape[1:]...)
-	return o
-}
-
-// copyRun is copyRaw on the calling goroutine.
-func copyRun(dst, src device.Operand) {
 	db, sb := dst.Block.Bytes(), src.Block.Bytes()
 	switch dst.DType.Size() {
 	case 8:

@@ -8,10 +8,9 @@ import (
 	"github.com/headroom-ml/headroom/dtype"
 )
 
-// TestCopyLargeStrided: same-dtype copies large enough to be split across
-// the workers (a head split [b, t, h, d] → [b, h, t, d], a broadcast row,
-// a transposed F32 matrix) put every element where index arithmetic on
-// the strides says.
+// TestCopyLargeStrided: large same-dtype copies (a head split [b, t, h, d]
+// → [b, h, t, d], a broadcast row, a transposed F32 matrix) put every
+// element where index arithmetic on the strides says.
 func TestCopyLargeStrided(t *testing.T) {
 	d := cpu.New(0, device.Options{})
 	k := d.Kernels()

@@ -40,9 +40,6 @@
 //   - the tanh GELU and its gradient on dense BF16 operands of one
 //     length widen 256 elements at a time onto the worker's stack (1 KiB
 //     per operand), bit for bit the tile path below;
-//   - a copy between operands of one dtype (Contiguous of a transpose or
-//     head split) of 2^16 elements or more is split across the workers
-//     along its outermost coalesced dimension;
 //   - LayerNorm's gradient with dense dy, x and dx of one 16-bit dtype
 //     and rows of up to 4096 elements widens a row of dy and x at a time
 //     into three float32 rows of per-worker scratch (48 KiB at most, kept
