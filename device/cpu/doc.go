@@ -35,7 +35,11 @@
 //     buffer per GEMM in flight, kept for reuse;
 //   - Reduce's sums and means over outer axes (a Linear's bias gradient)
 //     of an F16 or BF16 operand read its 16-bit values, 512 at a time
-//     widened on the worker's stack;
+//     widened on the worker's stack (BF16 widened to float64 in
+//     registers);
+//   - the tanh GELU and its gradient on dense BF16 operands of one
+//     length widen 256 elements at a time onto the worker's stack (1 KiB
+//     per operand), bit for bit the tile path below;
 //   - LayerNorm's gradient with dense dy, x and dx of one 16-bit dtype
 //     and rows of up to 4096 elements widens a row of dy and x at a time
 //     into three float32 rows of per-worker scratch (48 KiB at most, kept

@@ -19,6 +19,10 @@ func (kern) Unary(op device.UnaryOp, dst, src device.Operand, arg float64) {
 			kernels.ReluHalf(half(dst), half(src), dst.DType == dtype.BF16)
 			return
 		}
+		if op == device.GeluTanh && inRegister && dst.DType == dtype.BF16 && sameHalf(dst, src) {
+			kernels.GeluTanhBF16(half(dst), half(src))
+			return
+		}
 		tiled(dst, []device.Operand{src}, func(d []float32, in [][]float32) {
 			kernels.UnaryFlat(int(op), arg, d, in[0])
 		})
@@ -57,6 +61,10 @@ func (kern) UnaryGrad(op device.UnaryOp, dx, dy, x, y device.Operand, arg float6
 	if anyHalf(dx, dy, x, y) {
 		if op == device.Relu && inRegister && sameHalf(dx, dy, y) {
 			kernels.ReluGradHalf(half(dx), half(dy), half(y), dx.DType == dtype.BF16)
+			return
+		}
+		if op == device.GeluTanh && inRegister && dx.DType == dtype.BF16 && sameHalf(dx, dy, x) {
+			kernels.GeluTanhGradBF16(half(dx), half(dy), half(x))
 			return
 		}
 		tiled(flatten(dx), []device.Operand{flatten(dy), flatten(x), flatten(y)}, func(d []float32, in [][]float32) {

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkHalfOps times the BF16 ops of a ResNet-18 step (first stage,
-// batch 32: 32×64×32×32) through the in-register kernels ("register")
+// batch 32: 32×64×32×32; GELU, a GPT's, on the same shape) through the in-register kernels ("register")
 // and through the widening they replace ("tiles": the 4096-element tiles
 // of Unary, UnaryGrad and Binary; a float32 copy of each operand's extent
 // for batch norm and Axpy), in one binary: compare the two with -count
@@ -32,6 +32,8 @@ func BenchmarkHalfOps(b *testing.B) {
 	}{
 		{"relu", func() { k.Unary(device.Relu, y, x, 0) }},
 		{"relu-grad", func() { k.UnaryGrad(device.Relu, dx, dy, x, y, 0) }},
+		{"gelu", func() { k.Unary(device.GeluTanh, y, x, 0) }},
+		{"gelu-grad", func() { k.UnaryGrad(device.GeluTanh, dx, dy, x, device.Operand{}, 0) }},
 		{"add", func() { k.Binary(device.Add, y, x, a) }},
 		{"axpy", func() { k.Axpy(0.5, x, a) }},
 		{"bn-train", func() { k.BatchNorm(y, mean, invstd, x, w, bias, rm, rv, n, c, hw, true, 0.1, 1e-5) }},

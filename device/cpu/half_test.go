@@ -62,7 +62,7 @@ func twice(t *testing.T, what string, ops []device.Operand, outs []int, f func(o
 }
 
 // TestInRegisterMatchesTiles: ReLU and its gradient (BF16, F16), BF16
-// add, sub, mul and axpy (and axpy into F32 by tiles), and BF16 batch norm forward (train, eval) and
+// GELU (tanh) and its gradient, BF16 add, sub, mul and axpy (and axpy into F32 by tiles), and BF16 batch norm forward (train, eval) and
 // backward give, through the in-register kernels, the bytes of the tile
 // path (widen to F32, the F32 kernel, round back).
 func TestInRegisterMatchesTiles(t *testing.T) {
@@ -80,6 +80,12 @@ func TestInRegisterMatchesTiles(t *testing.T) {
 		})
 	}
 	a, b, c := h.operand(dtype.BF16, shape...), h.operand(dtype.BF16, shape...), h.operand(dtype.BF16, shape...)
+	twice(t, "bf16 gelu", []device.Operand{c, a}, []int{0}, func(o []device.Operand) {
+		k.Unary(device.GeluTanh, o[0], o[1], 0)
+	})
+	twice(t, "bf16 gelu grad", []device.Operand{c, b, a}, []int{0}, func(o []device.Operand) {
+		k.UnaryGrad(device.GeluTanh, o[0], o[1], o[2], device.Operand{}, 0)
+	})
 	for _, op := range []device.BinaryOp{device.Add, device.Sub, device.Mul} {
 		twice(t, "bf16 binary", []device.Operand{c, a, b}, []int{0}, func(o []device.Operand) {
 			k.Binary(op, o[0], o[1], o[2])

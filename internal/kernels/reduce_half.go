@@ -29,10 +29,10 @@ func ReduceColumnsHalf(op int, dshape []int, src []uint16, bf16 bool, sl Layout,
 			for _, p := range rows {
 				h := src[p+lo+c0 : p+lo+c0+len(w)]
 				if bf16 {
-					bf16ToF32(w, h)
-				} else {
-					f16ToF32(w, h)
+					accBF16(ac, h) // the same additions, widened in registers
+					continue
 				}
+				f16ToF32(w, h)
 				for j, v := range w {
 					ac[j] += float64(v)
 				}

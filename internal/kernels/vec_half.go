@@ -150,3 +150,19 @@ func AxpyBF16(alpha float64, x, y []uint16) {
 		}
 	})
 }
+
+// accBF16 adds the float64 widening of each bfloat16 h[j] to acc[j]
+// (slices of one length): the bits of acc[j] += float64(v), v the
+// float32 widening of h[j], NaN payloads included.
+func accBF16(acc []float64, h []uint16) {
+	h = h[:len(acc)]
+	k := 0
+	if CPU.AVX2FMA {
+		if k = len(acc) &^ 7; k > 0 {
+			accBF16F64(&acc[0], &h[0], k)
+		}
+	}
+	for j := k; j < len(acc); j++ {
+		acc[j] += float64(dtype.BF16ToF32(h[j]))
+	}
+}

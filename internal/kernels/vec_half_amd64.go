@@ -22,3 +22,6 @@ func vecReluGrad16(dx, dy, y *uint16, n int, lim, quiet int)
 
 //go:noescape
 func vecAxpyBF16(y, x *uint16, alpha float32, n int)
+
+//go:noescape
+func accBF16F64(acc *float64, h *uint16, n int)

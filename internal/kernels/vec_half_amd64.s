@@ -139,3 +139,28 @@ axpyb_loop:
 	JNZ    axpyb_loop
 	VZEROUPPER
 	RET
+
+// func accBF16F64(acc *float64, h *uint16, n int)
+// acc[i] = float64(bf16 h[i]) + acc[i], the widening the first operand of
+// each addition (the one whose NaN is kept when both are NaNs), as the Go
+// compiler orders acc[j] += float64(v); n a positive multiple of 8.
+TEXT ·accBF16F64(SB), NOSPLIT, $0-24
+	MOVQ         acc+0(FP), DI
+	MOVQ         h+8(FP), SI
+	MOVQ         n+16(FP), CX
+
+accloop:
+	BF16LOAD8((SI), Y0)
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       (DI), Y1, Y1
+	VADDPD       32(DI), Y2, Y2
+	VMOVUPD      Y1, (DI)
+	VMOVUPD      Y2, 32(DI)
+	ADDQ         $16, SI
+	ADDQ         $64, DI
+	SUBQ         $8, CX
+	JNZ          accloop
+	VZEROUPPER
+	RET

@@ -12,3 +12,5 @@ func vecRelu16(d, s *uint16, n int, lim int)                 { panic("kernels: n
 func vecReluGrad16(dx, dy, y *uint16, n int, lim, quiet int) { panic("kernels: no assembly") }
 
 func vecAxpyBF16(y, x *uint16, alpha float32, n int) { panic("kernels: no assembly") }
+
+func accBF16F64(acc *float64, h *uint16, n int) { panic("kernels: no assembly") }

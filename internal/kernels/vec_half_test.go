@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -124,6 +125,40 @@ func TestHalfElementwiseMatchTiles(t *testing.T) {
 		}
 		if BinaryBF16(BDiv, make([]uint16, 1), a[:1], b[:1]) {
 			t.Errorf("BinaryBF16(BDiv) accepted an op it does not implement")
+		}
+	})
+}
+
+// TestAccBF16MatchesWidenAdd: accBF16 gives the bits of widening to
+// float32 and adding in float64 (acc first), over every bfloat16 pattern
+// added into finite, infinite and NaN sums, on every path.
+func TestAccBF16MatchesWidenAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	h := halfPatternsAll(r, 1000+5)
+	start := make([]float64, len(h))
+	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
+		math.Float64frombits(0x7ff0_0000_0000_0123), math.Float64frombits(0xfff8_0000_0000_4567)}
+	for i := range start {
+		start[i] = r.NormFloat64() * 1e3
+		if i%13 == 0 {
+			start[i] = specials[i/13%len(specials)]
+		}
+	}
+	forEachPath(t, func(t *testing.T) {
+		got := slices.Clone(start)
+		accBF16(got, h)
+		// ReduceColumnsHalf's loop before accBF16, as it was written.
+		want := slices.Clone(start)
+		w := make([]float32, len(h))
+		bf16ToF32(w, h)
+		for j, v := range w {
+			want[j] += float64(v)
+		}
+		for i, v := range h {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("%x + bf16 %#04x = %x, want %x", math.Float64bits(start[i]), v,
+					math.Float64bits(got[i]), math.Float64bits(want[i]))
+			}
 		}
 	})
 }
