@@ -31,7 +31,8 @@ import (
 // backward has passed the cast (without RetainGraph), else by Release.
 // PyTorch's cache lives until the autocast region exits, and a cast then
 // lives on only as a tensor saved for backward, freed as backward passes
-// it; freeing at the cast's own backward step is the same in backward. Gradients reach the parameters in the parameters' own dtype.
+// it; freeing at the cast's own backward step is the same in backward.
+// Gradients reach the parameters in the parameters' own dtype.
 // The cast of a gathered parameter (a leaf with a fetch function, ZeRO
 // stage 3) holds storage only while the parameter is bound: Unbind frees
 // it, the next use casts again, and an op that saves it for backward saves
