@@ -41,10 +41,15 @@ func ScaledDotProductAttention(q, k, v *Tensor, causal bool) *Tensor {
 	qc, fq := dense(q)
 	kc, fk := dense(k)
 	vc, fv := dense(v)
-	out := o.empty(q.dt, q.shape)
-	lse := o.empty(computeDType(q.dt), []int{b, h, t})
-	if kk := o.k(); kk != nil {
-		kk.Attention(out.operand(), lse.operand(), qc.operand(), kc.operand(), vc.operand(), b, h, t, d, scale, causal)
+	out, lse := o.replayedPair(q.dt, q.shape, computeDType(q.dt), []int{b, h, t}) // kept by a recomputation
+	if out == nil {
+		out = o.empty(q.dt, q.shape)
+		lse = o.empty(computeDType(q.dt), []int{b, h, t})
+		if kk := o.k(); kk != nil {
+			kk.Attention(out.operand(), lse.operand(), qc.operand(), kc.operand(), vc.operand(), b, h, t, d, scale, causal)
+		}
+		o.logged(out)
+		o.logged(lse)
 	}
 	shape := q.shape
 	o.grad([]*Tensor{out}, []*Tensor{q, k, v}, []*Tensor{qc, kc, vc, out, lse}, func(c *bctx) []*Tensor {

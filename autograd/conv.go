@@ -45,22 +45,15 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	dt := o.exactDType(operand{"input", x}, operand{"weight", w}, operand{"bias", b})
 	p := convParams(x, w, b, opt)
 	cdt := computeDType(dt)
-	y := o.empty(dt, []int{p.N, p.K, p.OH, p.OW})
 	xc, fx := dense(x)
 	defer fx()
 	wc, fw := dense(w)
 	defer fw()
-	ws := convScratch(o, p.Workspace(), cdt)
-	if k := o.k(); k != nil {
-		k.Conv2d(p, y.operand(), xc.operand(), wc.operand(), optOperand(ws))
-		if b != nil {
-			bias := b.operand()
-			bias.Shape, bias.Strides = y.shape, []int{0, b.strides[0], 0, 0}
-			k.Binary(device.Add, y.operand(), y.operand(), bias)
-		}
-	}
-	if ws != nil {
-		ws.Release()
+	y := o.replayed(dt, []int{p.N, p.K, p.OH, p.OW}) // a recomputation that kept it skips the convolution
+	if y == nil {
+		y = o.empty(dt, []int{p.N, p.K, p.OH, p.OW})
+		convForward(o, p, y, xc, wc, b, cdt)
+		o.logged(y)
 	}
 	xs, wsh := x.shape, w.shape
 	save := []*Tensor{pick(w.requiresGrad, xc), pick(x.requiresGrad, wc)}
@@ -129,6 +122,23 @@ func pair(op, what string, v [2]int, def [2]int) [2]int {
 		}
 	}
 	return v
+}
+
+// convForward computes y = conv(x, w) + b (b nil: none) with a workspace
+// of the compute dtype cdt borrowed for the call.
+func convForward(o *op, p device.Conv2d, y, xc, wc, b *Tensor, cdt dtype.DType) {
+	ws := convScratch(o, p.Workspace(), cdt)
+	if k := o.k(); k != nil {
+		k.Conv2d(p, y.operand(), xc.operand(), wc.operand(), optOperand(ws))
+		if b != nil {
+			bias := b.operand()
+			bias.Shape, bias.Strides = y.shape, []int{0, b.strides[0], 0, 0}
+			k.Binary(device.Add, y.operand(), y.operand(), bias)
+		}
+	}
+	if ws != nil {
+		ws.Release()
+	}
 }
 
 // convParams checks Conv2d's operands and returns the kernel's parameters.

@@ -5,7 +5,9 @@ import "github.com/headroom-ml/headroom/dtype"
 // OutputLog lets a recomputed region skip the arithmetic of chosen ops:
 // while a scope logs, those ops keep a handle on each output they make, in
 // order; while it replays, the same calls hand those outputs back instead
-// of computing them (checkpoint.Selective). Today only Linear takes part.
+// of computing them (checkpoint.Selective). Linear, MatMul and Conv2d take
+// part with their output, ScaledDotProductAttention with two entries per
+// call: its output, then the log-sum-exp its backward reads.
 type OutputLog struct {
 	ops    map[string]bool
 	outs   []*Tensor
@@ -69,6 +71,22 @@ func (o *op) replayed(dt dtype.DType, shape []int) *Tensor {
 		fail(o.name, "replay: call %d made %v %s in the logged forward, now %v %s", l.next, t.shape, t.dt, shape, dt)
 	}
 	return o.view(t, t.off, t.shape, t.strides)
+}
+
+// replayedPair is replayed for an op that logs two tensors per call: both
+// handles when the log holds both, else nil, nil (the call computes both).
+func (o *op) replayedPair(dt1 dtype.DType, shape1 []int, dt2 dtype.DType, shape2 []int) (*Tensor, *Tensor) {
+	a := o.replayed(dt1, shape1)
+	b := o.replayed(dt2, shape2)
+	if a == nil || b == nil {
+		for _, t := range []*Tensor{a, b} {
+			if t != nil {
+				t.Release()
+			}
+		}
+		return nil, nil
+	}
+	return a, b
 }
 
 // logged records out when the op's scope logs the op's outputs.

@@ -53,3 +53,49 @@ func TestOutputLogReplaysLinear(t *testing.T) {
 		l.Release()
 	}
 }
+
+// TestOutputLogReplaysProducts: MatMul, Conv2d and attention log their
+// outputs (attention two entries: output and log-sum-exp) and a replay
+// hands the logged storage back without computing (an entry overwritten
+// with 7 comes back as 7), while backward's own products, outside the log,
+// still compute.
+func TestOutputLogReplaysProducts(t *testing.T) {
+	dev := cpu.New(0, device.Options{})
+	s := autograd.NewScope()
+	defer s.Release()
+	a := s.Full(dev, dtype.F32, 0.5, 2, 3, 4)
+	b := s.Full(dev, dtype.F32, 0.25, 4, 5)
+	x := s.Full(dev, dtype.F32, 0.5, 1, 2, 5, 5)
+	w := s.Full(dev, dtype.F32, 0.1, 3, 2, 3, 3)
+	q := s.Full(dev, dtype.F32, 0.3, 1, 2, 4, 8)
+	calls := []struct {
+		op string
+		n  int
+		f  func() *autograd.Tensor
+	}{
+		{"matmul", 1, func() *autograd.Tensor { return a.MatMul(b) }},
+		{"conv2d", 1, func() *autograd.Tensor { return autograd.Conv2d(x, w, nil, autograd.ConvOptions{Padding: [2]int{1, 1}}) }},
+		{"scaled_dot_product_attention", 2, func() *autograd.Tensor { return autograd.ScaledDotProductAttention(q, q, q, true) }},
+	}
+	for _, c := range calls {
+		ops := map[string]bool{c.op: true}
+		log := autograd.NewOutputLog(ops)
+		s.SetOutputLog(log)
+		y := c.f()
+		s.SetOutputLog(nil)
+		logged := log.Outputs()
+		if len(logged) != c.n || logged[0].Block() != y.Block() {
+			t.Fatalf("%s: logged %d entries, first on the output's block %v; want %d, true", c.op, len(logged), logged[0].Block() == y.Block(), c.n)
+		}
+		logged[0].Fill(7)
+		s.SetOutputLog(autograd.ReplayLog(ops, logged))
+		r := c.f()
+		s.SetOutputLog(nil)
+		if r.Block() != y.Block() || r.Float32s()[0] != 7 {
+			t.Errorf("%s: replay on the logged block %v, value %v; want true, 7", c.op, r.Block() == y.Block(), r.Float32s()[0])
+		}
+		for _, l := range append(logged, y, r) {
+			l.Release()
+		}
+	}
+}

@@ -96,7 +96,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 	leaves := leavesOf(child, ins)
 	log = kept.startLog(child, pol)
 	outs := fn(leaves)
-	kept.stopLog(child, log)
+	kept.stopLog(child, log, pol != nil && pol.SavedOnly)
 	draws := stopLog()
 	needGrad := false
 	adopted := make([]*autograd.Tensor, len(outs))
@@ -163,6 +163,7 @@ func recompute(s *autograd.Scope, fn Func, cast dtype.DType, draws []autograd.RN
 		child.Recompute(func() { outs = fn(leaves) })
 	}()
 	st.RecomputePeak = probe.Rise(device.Activation)
+	child.SetOutputLog(nil) // backward's own products compute
 	stop()
 	child.SetAutocast(old)
 	if err := same(want, got, shapes, outs); err != nil {

@@ -10,24 +10,34 @@
 //
 // Selective (SelectiveEach for a stack, --selective in the examples and
 // the planner) is selective recomputation (Korthikanti et al. 2022,
-// torchtitan's op-level AC): a per-op-kind Policy says which saved tensors
-// the forward keeps. DefaultPolicy keeps the outputs of the autograd ops
-// matmul, linear, scaled_dot_product_attention and conv2d (DefaultSave)
-// and drops everything else an op saves (outputs of add, mul, gelu, relu,
-// layer_norm, batch_norm, dropout masks, softmax, log_softmax, casts).
-// The kind of a saved tensor is the op that allocated its storage (its
-// device.Label Op), so the policy needs no cooperation from the ops.
-// Backward reruns the region's forward as Run does and uses each kept
-// tensor in place of its recomputed twin, which it frees at once: the
-// gradients are bit-identical to plain autograd (tests on F64, F32 and
-// BF16 autocast, dropout and batch-norm included). Memory while a region
-// waits for backward: its inputs + its outputs + the distinct kept blocks
-// (Stats.KeptBytes), against Run's inputs + outputs and plain's inputs +
-// outputs + every saved block; while it recomputes, Run's transients. Time:
-// the recomputation skips the arithmetic of each Linear whose output was
-// kept (autograd.OutputLog replays it), unless that output was written in
-// place after the op; every other op, the Linears whose outputs were not
-// kept (nothing saved them) included, runs again.
+// torchtitan's op-level AC, PyTorch's selective activation checkpoint): a
+// per-op-kind Policy says which outputs the forward keeps. DefaultPolicy
+// keeps the outputs of the autograd ops matmul, linear,
+// scaled_dot_product_attention (with its log-sum-exp) and conv2d
+// (DefaultSave) and drops everything else an op saves (outputs of add,
+// mul, gelu, relu, layer_norm, batch_norm, dropout, softmax, log_softmax,
+// copies, casts). The kind of a saved tensor is the op that allocated its
+// storage (its device.Label Op). Backward reruns the region's forward as
+// Run does, but each kept product hands its output back to its call
+// (autograd.OutputLog) without arithmetic, unless that output was written
+// in place after the op, and kept saved tensors replace their recomputed
+// twins, which are freed at once: the gradients are bit-identical to plain
+// autograd (tests on F64, F32 and BF16 autocast, dropout and batch-norm
+// included). Time: only the dropped ops run again — for a GPT block its
+// norms, GELU, dropout, residual adds and head copies, no product and no
+// attention. Memory while a region waits for backward: its inputs + its
+// outputs + the distinct kept blocks (Stats.KeptBytes), against Run's
+// inputs + outputs and plain's inputs + outputs + every saved block; while
+// it recomputes, the dropped ops' transients. For a GPT block of width C
+// on N tokens at s bytes that is N·C·s·(3 + 1 + 1 + 4 + 1) kept (c_attn,
+// attention, attn.c_proj, c_fc, mlp.c_proj) against plain's
+// N·C·s·(1 + 3 + 1 + 1 + 1 + 1 + 4 + 4) saved (ln_1's output, the q, k, v
+// copy, attention, its (B, T, C) copy, the residual, ln_2's output, c_fc,
+// GELU) and the norms' statistics (4·N·4 bytes), attention's N·H·4-byte
+// log-sum-exp in both (TestSelectiveGPTBlockClosedForm). Policy.SavedOnly
+// keeps a product's output only when a later op saves it (the old lean
+// choice): c_attn's and both c_proj outputs then go, and their products
+// run again.
 //
 // Offload (--offload-activations in the examples and the planner) trades
 // host memory and copy time for device memory, with no recomputation
@@ -75,14 +85,12 @@
 // peak; it then estimates each mode's extra seconds per step from counted
 // FLOPs and measured bytes over Rates:
 //
-//	selective  SelectiveFLOPs[i]/FLOPS + freed[i][selective]/Memory
+//	selective  freed[i][selective]/Memory
 //	recompute  FLOPs[i]/FLOPS + freed[i][selective]/Memory
 //	offload    2·freed[i][offload]/Copy
 //
-// FLOPs[i] is layer i's forward matmul (or convolution) FLOPs,
-// SelectiveFLOPs[i] those selective recomputation runs again because no op
-// saves their outputs (a GPT block's c_attn and both c_proj: 8 of its
-// 12·d² weights; none in a ResNet). It upgrades the layer freeing the most
+// FLOPs[i] is layer i's forward matmul (or convolution) FLOPs; selective
+// recomputation runs none of them again. It upgrades the layer freeing the most
 // bytes per extra second until the estimate fits, then runs the step on
 // the choice and upgrades (or recomputes offloaded layers, whose prefetch
 // window measuring one layer alone does not see) while the measured peak

@@ -14,11 +14,11 @@ import (
 
 // BenchmarkOffloadGPTBlocks times forward + backward of 8 GPT blocks at
 // the transformer example's size (width 128, 4 heads, context 64, batch
-// 32) plain and with activation offload to a cpu host: run with -count N
+// 32, dropout 0.1) plain and with activation offload to a cpu host: run with -count N
 // so that the variants alternate in one binary.
 func BenchmarkOffloadGPTBlocks(b *testing.B) {
 	dev := cpu.New(0, device.Options{})
-	benchOffload(b, dev, benchGPTBlocks(dev), []int{32, 64, 128})
+	benchOffload(b, dev, benchGPTBlocks(dev, 0.1), []int{32, 64, 128})
 }
 
 // BenchmarkOffloadResNetBlocks is BenchmarkOffloadGPTBlocks for 4 basic

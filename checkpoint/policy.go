@@ -2,14 +2,26 @@ package checkpoint
 
 import "github.com/headroom-ml/headroom/device"
 
-// Policy says, per op kind, whether a Selective region keeps the tensors
-// that op made when a later op saves them for backward (save) or drops
-// them and recomputes them in backward (recompute). The op kind is the
-// autograd op that allocated the tensor's storage (its device.Label Op).
+// Policy says, per op kind, whether a Selective region keeps the outputs
+// of that op (save) or drops them and recomputes them in backward
+// (recompute), as PyTorch's selective activation checkpoint policies do
+// (MUST_SAVE / PREFER_RECOMPUTE). The op kind is the autograd op that
+// allocated a tensor's storage (its device.Label Op).
+//
+// A kept output of Linear, MatMul, Conv2d or ScaledDotProductAttention is
+// handed back to the same call in backward, which then skips its
+// arithmetic (autograd.OutputLog): recomputation runs only the ops the
+// policy drops. Kept outputs of other op kinds are kept when a later op
+// saves them; their ops run again and their recomputed twins are freed.
 type Policy struct {
 	// Save lists the op kinds whose outputs are kept; every other op's
 	// outputs are recomputed.
 	Save map[string]bool
+	// SavedOnly keeps an output only when a later op of the region saves
+	// it for backward: less memory (a GPT block's c_attn and c_proj
+	// outputs, which only a copy and the residual adds read, go), but those
+	// products run again in backward. Off by default.
+	SavedOnly bool
 }
 
 // DefaultSave are the op kinds DefaultPolicy keeps, as Megatron-LM's
@@ -26,6 +38,14 @@ func DefaultPolicy() *Policy {
 	for _, op := range DefaultSave {
 		p.Save[op] = true
 	}
+	return p
+}
+
+// LeanPolicy returns DefaultPolicy with SavedOnly set: a product's output
+// is kept only when a later op of the region saves it (--selective-lean).
+func LeanPolicy() *Policy {
+	p := DefaultPolicy()
+	p.SavedOnly = true
 	return p
 }
 

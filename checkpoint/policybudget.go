@@ -54,16 +54,14 @@ func (d Decision) Bytes() (recomputed, offloaded int64) {
 // ModeBudget chooses a Mode per layer of a stack so that the step's
 // activation peak stays under Bytes at the least estimated extra time.
 // Peak runs the real step with the given modes (on meta, to plan) and
-// returns its activation peak; FLOPs[i] is layer i's forward matmul FLOPs
-// and SelectiveFLOPs[i] (nil: none) those of them that SelectiveRecompute
-// runs again: the matrix products whose outputs no op of the layer saves,
-// so that DefaultPolicy has nothing to keep of them.
+// returns its activation peak; FLOPs[i] is layer i's forward matmul FLOPs,
+// which Recompute runs again and SelectiveRecompute does not (it hands the
+// products' kept outputs back).
 type ModeBudget struct {
-	Bytes          int64
-	FLOPs          []int64
-	SelectiveFLOPs []int64
-	Rates          Rates
-	Peak           func([]Mode) (int64, error)
+	Bytes int64
+	FLOPs []int64
+	Rates Rates
+	Peak  func([]Mode) (int64, error)
 }
 
 // BudgetError is a budget the solver cannot meet: Smallest is the planned
@@ -89,8 +87,8 @@ var choosable = []Mode{SelectiveRecompute, Recompute, Offloaded}
 // decisions and the measured peak of the choice, or a *BudgetError.
 func (b *ModeBudget) Solve() ([]Decision, int64, error) {
 	n := len(b.FLOPs)
-	if n == 0 || b.Bytes <= 0 || b.Peak == nil || b.SelectiveFLOPs != nil && len(b.SelectiveFLOPs) != n {
-		return nil, 0, fmt.Errorf("checkpoint.ModeBudget: %d layers' FLOPs, %d selective FLOPs, budget %d B: want at least one layer, selective FLOPs for each (or none), a positive budget and a Peak", n, len(b.SelectiveFLOPs), b.Bytes)
+	if n == 0 || b.Bytes <= 0 || b.Peak == nil {
+		return nil, 0, fmt.Errorf("checkpoint.ModeBudget: %d layers' FLOPs, budget %d B: want at least one layer, a positive budget and a Peak", n, b.Bytes)
 	}
 	modes := make([]Mode, n)
 	base, err := b.Peak(modes)
@@ -139,11 +137,7 @@ func (b *ModeBudget) extra(i int, m Mode, f [4]int64) float64 {
 	r := b.Rates
 	switch m {
 	case SelectiveRecompute:
-		var fl int64
-		if b.SelectiveFLOPs != nil {
-			fl = b.SelectiveFLOPs[i]
-		}
-		return float64(fl)/r.FLOPS + float64(f[m])/r.Memory
+		return float64(f[m]) / r.Memory
 	case Recompute:
 		return float64(b.FLOPs[i])/r.FLOPS + float64(f[SelectiveRecompute])/r.Memory
 	case Offloaded:

@@ -1,18 +1,21 @@
 package checkpoint
 
 import (
+	"slices"
+
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
 )
 
-// Selective computes fn(ins) keeping for backward only ins and the saved
-// tensors that pol keeps (nil: DefaultPolicy): the outputs of matrix
-// products and attention. Backward reruns fn as Run does (same autocast
-// dtype, same random draws) and uses the kept tensors in place of their
-// recomputed twins, which it frees at once, so gradients are bit-identical
-// to plain autograd. The forward holds ins, the kept tensors and the
-// outputs; backward adds fn's recomputed transients.
+// Selective computes fn(ins) keeping for backward only ins and the outputs
+// that pol keeps (nil: DefaultPolicy): those of matrix products,
+// convolutions and attention. Backward reruns fn as Run does (same
+// autocast dtype, same random draws), handing the kept outputs back to
+// their calls instead of computing them and using kept saved tensors in
+// place of their recomputed twins, which it frees at once, so gradients
+// are bit-identical to plain autograd. The forward holds ins, the kept
+// tensors and the outputs; backward adds fn's recomputed transients.
 func Selective(pol *Policy, fn Func, ins ...*autograd.Tensor) []*autograd.Tensor {
 	if pol == nil {
 		pol = DefaultPolicy()
@@ -46,10 +49,10 @@ func (k *keptSet) startLog(child *autograd.Scope, pol *Policy) *autograd.OutputL
 	return log
 }
 
-// stopLog ends the log and keeps the logged outputs that are kept saved
-// tensors anyway (they cost nothing more) and were not written in place
-// afterwards; it releases the others.
-func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog) {
+// stopLog ends the log and keeps the logged outputs that were not written
+// in place afterwards — under SavedOnly only those that are kept saved
+// tensors anyway (they cost nothing more); it releases the others.
+func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog, savedOnly bool) {
 	if log == nil {
 		return
 	}
@@ -61,7 +64,7 @@ func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog) {
 	all := log.Outputs()
 	k.calls = len(all)
 	for i, t := range all {
-		if blocks[t.Block()] && !log.Modified(i) {
+		if (!savedOnly || blocks[t.Block()]) && !log.Modified(i) {
 			k.outAt = append(k.outAt, i)
 			k.outs = append(k.outs, t)
 		} else {
@@ -98,11 +101,12 @@ func (k *keptSet) offer(pol *Policy, i int, t *autograd.Tensor, ins []*autograd.
 	return true
 }
 
-// bytes is the storage the kept tensors hold, each block counted once.
+// bytes is the storage the kept tensors and outputs hold, each block
+// counted once.
 func (k *keptSet) bytes() int64 {
 	var n int64
 	seen := map[*device.Block]bool{}
-	for _, t := range k.ts {
+	for _, t := range append(slices.Clone(k.ts), k.outs...) {
 		if !seen[t.Block()] {
 			seen[t.Block()] = true
 			n += t.Block().Len()

@@ -44,13 +44,20 @@ func TestSelectiveGradientsEqualPlainExactly(t *testing.T) {
 		plain := newModel(dev, c.dt, 4, 6, c.bn)
 		sel := newModel(dev, c.dt, 4, 6, c.bn)
 		l1, g1, p1 := step(t, dev, plain, 0, c.dt, c.ac)
-		l2, g2, p2 := stepWith(t, dev, sel, c.dt, c.ac, selectiveEach(sel.layers, nil))
+		l2, g2, _ := stepWith(t, dev, sel, c.dt, c.ac, selectiveEach(sel.layers, nil))
 		sameBits(t, c.dt.String()+" autocast "+c.ac.String(), l1, l2, g1, g2)
-		if p2 >= p1 {
-			t.Errorf("%s bn=%v: selective activation peak %d B, plain %d B: want less", c.dt, c.bn, p2, p1)
+		// This block's two Linear outputs are most of what plain saves, so
+		// only SavedOnly, which drops the second, is sure to save memory.
+		lean := &checkpoint.Policy{Save: checkpoint.DefaultPolicy().Save, SavedOnly: true}
+		sel2 := newModel(dev, c.dt, 4, 6, c.bn)
+		l3, g3, p3 := stepWith(t, dev, sel2, c.dt, c.ac, selectiveEach(sel2.layers, lean))
+		sameBits(t, c.dt.String()+" autocast "+c.ac.String()+" saved-only", l1, l3, g1, g3)
+		if p3 >= p1 {
+			t.Errorf("%s bn=%v: saved-only selective activation peak %d B, plain %d B: want less", c.dt, c.bn, p3, p1)
 		}
 		plain.release()
 		sel.release()
+		sel2.release()
 		if dev.LiveBlocks() != 0 {
 			t.Fatalf("leak: %v", dev.Live())
 		}
@@ -58,31 +65,46 @@ func TestSelectiveGradientsEqualPlainExactly(t *testing.T) {
 }
 
 // TestSelectiveKeepsMatmulOutputs checks the forward's activation bytes in
-// closed form: per block the output (batch×width) and the first Linear's
-// output (batch×2·width), which GELU saves; the dropout mask and GELU's
-// output are dropped.
+// closed form: per block the output (batch×width), the first Linear's
+// output (batch×2·width), which GELU saves, and the second Linear's
+// (batch×width), which only the residual add reads, unless SavedOnly; the
+// dropout output and GELU's output are dropped.
 func TestSelectiveKeepsMatmulOutputs(t *testing.T) {
-	const n, width, batch = 3, 16, 8
+	const n, width, batch = 3, 16, 8 // as keepsMatmulOutputs builds
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F64} {
-		dev := meta.New(0, device.Options{})
-		m := newModel(dev, dt, n, width, false)
-		s := autograd.NewScope()
-		x := s.Full(dev, dt, 0.5, batch, width)
-		before := dev.Stats().ByTag[device.Activation].Current
-		y := selectiveEach(m.layers, nil)(x)
-		got := dev.Stats().ByTag[device.Activation].Current - before
-		want := int64(n * (batch*width + batch*2*width) * dt.Size())
-		if got != want {
-			t.Errorf("%s: forward holds %d B of activations, want %d B (outputs + kept linear outputs)", dt, got, want)
+		for _, savedOnly := range []bool{false, true} {
+			pol := &checkpoint.Policy{Save: checkpoint.DefaultPolicy().Save, SavedOnly: savedOnly}
+			second := batch * width
+			if savedOnly {
+				second = 0
+			}
+			keepsMatmulOutputs(t, dt, pol, int64(n*(batch*width+batch*2*width+second)*dt.Size()))
 		}
-		if err := y.Sum(false).Backward(); err != nil {
-			t.Fatal(err)
-		}
-		s.Release()
-		m.release()
-		if dev.LiveBlocks() != 0 {
-			t.Fatalf("leak: %v", dev.Live())
-		}
+	}
+}
+
+// keepsMatmulOutputs checks that a Selective forward under pol of 3 blocks
+// of width 16 at batch 8 holds want activation bytes.
+func keepsMatmulOutputs(t *testing.T, dt dtype.DType, pol *checkpoint.Policy, want int64) {
+	t.Helper()
+	const n, width, batch = 3, 16, 8
+	dev := meta.New(0, device.Options{})
+	m := newModel(dev, dt, n, width, false)
+	s := autograd.NewScope()
+	x := s.Full(dev, dt, 0.5, batch, width)
+	before := dev.Stats().ByTag[device.Activation].Current
+	y := selectiveEach(m.layers, pol)(x)
+	got := dev.Stats().ByTag[device.Activation].Current - before
+	if got != want {
+		t.Errorf("%s saved-only %v: forward holds %d B of activations, want %d B (outputs + kept linear outputs)", dt, pol.SavedOnly, got, want)
+	}
+	if err := y.Sum(false).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	m.release()
+	if dev.LiveBlocks() != 0 {
+		t.Fatalf("leak: %v", dev.Live())
 	}
 }
 

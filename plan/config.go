@@ -36,7 +36,10 @@ type Config struct {
 	CheckpointBudget int64
 	// Selective runs each block in a checkpoint.Selective region
 	// (--selective): matmul and attention outputs kept, the rest recomputed.
-	Selective bool
+	// SelectiveLean (--selective-lean) keeps a product's output only when
+	// a later op saves it (checkpoint.LeanPolicy). Needs Selective.
+	Selective     bool
+	SelectiveLean bool
 	// FusedLoss computes a GPT's LM head and loss in row chunks
 	// (--fused-loss, nn.GPT.FusedLoss): the logits never exist.
 	FusedLoss bool
@@ -207,6 +210,8 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("amp params need an amp dtype (f16 or bf16)")
 	case c.GradF32 && !c.AMPParams:
 		return fmt.Errorf("f32 gradients need amp params (without them the parameters, and their gradients, are f32 already)")
+	case c.SelectiveLean && !c.Selective:
+		return fmt.Errorf("lean selective recomputation without selective recomputation: give both")
 	case c.Selective && (c.Checkpoint != 0 || c.CheckpointBudget != 0):
 		return fmt.Errorf("selective recomputation with checkpointing: choose one")
 	case c.OffloadActivations && (c.Selective || c.Checkpoint != 0 || c.CheckpointBudget != 0):

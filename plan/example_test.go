@@ -76,7 +76,7 @@ func ExampleFit() {
 	// accum 2                                          max batch 20
 	// accum 4                                          max batch 40
 	// offload activations                              max batch 23
-	// selective                                        max batch 35
+	// selective                                        max batch 24
 	// activation budget                                max batch 37
 	// checkpoint √n                                    max batch 27
 	// amp bf16 + checkpoint √n                         max batch 39

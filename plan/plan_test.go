@@ -23,6 +23,7 @@ func TestPredictionEqualsMeasurement(t *testing.T) {
 		"gpt_checkpoint_2":       with(small, func(c *Config) { c.Checkpoint = 2 }),
 		"gpt_checkpoint_budg":    with(small, func(c *Config) { c.CheckpointBudget = 64 << 10 }),
 		"gpt_selective":          with(small, func(c *Config) { c.Selective = true }),
+		"gpt_selective_lean":     with(small, func(c *Config) { c.Selective, c.SelectiveLean = true, true }),
 		"gpt_fused_loss":         with(small, func(c *Config) { c.FusedLoss = true }),
 		"gpt_fused_loss_bf16":    with(small, func(c *Config) { c.FusedLoss, c.AMP = true, dtype.BF16 }),
 		"gpt_selective_bf16":     with(small, func(c *Config) { c.Selective, c.AMP = true, dtype.BF16 }),

@@ -237,7 +237,11 @@ func splitStep(c Config, m Model, dev *device.Device, mesh *parallel.Mesh, timel
 func runBlocks(c Config) func([]nn.Layer, *autograd.Tensor) *autograd.Tensor {
 	switch {
 	case c.Selective:
-		return func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.SelectiveEach(ls, nil, x) }
+		pol := checkpoint.DefaultPolicy()
+		if c.SelectiveLean {
+			pol = checkpoint.LeanPolicy()
+		}
+		return func(ls []nn.Layer, x *autograd.Tensor) *autograd.Tensor { return checkpoint.SelectiveEach(ls, pol, x) }
 	case c.CheckpointBudget > 0:
 		return checkpoint.NewBudget(c.CheckpointBudget).Forward
 	case c.Checkpoint != 0:

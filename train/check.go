@@ -11,7 +11,7 @@ import (
 )
 
 // techniqueFlags are the flags that turn on a technique.
-var techniqueFlags = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "offload-activations", "activation-budget", "fused-loss", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
+var techniqueFlags = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "selective-lean", "offload-activations", "activation-budget", "fused-loss", "accum", "ranks", "zero", "offload", "quantize", "calibrate", "qat", "prune", "mem-alert", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
 
 // Check checks every common flag before anything runs: the technique
 // flags the example does not support (supported lists those it does) are

@@ -15,11 +15,10 @@ import (
 
 // BlockFLOPs is implemented by a Replica whose model's RunBlocks stack
 // can say its layers' forward matrix-product FLOPs per micro-batch (one
-// entry per layer RunBlocks runs) and those of them that selective
-// recomputation runs again (checkpoint.ModeBudget's FLOPs and
-// SelectiveFLOPs): --activation-budget costs recomputation with them.
+// entry per layer RunBlocks runs; checkpoint.ModeBudget's FLOPs):
+// --activation-budget costs recomputation with them.
 type BlockFLOPs interface {
-	BlockFLOPs() (all, selective []int64)
+	BlockFLOPs() []int64
 }
 
 // budgetFlags are --activation-budget's flags (ActivationFlags).
@@ -141,8 +140,7 @@ func solveBudget[R Replica](c *Common, p *Program[R], n int64, dev *device.Devic
 	rates, from := c.budgetRates(dev)
 	acts := c.activationRunner()
 	defer acts.drop(md)
-	all, sel := fl.BlockFLOPs()
-	mb := &checkpoint.ModeBudget{Bytes: n, FLOPs: all, SelectiveFLOPs: sel, Rates: rates,
+	mb := &checkpoint.ModeBudget{Bytes: n, FLOPs: fl.BlockFLOPs(), Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {
 			acts.setModes(ms)
 			md.ResetPeak()

@@ -15,7 +15,7 @@ func parseActivation(args ...string) (*train.Common, error) {
 	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
 	c := &train.Common{}
 	c.Register(fs, train.Defaults{Steps: 1, Batch: 4, LR: 0.1})
-	err := c.Parse(fs, args, io.Discard, train.ParseOptions{Supported: []string{"checkpoint", "checkpoint-budget", "selective", "offload-activations"}})
+	err := c.Parse(fs, args, io.Discard, train.ParseOptions{Supported: []string{"checkpoint", "checkpoint-budget", "selective", "selective-lean", "offload-activations"}})
 	return c, err
 }
 
@@ -27,6 +27,20 @@ func TestSelectiveFlag(t *testing.T) {
 	run, desc, err := c.RunBlocks()
 	if err != nil || run == nil || desc != "selective recomputation" {
 		t.Fatalf("--selective: runner %v, %q, %v; want a runner, \"selective recomputation\"", run != nil, desc, err)
+	}
+	c, err = parseActivation("--selective", "--selective-lean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, desc, err := c.RunBlocks(); err != nil || run == nil || desc != "selective recomputation (lean)" {
+		t.Fatalf("--selective --selective-lean: runner %v, %q, %v; want a runner, \"selective recomputation (lean)\"", run != nil, desc, err)
+	}
+	c, err = parseActivation("--selective-lean")
+	if err == nil {
+		_, _, err = c.RunBlocks()
+	}
+	if err == nil || !strings.Contains(err.Error(), "give both") {
+		t.Errorf("--selective-lean alone: err %v, want \"give both\"", err)
 	}
 	for _, other := range []string{"--checkpoint", "--checkpoint-budget=1MiB"} {
 		_, err := parseActivation("--selective", other)

@@ -31,7 +31,7 @@ type ParseOptions struct {
 // machine's memory, where files go, when to stop; checkpointing changes
 // memory, not one bit of the result).
 var invocationFlags = map[string]bool{"report": true, "save": true, "resume": true, "override": true, "stop-after": true,
-	"mem-log": true, "mem-limit": true, "mem-alert": true, "device": true, "mpi": true, "checkpoint": true, "checkpoint-budget": true, "selective": true,
+	"mem-log": true, "mem-limit": true, "mem-alert": true, "device": true, "mpi": true, "checkpoint": true, "checkpoint-budget": true, "selective": true, "selective-lean": true,
 	"offload-activations": true, "activation-budget": true, "flop-rate": true, "memory-rate": true, "copy-rate": true}
 
 // afterFlags are the common flags that change only what follows training.

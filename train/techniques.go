@@ -62,6 +62,8 @@ func (c *Common) RunBlocks() (func([]nn.Layer, *autograd.Tensor) *autograd.Tenso
 	switch {
 	case c.ActivationBudget != "":
 		return c.budgetBlocks()
+	case c.SelectiveLean && !c.Selective:
+		return nil, "", Usagef("--selective-lean without --selective: give both")
 	case c.Selective && c.OffloadActivations:
 		return nil, "", Usagef("--selective with --offload-activations: choose one")
 	case c.Selective:

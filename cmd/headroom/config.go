@@ -22,7 +22,8 @@ type modelFlags struct {
 	schedule                                                    string
 	prune                                                       float64
 	ampParams, gradF32, offload, json, sequence                 bool
-	selective, fusedLoss, stepInBackward, offloadActs           bool
+	selective, selectiveLean, fusedLoss, stepInBackward         bool
+	offloadActs                                                 bool
 	rates                                                       checkpoint.Rates // --flop-rate, --memory-rate, --copy-rate
 	lora                                                        train.LoRAFlags
 }
@@ -52,6 +53,7 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.checkpoint, "checkpoint", "", "activation checkpointing: N segments (--checkpoint alone: ⌈√n⌉)")
 	fs.StringVar(&m.budget, "checkpoint-budget", "", "activation checkpointing under a byte budget, e.g. 2GiB")
 	fs.BoolVar(&m.selective, "selective", false, "selective recomputation: keep each block's matmul and attention outputs, recompute the rest in backward (not with --checkpoint)")
+	fs.BoolVar(&m.selectiveLean, "selective-lean", false, "with --selective: keep a product's output only when a later op saves it (less memory; a GPT block's c_attn and both c_proj products run again in backward)")
 	fs.BoolVar(&m.offloadActs, "offload-activations", false, "activation offload: what each block but the last saves for backward on a host device cpu:100+r, prefetched 2 blocks ahead in backward, as the examples' --offload-activations (not with --checkpoint or --selective)")
 	fs.BoolVar(&m.fusedLoss, "fused-loss", false, "a GPT's LM head and cross-entropy in chunks of 256 rows: the logits never exist, as the transformer example's --fused-loss")
 	fs.BoolVar(&m.stepInBackward, "step-in-backward", false, "update each parameter inside backward as soon as its gradient is complete and free it there, as the examples' --step-in-backward (a GPT without clipping; not with ranks, tp or pp)")
@@ -78,7 +80,7 @@ func (m *modelFlags) config() (plan.Config, error) {
 	}
 	c := plan.Config{Model: m.model, Batch: m.batch, Seq: m.seq, Image: m.image, Accum: m.accum, Ranks: m.ranks,
 		Zero: m.zero, Offload: m.offload, Optimizer: m.optimizer, AMPParams: m.ampParams, GradF32: m.gradF32, Prune: m.prune,
-		Selective: m.selective, FusedLoss: m.fusedLoss, StepInBackward: m.stepInBackward, OffloadActivations: m.offloadActs, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
+		Selective: m.selective, SelectiveLean: m.selectiveLean, FusedLoss: m.fusedLoss, StepInBackward: m.stepInBackward, OffloadActivations: m.offloadActs, Device: m.device, CUDAMajor: m.cudaMajor, TP: m.tp, PP: m.pp, Sequence: m.sequence, Schedule: m.schedule}
 	if err := m.checkRanges(); err != nil {
 		return c, err
 	}

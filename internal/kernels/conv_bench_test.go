@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // convBench is one benchmarked convolution with its operands.
@@ -109,7 +111,7 @@ func BenchmarkConv(b *testing.B) {
 					c.alloc(r)
 					pass.f()
 					best := time.Duration(1 << 62)
-					cpu0 := cpuTime()
+					cpu0 := cputime.Process()
 					for b.Loop() {
 						t0 := time.Now()
 						pass.f()
@@ -118,7 +120,7 @@ func BenchmarkConv(b *testing.B) {
 					flops := pass.count * c.flops()
 					b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 					b.ReportMetric(flops/best.Seconds()/1e9, "bestGFLOP/s")
-					if cpu := cpuTime() - cpu0; cpu > 0 {
+					if cpu := cputime.Process() - cpu0; cpu > 0 {
 						b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOP/cpu-s")
 					}
 				})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // gemmBench is one benchmarked shape: batch products of op(A) (M×K) and
@@ -157,7 +159,7 @@ func BenchmarkGEMMDepth(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			clock := threadCPUTime
+			clock := cputime.Thread
 			if clock() == 0 {
 				clock = func() time.Duration { return time.Duration(time.Now().UnixNano()) }
 			}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // BenchmarkGEMMBF16 measures GFLOP/s of square products on all workers:
@@ -142,7 +144,7 @@ func BenchmarkGEMMBF16Blocking(b *testing.B) {
 func benchFlops(b *testing.B, flops float64, f func()) {
 	f()
 	best := time.Duration(1 << 62)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		t0 := time.Now()
 		f()
@@ -150,7 +152,7 @@ func benchFlops(b *testing.B, flops float64, f func()) {
 	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	b.ReportMetric(flops/best.Seconds()/1e9, "bestGFLOP/s")
-	if cpu := cpuTime() - cpu0; cpu > 0 {
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
 		b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOP/cpu-s")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // BenchmarkGEMMSharedA times products whose op(A) several column chunks
@@ -81,10 +83,10 @@ func benchTurns(b *testing.B, flops float64, f func(), names []string, set func(
 		for v := range best {
 			i := (n + v) % len(best)
 			set(i)
-			t0, c0 := time.Now(), cpuTime()
+			t0, c0 := time.Now(), cputime.Process()
 			f()
 			best[i] = min(best[i], time.Since(t0))
-			cpu[i] += cpuTime() - c0
+			cpu[i] += cputime.Process() - c0
 		}
 	}
 	set(0)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // BenchmarkNorm measures batch norm (training) and layer norm, forward
@@ -27,13 +29,13 @@ func BenchmarkNorm(b *testing.B) {
 	timed := func(b *testing.B, f func()) time.Duration {
 		f()
 		best := time.Duration(1 << 62)
-		cpu0 := cpuTime()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			t0 := time.Now()
 			f()
 			best = min(best, time.Since(t0))
 		}
-		cpu = cpuTime() - cpu0
+		cpu = cputime.Process() - cpu0
 		return best
 	}
 	for _, s := range [][3]int{{128, 16, 784}, {128, 32, 196}, {128, 64, 49}, {32, 64, 3136}} {

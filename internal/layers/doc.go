@@ -9,7 +9,7 @@ package layers
 // packages (package x_test) are consumers like any program and may import
 // any layer.
 var Order = [][]string{
-	{"dtype", "internal/memview", "internal/memview/memviewtest"},
+	{"dtype", "internal/memview", "internal/memview/memviewtest", "internal/cputime"},
 	{"internal/kernels", "safetensors", "internal/cuda", "internal/cuda/emu"},
 	{"device"},
 	{"device/cpu", "device/meta", "device/cuda"},

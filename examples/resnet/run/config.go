@@ -30,7 +30,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "offload-activations", "activation-budget", "accum", "ranks", "zero", "offload", "prune", "mem-alert", "quantize", "calibrate", "qat", "step-in-backward"}
+var Supported = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "selective-lean", "offload-activations", "activation-budget", "accum", "ranks", "zero", "offload", "prune", "mem-alert", "quantize", "calibrate", "qat", "step-in-backward"}
 
 var (
 	models   = []string{"small", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}

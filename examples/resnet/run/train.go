@@ -88,11 +88,10 @@ func newReplica(c *Config, set *data.Images, ds dataset) func(*device.Device, dt
 func (r *replica) Module() nn.Module { return r.model }
 
 // BlockFLOPs is the forward convolution FLOPs of the stem and of each
-// block on the rank's micro-batch; selective recomputation reruns none
-// (train.BlockFLOPs, for --activation-budget).
-func (r *replica) BlockFLOPs() (all, selective []int64) {
-	all = r.model.BlockFLOPs(r.shape[0], r.shape[2], r.shape[3])
-	return all, make([]int64, len(all))
+// block on the rank's micro-batch (train.BlockFLOPs, for
+// --activation-budget).
+func (r *replica) BlockFLOPs() []int64 {
+	return r.model.BlockFLOPs(r.shape[0], r.shape[2], r.shape[3])
 }
 
 // Builder is the builder that made the model (train.Built).

@@ -39,7 +39,7 @@ type Config struct {
 }
 
 // Supported lists the technique flags this example implements.
-var Supported = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "offload-activations", "activation-budget", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
+var Supported = []string{"amp", "amp-params", "grad-f32", "checkpoint", "checkpoint-budget", "selective", "selective-lean", "offload-activations", "activation-budget", "fused-loss", "accum", "ranks", "zero", "offload", "mem-alert", "quantize", "tp", "pp", "sequence-parallel", "pipe-schedule", "step-in-backward"}
 
 // Parse reads the command line into a Config and checks every flag (see
 // train.Common.Parse): its errors are *train.UsageError values, but -help's

@@ -104,15 +104,13 @@ func newReplica(c *Config, text *data.Text) func(*device.Device, dtype.DType, in
 func (r *replica) Module() nn.Module { return r.layer() }
 
 // BlockFLOPs is each block's forward matmul FLOPs on the rank's
-// micro-batch, and those selective recomputation runs again
-// (train.BlockFLOPs, for --activation-budget).
-func (r *replica) BlockFLOPs() (all, selective []int64) {
-	all, selective = make([]int64, r.c.Layers), make([]int64, r.c.Layers)
+// micro-batch (train.BlockFLOPs, for --activation-budget).
+func (r *replica) BlockFLOPs() []int64 {
+	all := make([]int64, r.c.Layers)
 	for i := range all {
 		all[i] = r.c.GPT().BlockFLOPs(r.c.Micro(), r.c.Context)
-		selective[i] = r.c.GPT().SelectiveFLOPs(r.c.Micro(), r.c.Context)
 	}
-	return all, selective
+	return all
 }
 
 // layer is the model trained: the GPT, or its adapted form with --lora.

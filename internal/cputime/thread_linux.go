@@ -1,6 +1,6 @@
 //go:build linux
 
-package kernels
+package cputime
 
 import (
 	"syscall"
@@ -8,10 +8,10 @@ import (
 	"unsafe"
 )
 
-// threadCPUTime returns the processor time the calling thread has used
-// (CLOCK_THREAD_CPUTIME_ID, to the nanosecond), 0 if it cannot tell: on a
-// shared machine it leaves out the time the thread waited for its core.
-func threadCPUTime() time.Duration {
+// Thread returns the processor time the calling thread has used
+// (CLOCK_THREAD_CPUTIME_ID, to the nanosecond), 0 if it cannot tell. Lock
+// the goroutine to its thread around the two readings.
+func Thread() time.Duration {
 	var ts syscall.Timespec
 	const clockThreadCPUTime = 3
 	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
