@@ -74,7 +74,9 @@ func TestOutputLogReplaysProducts(t *testing.T) {
 		f  func() *autograd.Tensor
 	}{
 		{"matmul", 1, func() *autograd.Tensor { return a.MatMul(b) }},
-		{"conv2d", 1, func() *autograd.Tensor { return autograd.Conv2d(x, w, nil, autograd.ConvOptions{Padding: [2]int{1, 1}}) }},
+		{"conv2d", 1, func() *autograd.Tensor {
+			return autograd.Conv2d(x, w, nil, autograd.ConvOptions{Padding: [2]int{1, 1}})
+		}},
 		{"scaled_dot_product_attention", 2, func() *autograd.Tensor { return autograd.ScaledDotProductAttention(q, q, q, true) }},
 	}
 	for _, c := range calls {
