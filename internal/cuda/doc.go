@@ -23,11 +23,17 @@
 // launch copies its parameters into a preallocated, runtime.Pinner-pinned
 // ParamBlock (the void** array and the value cells) and makes one
 // SyscallN. cublasGemmEx (19 parameters) and cublasGemmStridedBatchedEx
-// (23) are bound with purego.RegisterFunc, once. ncclCommInitRank takes
+// (23) are bound with purego.RegisterFunc, once. A pointer argument is
+// converted to uintptr in the argument list of a go:uintptrescapes
+// function (sys, Driver.call, NVRTC.call or SyscallN itself), which moves
+// what it points to onto the heap for the call. ncclCommInitRank takes
 // its 128-byte ncclUniqueId by value: in memory, on the stack (System V
 // class MEMORY), so it is called through SyscallN (at most 32 words in
 // this purego) with comm, nranks and rank in the first three registers,
-// three unused ones, and the id as 16 stack words; ncclAllReduce and
+// three unused ones, and the id as 16 stack words (the comm out-pointer,
+// which reaches SyscallN inside a slice, is a runtime.Pinner-pinned heap
+// word: a stack variable would move with its goroutine's stack before the
+// call, and NCCL would write into the old stack); ncclAllReduce and
 // ncclReduceScatter take 7 arguments. ncclGetErrorString's string is
 // copied by a RegisterFunc binding.
 // cuBLASLt is loaded and only cublasLtCreate, cublasLtDestroy and

@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -119,14 +120,31 @@ func (n *NCCL) CommInitRank(nranks, rank int, id UniqueID) (Comm, error) {
 	// is passed by value, in memory (System V class MEMORY), so it goes on the
 	// stack as 16 words after the six integer registers, of which comm,
 	// nranks and rank take the first three.
-	var c Comm
+	//
+	// The out-pointer reaches SyscallN inside a slice, where the compiler no
+	// longer sees a pointer (go:uintptrescapes covers only arguments
+	// converted in the call itself): a stack variable would stay on the
+	// goroutine's stack, which a growth or a GC shrink may copy elsewhere
+	// before the C call, leaving NCCL to write the communicator into the old
+	// stack and the caller with 0. So the communicator is on the heap,
+	// pinned for the call.
+	c := new(Comm)
+	var pin runtime.Pinner
+	pin.Pin(c)
+	defer pin.Unpin()
 	args := make([]uintptr, 0, 6+len(id)/8)
-	args = append(args, uintptr(unsafe.Pointer(&c)), uintptr(nranks), uintptr(rank), 0, 0, 0)
+	args = append(args, uintptr(unsafe.Pointer(c)), uintptr(nranks), uintptr(rank), 0, 0, 0)
 	for i := 0; i < len(id); i += 8 {
 		args = append(args, uintptr(*(*uint64)(unsafe.Pointer(&id[i]))))
 	}
 	r, _, _ := purego.SyscallN(n.initRank, args...)
-	return c, n.check("ncclCommInitRank", r)
+	if err := n.check("ncclCommInitRank", r); err != nil {
+		return 0, err
+	}
+	if *c == 0 {
+		return 0, errors.New("ncclCommInitRank: succeeded but gave no communicator")
+	}
+	return *c, nil
 }
 
 // Destroy frees a communicator after its queued work.
