@@ -98,27 +98,3 @@ func (s *PhiloxStream) Word(pos uint64) uint32 {
 
 // Uniform returns the uniform float in [0, 1) at position pos.
 func (s *PhiloxStream) Uniform(pos uint64) float32 { return Uniform24(s.Word(pos)) }
-
-// Dropout writes dst[i] = src[i]·keep_i/(1−p) for the elements of a shape in
-// row-major order, where element i is kept when the uniform draw at position
-// offset+i of seed's stream is ≥ p. src may be strided; dst is laid out by
-// dl. Applying it to the output gradient with the same (seed, offset) is
-// dropout's backward.
-func Dropout[T Float](dst []T, dl Layout, src []T, sl Layout, p float64, seed, offset uint64) {
-	s := NewPhiloxStream(seed)
-	scale := 1 / (1 - p)
-	pos := offset
-	walk(dl.Shape, []Layout{dl, sl}, func(off []int, n int, inc []int) {
-		d, x := off[0], off[1]
-		for range n {
-			v := T(0)
-			if float64(s.Uniform(pos)) >= p {
-				v = T(float64(src[x]) * scale)
-			}
-			dst[d] = v
-			pos++
-			d += inc[0]
-			x += inc[1]
-		}
-	})
-}
