@@ -11,9 +11,11 @@
 //	TMM2 C rows 16–31, columns 0–15    TMM6 B 16 pair rows, columns 0–15
 //	TMM3 C rows 16–31, columns 16–31   TMM7 B 16 pair rows, columns 16–31
 //
-// A 16-pair step (32 depth values) loads two A tiles (2 KiB, contiguous,
-// stride 64) and two B tiles (16 pair rows of the B panel, stride 128)
-// and runs four TDPBF16PS: C(i,j) += A(i)·B(j).
+// A 16-pair step (32 depth values) loads two A tiles (from a packed
+// panel 2 KiB, contiguous, stride 64; or 16 rows of 32 bfloat16 values
+// each read in place, stride the rows' distance) and two B tiles (16 pair
+// rows of the B panel, stride 128) and runs four TDPBF16PS:
+// C(i,j) += A(i)·B(j).
 //
 // All tile use stays inside this one call: the configuration is loaded,
 // the tiles are used, and TILERELEASE ends it before the return. Go never
@@ -56,12 +58,13 @@
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x13; LONG $0x00000800; \
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x13; LONG $0x00000840
 
-// One 16-pair step: tileloadd (%rax,%r9,1) → TMM4, 1024(%rax,%r9,1) →
-// TMM5, (%rbx,%r10,1) → TMM6, 64(%rbx,%r10,1) → TMM7; then tdpbf16ps
-// TMM6,TMM4,TMM0; TMM7,TMM4,TMM1; TMM6,TMM5,TMM2; TMM7,TMM5,TMM3.
+// One 16-pair step: tileloadd (%rax,%r9,1) → TMM4, (%rdx,%r9,1) →
+// TMM5 (A rows 16–31, rdx = rax + 16·r9), (%rbx,%r10,1) → TMM6,
+// 64(%rbx,%r10,1) → TMM7; then tdpbf16ps TMM6,TMM4,TMM0; TMM7,TMM4,TMM1;
+// TMM6,TMM5,TMM2; TMM7,TMM5,TMM3.
 #define STEP \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x08; \
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x08; LONG $0x00000400; \
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x0a; \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x13; \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x13; BYTE $0x40; \
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4; \
@@ -76,14 +79,17 @@ DATA amxcfg<>+24(SB)/8, $0x0040004000400040
 DATA amxcfg<>+48(SB)/8, $0x1010101010101010
 GLOBL amxcfg<>(SB), RODATA|NOPTR, $64
 
-// func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int)
+// func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int, astride, astep int)
 //
-// kb ≥ 1 16-pair steps; ldc in elements. Mode 0: C = A·B; mode 1: C's
-// tile is loaded into the accumulators and A·B added to it; mode 2: A·B
-// goes to tmp (32×32 float32, rows 32 apart) and C = A·B + beta·C with
-// one rounding (VFMADD231PS). The caller guarantees 512·kb dwords at a
-// and b and a whole tile at c.
-TEXT ·amxKernelBF16(SB), NOSPLIT, $0-64
+// kb ≥ 1 16-pair steps; ldc in elements. A row r of step s is the 64
+// bytes at a + s·astep + r·astride (a packed panel: 2048 and 64; rows of
+// bfloat16 read in place: 64 and their distance in bytes). Mode 0:
+// C = A·B; mode 1: C's tile is loaded into the accumulators and A·B added
+// to it; mode 2: A·B goes to tmp (32×32 float32, rows 32 apart) and
+// C = A·B + beta·C with one rounding (VFMADD231PS). The caller guarantees
+// the kb steps of 32 A rows at a, 512·kb dwords at b and a whole tile
+// at c.
+TEXT ·amxKernelBF16(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -94,7 +100,11 @@ TEXT ·amxKernelBF16(SB), NOSPLIT, $0-64
 	MOVQ mode+56(FP), R12
 	LEAQ amxcfg<>(SB), DX
 	LDTILECFG_DX
-	MOVQ $64, R9
+	MOVQ astride+64(FP), R9
+	MOVQ astep+72(FP), R13
+	MOVQ R9, DX
+	SHLQ $4, DX
+	ADDQ AX, DX
 	MOVQ $128, R10
 	MOVQ SI, R8
 	SHLQ $4, R8
@@ -112,7 +122,8 @@ zero:
 
 loop:
 	STEP
-	ADDQ $2048, AX
+	ADDQ R13, AX
+	ADDQ R13, DX
 	ADDQ $2048, BX
 	DECQ CX
 	JNZ  loop

@@ -1,0 +1,81 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestAMXKernelInPlace runs the AMX kernel with A read in place (fullAt)
+// from bfloat16 rows of values over 24 binades, at odd offsets and row
+// distances, for one to five steps and every mode, and compares the whole
+// C buffer bit for bit with the Go twin on the same rows packed by
+// packAAMX.
+func TestAMXKernelInPlace(t *testing.T) {
+	kn := amxOrSkip(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	ldc := 35
+	for _, k := range []int{32, 64, 96, 160} {
+		for _, ld := range []int{k, k + 1, k + 37} {
+			at := r.IntN(7)
+			h := make([]uint16, at+32*ld)
+			copy(h, words16(amxWide(r, (len(h)+1)/2)))
+			b := amxWide(r, 512*(k/32))
+			panel := make([]float32, 32*k)
+			packAAMX(panel, h, at, ld, false, 0, 32, 0, k)
+			c0 := gemmToT[float32](gemmRand(r, 32*ldc))
+			for mode, beta := range []float32{0, 1, -0.3} {
+				got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+				kn.fullAt(k, h, at, ld, b, got, ldc, beta, mode)
+				amxGo(k, panel, b, want, ldc, beta, mode)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("k=%d ld=%d at=%d mode=%d: c[%d][%d] = %g, Go twin %g",
+							k, ld, at, mode, i/ldc, i%ldc, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// words16 views pair words as the bfloat16 halves they hold.
+func words16(p []float32) []uint16 {
+	w := words(p)
+	h := make([]uint16, 2*len(w))
+	for i, v := range w {
+		h[2*i], h[2*i+1] = uint16(v), uint16(v>>16)
+	}
+	return h
+}
+
+// TestGemmHalfAMXInPlace runs products whose A the driver reads in place
+// (not transposed, every kc slice whole 32-deep steps: K = 64, 416, 1024
+// cut into 352, 352, 320) with short last row panels, edge columns,
+// offsets, padded rows, bias-free beta 0, 1 and other, and a batch,
+// bit for bit against the driver on the Go twin, which packs every panel.
+func TestGemmHalfAMXInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for i, tc := range []gemmCase{
+		{m: 300, n: 100, k: 1024, alpha: 1, beta: 0.3, batch: 1, pad: [3]int{5, 0, 2}, off: [3]int{3, 1, 0}},
+		{m: 64, n: 48, k: 64, alpha: 1, beta: 1, batch: 3, off: [3]int{1, 0, 0}},
+		{tb: true, m: 257, n: 96, k: 416, alpha: 1, beta: 0, batch: 1, pad: [3]int{0, 3, 0}, nanC: true},
+		{m: 600, n: 33, k: 96, alpha: 1, beta: 0, batch: 1},
+	} {
+		if i == 0 && testing.Short() {
+			continue
+		}
+		checkAMXCase(t, r, tc)
+	}
+}
+
+// TestKcForAMX checks the AMX kernel's slices: whole 32-deep steps, as
+// few as kc allows.
+func TestKcForAMX(t *testing.T) {
+	kn := goAMXKernel()
+	for _, c := range []struct{ k, kc int }{{64, 384}, {384, 384}, {416, 224}, {768, 384}, {1024, 352}, {4096, 384}} {
+		if got := kn.kcFor(c.k); got != c.kc {
+			t.Errorf("kcFor(%d) = %d, want %d", c.k, got, c.kc)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/headroom-ml/headroom/dtype"
+)
+
+// TestGemmHalfBF16 checks the bfloat16 epilogue against its definition:
+// GemmHalfBias then dtype.F32ToBF16 (the scalar rounding) of every
+// element of C, bit for bit, over shapes on the AMX kernel (in place and
+// packed A, several kc slices), the pair kernel (K < 32), the widening
+// kernel (binary16 A), with bias, every beta, batches, padded rows
+// (whose gaps out must keep) and the K = 0 and alpha = 0 paths; and that
+// c holds the float32 result as GemmHalfBias leaves it.
+func TestGemmHalfBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	cases := []gemmCase{
+		{m: 300, n: 100, k: 1024, alpha: 1, beta: 0.3, batch: 1, pad: [3]int{5, 0, 2}, off: [3]int{3, 1, 0}},
+		{ta: true, m: 70, n: 65, k: 801, alpha: 1, beta: 1, batch: 1, pad: [3]int{0, 1, 3}},
+		{tb: true, m: 33, n: 17, k: 20, alpha: 1, beta: 0, batch: 3, pad: [3]int{0, 0, 1}, off: [3]int{0, 0, 2}},
+		{m: 5, n: 7, k: 3, alpha: 1, beta: 0.5, batch: 2},
+		{m: 64, n: 64, k: 0, alpha: 1, beta: 0.5, batch: 1, pad: [3]int{0, 0, 4}},
+		{m: 40, n: 40, k: 40, alpha: 0, beta: 0, batch: 1},
+		{m: 96, n: 96, k: 64, alpha: 0.5, beta: 0, batch: 1},
+	}
+	for i, tc := range cases {
+		g, ah, bh, c := bf16CaseInputs(r, tc)
+		aBF16 := i != 6 // the last takes binary16 A on the widening kernel
+		var bias []float32
+		if i%2 == 0 {
+			bias = gemmToT[float32](gemmRand(r, tc.n))
+		}
+		want := append([]float32(nil), c...)
+		GemmHalfBias(g, ah, bh, aBF16, true, bias, want)
+		wantOut := make([]uint16, len(c))
+		for j := range wantOut {
+			wantOut[j] = uint16(0xA5A5 + j)
+		}
+		gotOut := append([]uint16(nil), wantOut...)
+		written := make([]bool, len(c))
+		for bi := range max(g.Batch, 1) {
+			for row := range g.M {
+				at := g.OffC + bi*g.StrideC + row*g.LdC
+				for x := at; x < at+g.N; x++ {
+					wantOut[x], written[x] = dtype.BF16FromF32(want[x]), true
+				}
+			}
+		}
+		got := append([]float32(nil), c...)
+		GemmHalfBF16(g, ah, bh, aBF16, true, bias, got, gotOut)
+		for j := range gotOut {
+			if gotOut[j] != wantOut[j] {
+				t.Fatalf("%v: out[%d] = %#04x, want %#04x (written %v)", tc, j, gotOut[j], wantOut[j], written[j])
+			}
+		}
+		for j := range got {
+			if got[j] != want[j] && got[j] == got[j] {
+				t.Fatalf("%v: c[%d] = %g, GemmHalfBias %g", tc, j, got[j], want[j])
+			}
+		}
+	}
+}
