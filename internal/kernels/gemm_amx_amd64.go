@@ -39,6 +39,29 @@ func amxBF16At(k int, h []uint16, at, ld int, b, c []float32, ldc int, beta floa
 	amxCall(kb, unsafe.Pointer(&h[at]), 2*ld, 64, b, c, ldc, beta, mode)
 }
 
+// amxBF16Bias is the kernel's fullBias: the tile's sums start from the
+// 32 values of bias in every row (as mode 1 from C holding bias in each
+// row), C = that sum; A read in place from h at at (row distance ld) when
+// h is not nil, else from the packed panel a.
+func amxBF16Bias(k int, h []uint16, at, ld int, a, b, bias, c []float32, ldc int) {
+	kb := amxSteps(k)
+	_ = bias[31]
+	_ = b[512*kb-1]
+	_ = c[31*ldc+31]
+	p, astride, astep := unsafe.Pointer(nil), amxRowBytes, amxStepBytes
+	if h != nil {
+		if k%32 != 0 {
+			panic("kernels: amxBF16Bias depth not a multiple of 32")
+		}
+		_ = h[at+31*ld+k-1]
+		p, astride, astep = unsafe.Pointer(&h[at]), 2*ld, 64
+	} else {
+		_ = a[512*kb-1]
+		p = unsafe.Pointer(&a[0])
+	}
+	amxKernelBF16(kb, p, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, &bias[0], 0, 3, astride, astep)
+}
+
 // amxCall runs the kernel, with the tile scratch of mode 2 on the stack
 // (4 KiB) only in that mode.
 func amxCall(kb int, a unsafe.Pointer, astride, astep int, b, c []float32, ldc int, beta float32, mode int) {
@@ -59,7 +82,7 @@ func amxCallBeta(kb int, a unsafe.Pointer, astride, astep int, b, c []float32, l
 // panel of kc·32 bfloat16 values (24 KiB at kc 384) kept in L1 while an
 // A block of mc·kc values (192 KiB) streams from L2.
 var amxBF16Kernel = gemmKernel[float32]{name: "amx-bf16-32x32", mr: 32, nr: 32, mc: 256, kc: 384, nc: 2048,
-	full: amxBF16, fullAt: amxBF16At, pairs: true, amx: true}
+	full: amxBF16, fullAt: amxBF16At, fullBias: amxBF16Bias, pairs: true, amx: true}
 
 // selectAMX returns the AMX kernel when this CPU and OS allow it, else
 // nil.

@@ -86,7 +86,9 @@ GLOBL amxcfg<>(SB), RODATA|NOPTR, $64
 // bfloat16 read in place: 64 and their distance in bytes). Mode 0:
 // C = A·B; mode 1: C's tile is loaded into the accumulators and A·B added
 // to it; mode 2: A·B goes to tmp (32×32 float32, rows 32 apart) and
-// C = A·B + beta·C with one rounding (VFMADD231PS). The caller guarantees
+// C = A·B + beta·C with one rounding (VFMADD231PS); mode 3: tmp is a row
+// of 32 float32 (a bias) that every row's sums start from, as mode 1
+// from a C holding it in every row. The caller guarantees
 // the kb steps of 32 A rows at a, 512·kb dwords at b and a whole tile
 // at c.
 TEXT ·amxKernelBF16(SB), NOSPLIT, $0-80
@@ -110,7 +112,24 @@ TEXT ·amxKernelBF16(SB), NOSPLIT, $0-80
 	SHLQ $4, R8
 	ADDQ DI, R8
 	CMPQ R12, $1
+	JEQ  loadc
+	CMPQ R12, $3
 	JNE  zero
+	// Mode 3: every row of the accumulators from the bias row at tmp
+	// (stride 0), then C's addresses back for the store.
+	MOVQ R11, DI
+	XORQ SI, SI
+	MOVQ R11, R8
+	LOADC
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+	MOVQ SI, R8
+	SHLQ $4, R8
+	ADDQ DI, R8
+	JMP  loop
+
+loadc:
 	LOADC
 	JMP  loop
 

@@ -79,3 +79,69 @@ func TestKcForAMX(t *testing.T) {
 		}
 	}
 }
+
+// TestAMXKernelBias checks the kernel's bias start (fullBias), with A
+// packed and read in place, bit for bit against the Go twin in mode 1 on
+// a C holding the bias in every row.
+func TestAMXKernelBias(t *testing.T) {
+	kn := amxOrSkip(t)
+	r := rand.New(rand.NewPCG(47, 48))
+	ldc := 33
+	for _, k := range []int{32, 64, 128} {
+		ld := k + 6
+		h := words16(amxWide(r, 16*ld))
+		panel := make([]float32, 32*k)
+		packAAMX(panel, h, 1, ld, false, 0, 32, 0, k)
+		b := amxWide(r, 512*(k/32))
+		bias := gemmToT[float32](gemmRand(r, 32))
+		want := make([]float32, 32*ldc)
+		for row := range 32 {
+			copy(want[row*ldc:], bias)
+		}
+		amxGo(k, panel, b, want, ldc, 0, 1)
+		for _, inPlace := range []bool{false, true} {
+			got := make([]float32, 32*ldc)
+			if inPlace {
+				kn.fullBias(k, h, 1, ld, nil, b, bias, got, ldc)
+			} else {
+				kn.fullBias(k, nil, 0, 0, panel, b, bias, got, ldc)
+			}
+			for i := range got {
+				if i%ldc < 32 && math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("k=%d in place %v: c[%d][%d] = %g, Go twin %g", k, inPlace, i/ldc, i%ldc, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestGemmHalfAMXBias runs GemmHalfBias on the AMX kernel (its bias
+// start, A in place and packed) bit for bit against the driver on the Go
+// twin, which copies the bias into C and adds to it.
+func TestGemmHalfAMXBias(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	for _, tc := range []gemmCase{
+		{m: 96, n: 80, k: 64, alpha: 1, batch: 1, pad: [3]int{1, 0, 3}},
+		{ta: true, m: 70, n: 64, k: 100, alpha: 1, batch: 1},
+		{m: 64, n: 64, k: 96, alpha: 1, beta: 0.5, batch: 1},
+		{tb: true, m: 40, n: 96, k: 1024, alpha: 1, batch: 2},
+	} {
+		g, ah, bh, c := bf16CaseInputs(r, tc)
+		bias := gemmToT[float32](gemmRand(r, tc.n))
+		want := append([]float32(nil), c...)
+		var jobs freeList[gemmJob[float32]]
+		withGoPacking(func() {
+			gemmBias(goAMXKernel(), &jobs, g, operand[float32]{h: ah, bf16: true}, operand[float32]{h: bh, bf16: true}, bias, want)
+		})
+		if amxgemm == nil {
+			continue
+		}
+		got := append([]float32(nil), c...)
+		GemmHalfBias(g, ah, bh, true, true, bias, got)
+		for j := range got {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("%v: c[%d] = %g, driver on the Go twin %g", tc, j, got[j], want[j])
+			}
+		}
+	}
+}

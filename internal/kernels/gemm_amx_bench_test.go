@@ -139,3 +139,28 @@ func BenchmarkGEMMAMXInPlace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGEMMBF16Out measures the GPT step's forward products with a
+// bias and a bfloat16 C: computed into float32 and narrowed by a second
+// pass (GemmHalfBias, then F32ToBF16 over C: out=pass) against each tile
+// narrowed as it is finished (GemmHalfBF16: out=tile), alternated per
+// shape: `benchstat -col /out` over -count runs.
+func BenchmarkGEMMBF16Out(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, s := range gptGemmShapes[:3] {
+		g, la, lb, lc := s.args()
+		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+		ha, hb := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
+		bias := benchF32(r, s.n)
+		c, out := make([]float32, lc), make([]uint16, lc)
+		b.Run(fmt.Sprintf("shape=%s/out=pass", s.name), func(b *testing.B) {
+			benchFlops(b, s.flops(), func() {
+				GemmHalfBias(g, ha, hb, true, true, bias, c)
+				F32ToBF16(out, c)
+			})
+		})
+		b.Run(fmt.Sprintf("shape=%s/out=tile", s.name), func(b *testing.B) {
+			benchFlops(b, s.flops(), func() { GemmHalfBF16(g, ha, hb, true, true, bias, c, out) })
+		})
+	}
+}

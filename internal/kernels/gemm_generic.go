@@ -87,6 +87,11 @@ type gemmKernel[T Float] struct {
 	// h[at + r·ld + p], k a multiple of 32: the driver then packs no
 	// whole row panel of a non-transposed A whose slices are that deep.
 	fullAt func(k int, h []uint16, at, ld int, b, c []T, ldc int, beta T, mode int)
+	// fullBias, when set (the AMX kernel), stores a whole tile of beta-0
+	// GemmBias: the sums start from the row bias in every row, as full's
+	// mode 1 does from C after the driver copied bias into each row; A
+	// read in place from h as fullAt's when h is not nil, else panel a.
+	fullBias func(k int, h []uint16, at, ld int, a, b, bias, c []T, ldc int)
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
@@ -500,20 +505,42 @@ func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode in
 			rows := min(mr, mc-ir)
 			at := co + ir*j.g.LdC + jr
 			mode := mode
-			if bias != nil {
+			switch {
+			case bias != nil && mode == 0 && rows == mr && cols == nr && j.kern.fullBias != nil:
+				j.tileBias(pa[ir*kc:(ir+mr)*kc], aAt, ir, kc, bp, bias[jr:], at)
+			case bias != nil:
 				mergeTile(j.c, at, j.g.LdC, rows, bias[jr:], 0, cols, j.beta, mode)
 				mode = 1
-			}
-			if rows == mr && aAt >= 0 {
-				j.tileAt(aAt+ir*j.g.LdA, kc, bp, tmp, at, cols, mode)
-			} else {
-				j.tile(pa[ir*kc:(ir+mr)*kc], bp, tmp, kc, at, rows, cols, mode)
+				fallthrough
+			default:
+				j.tileOf(pa, aAt, ir, kc, bp, tmp, at, rows, cols, mode)
 			}
 			if last && j.out != nil {
 				narrowTile(j.out, as[float32](j.c), at, j.g.LdC, rows, cols)
 			}
 		}
 	}
+}
+
+// tileOf is one tile of macro at c[at:], rows × cols of it valid: A read
+// in place (aAt ≥ 0) when it has all mr rows, else from its packed panel.
+func (j *gemmJob[T]) tileOf(pa []T, aAt, ir, kc int, bp, tmp []T, at, rows, cols, mode int) {
+	mr := j.kern.mr
+	if rows == mr && aAt >= 0 {
+		j.tileAt(aAt+ir*j.g.LdA, kc, bp, tmp, at, cols, mode)
+	} else {
+		j.tile(pa[ir*kc:(ir+mr)*kc], bp, tmp, kc, at, rows, cols, mode)
+	}
+}
+
+// tileBias is a whole tile of beta-0 GemmBias on kern.fullBias, its A
+// read in place when aAt ≥ 0.
+func (j *gemmJob[T]) tileBias(ap []T, aAt, ir, kc int, bp, bias []T, at int) {
+	if aAt >= 0 {
+		j.kern.fullBias(kc, j.a.h, aAt+ir*j.g.LdA, j.g.LdA, nil, bp, bias, j.c[at:], j.g.LdC)
+		return
+	}
+	j.kern.fullBias(kc, nil, 0, 0, ap, bp, bias, j.c[at:], j.g.LdC)
 }
 
 // tile is one tile of C at c[at:] from packed panels ap and bp, rows ×

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -60,5 +61,45 @@ func TestGemmHalfBF16(t *testing.T) {
 				t.Fatalf("%v: c[%d] = %g, GemmHalfBias %g", tc, j, got[j], want[j])
 			}
 		}
+	}
+}
+
+// TestNarrowTile checks narrowTile (one assembly call for tiles 32 wide)
+// against dtype.BF16FromF32 on every upper half of the float32 bits, each
+// with the low halves at and around the rounding midpoint (ties both
+// ways, NaN payloads, denormals, infinities), in tiles of 32 columns and
+// one to 32 rows at a row distance of 37, and that it writes nothing
+// outside the tile.
+func TestNarrowTile(t *testing.T) {
+	const ldc = 37
+	lows := []uint32{0, 1, 0x7fff, 0x8000, 0x8001, 0xffff}
+	var vals []float32
+	for hi := range uint32(1 << 16) {
+		for _, lo := range lows {
+			vals = append(vals, math.Float32frombits(hi<<16|lo))
+		}
+	}
+	c := make([]float32, 32*ldc)
+	out := make([]uint16, len(c))
+	for i, rows := 0, 1; i < len(vals); rows = rows%32 + 1 {
+		for j := range out {
+			out[j] = 0xBEEF
+		}
+		for r := range rows {
+			for x := range 32 {
+				c[r*ldc+x] = vals[(i+r*32+x)%len(vals)]
+			}
+		}
+		narrowTile(out, c, 0, ldc, rows, 32)
+		for j, v := range out {
+			want := uint16(0xBEEF)
+			if j/ldc < rows && j%ldc < 32 {
+				want = dtype.BF16FromF32(c[j])
+			}
+			if v != want {
+				t.Fatalf("rows %d: out[%d] = %#04x for %#08x, want %#04x", rows, j, v, math.Float32bits(c[j]), want)
+			}
+		}
+		i += rows * 32
 	}
 }
