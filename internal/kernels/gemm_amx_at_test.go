@@ -145,3 +145,29 @@ func TestGemmHalfAMXBias(t *testing.T) {
 		}
 	}
 }
+
+// TestAMXStepColsFast compares the in-register transpose of one step of
+// an A panel from Aᵀ with its Go twin, bit for bit, at several row
+// distances and offsets.
+func TestAMXStepColsFast(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, ld := range []int{32, 33, 64, 100, 257} {
+		at := r.IntN(5)
+		h := make([]uint16, at+31*ld+32)
+		for i := range h {
+			h[i] = uint16(r.Uint32())
+		}
+		var got, want [512]uint32
+		if !amxStepColsFast(&got, h, at, ld) {
+			t.Skip("no AVX-512 packer here")
+		}
+		amxStepCols(&want, h, at, ld)
+		if got != want {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("ld %d: dword %d (row %d, pair %d) = %#08x, Go twin %#08x", ld, i, i/16, i%16, got[i], want[i])
+				}
+			}
+		}
+	}
+}
