@@ -504,6 +504,10 @@ func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode in
 		for ir := 0; ir < mc; ir += mr {
 			rows := min(mr, mc-ir)
 			at := co + ir*j.g.LdC + jr
+			if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
+				j.tileOut(pa, aAt, ir, kc, bp, bias, jr, tmp, at)
+				continue
+			}
 			mode := mode
 			switch {
 			case bias != nil && mode == 0 && rows == mr && cols == nr && j.kern.fullBias != nil:
@@ -520,6 +524,35 @@ func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode in
 			}
 		}
 	}
+}
+
+// tileOut is a whole tile of a one-slice, beta-0 product with a bfloat16
+// out: computed into tmp (L1) and narrowed from there to out, so that
+// the float32 C is never written.
+func (j *gemmJob[T]) tileOut(pa []T, aAt, ir, kc int, bp, bias []T, jr int, tmp []T, at int) {
+	kn := j.kern
+	mr, nr := kn.mr, kn.nr
+	ap := pa[ir*kc : (ir+mr)*kc]
+	h, ha := []uint16(nil), 0
+	if aAt >= 0 {
+		h, ha = j.a.h, aAt+ir*j.g.LdA
+	}
+	mode := 0
+	switch {
+	case bias != nil && kn.fullBias != nil:
+		kn.fullBias(kc, h, ha, j.g.LdA, ap, bp, bias[jr:], tmp, nr)
+	case bias != nil:
+		mergeTile(tmp, 0, nr, mr, bias[jr:], 0, nr, 0, 0)
+		mode = 1
+		fallthrough
+	default:
+		if h != nil {
+			kn.fullAt(kc, h, ha, j.g.LdA, bp, tmp, nr, 0, mode)
+		} else {
+			kn.full(kc, ap, bp, tmp, nr, 0, mode)
+		}
+	}
+	narrowTileFrom(j.out, at, j.g.LdC, as[float32](tmp), nr, mr, nr)
 }
 
 // tileOf is one tile of macro at c[at:], rows × cols of it valid: A read

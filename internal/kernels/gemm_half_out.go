@@ -6,6 +6,10 @@ package kernels
 // still in L1, instead of in a second pass over the whole of C. Elements
 // of out outside the product's rows and columns are not written. The
 // result is the same as F32ToBF16 over C after GemmHalfBias, bit for bit.
+// c is float32 scratch for C, read when beta is not 0; afterwards it holds
+// C only where a tile needed it (several kc slices, edges): a whole tile
+// of a one-slice, beta-0 product goes from the kernel to a 4 KiB scratch
+// tile and is narrowed from there.
 func GemmHalfBF16(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, bias, c []float32, out []uint16) {
 	g.check("GemmHalf", len(aBits), len(bBits), len(c))
 	checkBias("GemmHalf", bias, g.N)
@@ -33,15 +37,20 @@ func narrowC(g GemmArgs, c []float32, out []uint16) {
 }
 
 // narrowTile narrows rows rows of cols values of c at c[at:] (row stride
-// ldc) into out at the same indices: a tile 32 wide in one assembly call
-// where the CPU allows (row by row, each a call of f32ToBF16, took 55 ns
-// per row of 32 in the GPT step's profile), else row by row.
+// ldc) into out at the same indices.
 func narrowTile(out []uint16, c []float32, at, ldc, rows, cols int) {
-	if narrowTileFast(out, c, at, ldc, rows, cols) {
+	narrowTileFrom(out, at, ldc, c[at:], ldc, rows, cols)
+}
+
+// narrowTileFrom narrows rows rows of cols values of src (row stride lds)
+// into out at out[at:] (row stride ldo): a tile 32 wide in one assembly
+// call where the CPU allows (row by row, each a call of f32ToBF16, took
+// 55 ns per row of 32 in the GPT step's profile), else row by row.
+func narrowTileFrom(out []uint16, at, ldo int, src []float32, lds, rows, cols int) {
+	if narrowTileFast(out[at:], ldo, src, lds, rows, cols) {
 		return
 	}
 	for r := range rows {
-		i := at + r*ldc
-		f32ToBF16(out[i:i+cols], c[i:i+cols])
+		f32ToBF16(out[at+r*ldo:at+r*ldo+cols], src[r*lds:r*lds+cols])
 	}
 }

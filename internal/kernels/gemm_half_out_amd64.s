@@ -2,17 +2,18 @@
 
 #include "textflag.h"
 
-// func narrowTile32AVX512(out *uint16, c *float32, ld, rows int)
+// func narrowTile32AVX512(out *uint16, src *float32, ldo, lds, rows int)
 //
-// Narrows rows rows (≥ 1) of 32 float32 at c, ld elements apart, to
-// bfloat16 at out, at the same element offsets: round to nearest even as
+// Narrows rows rows (≥ 1) of 32 float32 at src, lds elements apart, to
+// bfloat16 rows at out, ldo elements apart: round to nearest even as
 // (x + 0x7fff + ((x>>16)&1)) >> 16 on the bits, a NaN (|x| > Inf) as
 // (x>>16) | 0x40 (dtype.BF16FromF32, and convert_amd64.h's BF16ROUND).
-TEXT ·narrowTile32AVX512(SB), NOSPLIT, $0-32
+TEXT ·narrowTile32AVX512(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), DI
-	MOVQ c+8(FP), SI
-	MOVQ ld+16(FP), DX
-	MOVQ rows+24(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ ldo+16(FP), BX
+	MOVQ lds+24(FP), DX
+	MOVQ rows+32(FP), CX
 	MOVL $0x7fff, AX
 	VPBROADCASTD AX, Z8
 	MOVL $1, AX
@@ -23,8 +24,8 @@ TEXT ·narrowTile32AVX512(SB), NOSPLIT, $0-32
 	VPBROADCASTD AX, Z11
 	MOVL $0x7f800000, AX
 	VPBROADCASTD AX, Z12
-	LEAQ (DX*2), BX           // bytes between rows of out
-	SHLQ $2, DX               // bytes between rows of c
+	SHLQ $1, BX               // bytes between rows of out
+	SHLQ $2, DX               // bytes between rows of src
 
 row:
 	VMOVDQU32 (SI), Z0

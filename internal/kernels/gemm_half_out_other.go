@@ -3,4 +3,4 @@
 package kernels
 
 // narrowTileFast: no assembly here; narrowTile goes row by row.
-func narrowTileFast(out []uint16, c []float32, at, ldc, rows, cols int) bool { return false }
+func narrowTileFast(out []uint16, ldo int, src []float32, lds, rows, cols int) bool { return false }

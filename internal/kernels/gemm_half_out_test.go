@@ -13,8 +13,10 @@ import (
 // element of C, bit for bit, over shapes on the AMX kernel (in place and
 // packed A, several kc slices), the pair kernel (K < 32), the widening
 // kernel (binary16 A), with bias, every beta, batches, padded rows
-// (whose gaps out must keep) and the K = 0 and alpha = 0 paths; and that
-// c holds the float32 result as GemmHalfBias leaves it.
+// (whose gaps out must keep), whole tiles of one-slice beta-0 products
+// narrowed from the scratch tile (A in place and packed, with and without
+// a bias, on the AMX and the pair kernel) and the K = 0 and alpha = 0
+// paths.
 func TestGemmHalfBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	cases := []gemmCase{
@@ -25,6 +27,10 @@ func TestGemmHalfBF16(t *testing.T) {
 		{m: 64, n: 64, k: 0, alpha: 1, beta: 0.5, batch: 1, pad: [3]int{0, 0, 4}},
 		{m: 40, n: 40, k: 40, alpha: 0, beta: 0, batch: 1},
 		{m: 96, n: 96, k: 64, alpha: 0.5, beta: 0, batch: 1},
+		{m: 128, n: 96, k: 256, alpha: 1, beta: 0, batch: 1, pad: [3]int{0, 0, 3}},
+		{ta: true, m: 64, n: 64, k: 64, alpha: 1, beta: 0, batch: 1},
+		{m: 24, n: 64, k: 16, alpha: 1, beta: 0, batch: 1},
+		{m: 36, n: 64, k: 16, alpha: 1, beta: 0, batch: 1},
 	}
 	for i, tc := range cases {
 		g, ah, bh, c := bf16CaseInputs(r, tc)
@@ -54,11 +60,6 @@ func TestGemmHalfBF16(t *testing.T) {
 		for j := range gotOut {
 			if gotOut[j] != wantOut[j] {
 				t.Fatalf("%v: out[%d] = %#04x, want %#04x (written %v)", tc, j, gotOut[j], wantOut[j], written[j])
-			}
-		}
-		for j := range got {
-			if got[j] != want[j] && got[j] == got[j] {
-				t.Fatalf("%v: c[%d] = %g, GemmHalfBias %g", tc, j, got[j], want[j])
 			}
 		}
 	}
