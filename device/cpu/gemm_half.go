@@ -28,8 +28,10 @@ func gemmHalfRows(g device.Gemm) bool {
 }
 
 // gemmHalfBands runs g (gemmHalfRows) band by band: each band's rows of C
-// are widened into the buffer (only when beta reads them or the band has
-// gaps between rows), multiplied into it and narrowed back.
+// are widened into the buffer (only when beta reads them, or the band has
+// gaps between rows that a second pass would write back), multiplied into
+// it and narrowed back. A bfloat16 C is narrowed by the GEMM itself, tile
+// by tile (kernels.GemmHalfBF16), with the same rounding.
 func gemmHalfBands(g device.Gemm, args kernels.GemmArgs, bias []float32) {
 	buf := chunks.Get()
 	defer chunks.Put(buf)
@@ -39,18 +41,26 @@ func gemmHalfBands(g device.Gemm, args kernels.GemmArgs, bias []float32) {
 	if g.TransA {
 		aStep = 1
 	}
+	sz := g.C.DType.Size()
 	for r0 := 0; r0 < g.M; r0 += rows {
 		band := args
 		band.M = min(rows, g.M-r0)
 		band.OffA += r0 * aStep
 		lo := g.C.Off + r0*g.LdC
 		c := buf[:(band.M-1)*g.LdC+g.N]
-		if g.Beta != 0 || g.LdC != g.N {
-			sz := g.C.DType.Size()
-			toF32(c, g.C.DType, g.C.Block.Bytes()[lo*sz:(lo+len(c))*sz])
+		cb := g.C.Block.Bytes()[lo*sz : (lo+len(c))*sz]
+		out, direct := halves(cb)
+		direct = direct && g.C.DType == dtype.BF16
+		if g.Beta != 0 || (g.LdC != g.N && !direct) {
+			toF32(c, g.C.DType, cb)
 		}
 		band.OffC = 0
-		kernels.GemmHalfBias(band, a, b, g.A.DType == dtype.BF16, g.B.DType == dtype.BF16, bias, c)
+		aBF16, bBF16 := g.A.DType == dtype.BF16, g.B.DType == dtype.BF16
+		if direct {
+			kernels.GemmHalfBF16(band, a, b, aBF16, bBF16, bias, c, out)
+			continue
+		}
+		kernels.GemmHalfBias(band, a, b, aBF16, bBF16, bias, c)
 		putAt32(g.C, lo, c)
 	}
 }

@@ -23,9 +23,10 @@ func TestGemmHalfBands(t *testing.T) {
 
 // TestGemmHalfSmallBands: a 16-bit C that fits the band buffer is one
 // band, byte for byte the whole-C path: one row, odd sizes, a gap between
-// rows, and no Go-heap copy of C.
+// rows, depths the AMX kernel takes (a bfloat16 C narrowed tile by tile
+// by the GEMM), and no Go-heap copy of C.
 func TestGemmHalfSmallBands(t *testing.T) {
-	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 37, 5, 37}, {7, 33, 5, 35}, {12, 32, 64, 32}, {29, 17, 3, 17}} {
+	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 37, 5, 37}, {7, 33, 5, 35}, {12, 32, 64, 32}, {29, 17, 3, 17}, {70, 65, 96, 67}, {64, 32, 352, 32}} {
 		gemmHalfBandsCase(t, s[0], s[1], s[2], s[3])
 	}
 }

@@ -84,11 +84,16 @@ func GemmHalfBias(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, bias, c 
 	checkBias("GemmHalf", bias, g.N)
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
-	kn := &sgemm
+	gemmBias(halfKernel(g, aBF16, bBF16), &sgemmJobs, g, a, b, bias, c)
+}
+
+// halfKernel is the kernel GemmHalf runs g on: a pair kernel for
+// bfloat16 operands with alpha 1 where the CPU has one, else sgemm.
+func halfKernel(g GemmArgs, aBF16, bBF16 bool) *gemmKernel[float32] {
 	if p := pairKernel(g.K); aBF16 && bBF16 && g.Alpha == 1 && p != nil {
-		kn = p
+		return p
 	}
-	gemmBias(kn, &sgemmJobs, g, a, b, bias, c)
+	return &sgemm
 }
 
 // sbgemm is the bfloat16 pair kernel of this machine, or nil; amxgemm the

@@ -21,6 +21,19 @@ import (
 // float32 panel slots (mr·kc words) when kc ≥ 30, so the blocked driver and
 // its scratch are unchanged; amxMinK keeps every slice that deep.
 //
+// A non-transposed A needs no packing when kc is a whole number of steps:
+// row r of step s is then the 32 values at A[i0+r][p0+32s …], which
+// TILELOADD reads in place with the rows' distance as its stride
+// (amxBF16At, the kernel's fullAt). kcFor cuts depths of whole steps into
+// slices of whole steps, and the driver packs only a short last row
+// panel. On the GPT step's forward and input-gradient products this took
+// 31–58% more GFLOP per CPU second than packing A (fc1, fc2, dfc1, dqkv
+// of BenchmarkGEMMAMXInPlace, one core; qkv within noise).
+//
+// A beta-0 product with a bias starts each tile's sums from the bias row
+// (mode 3: TILELOADD with stride 0 puts it in every row), which is what
+// the driver's copy of the bias into C and mode 1 computed, bit for bit.
+//
 // TDPBF16PS's arithmetic, measured on this machine's Sapphire Rapids class
 // CPU (TestAMXKernelEdgesExhaustive, TestAMXKernelModes): see amxDot.
 

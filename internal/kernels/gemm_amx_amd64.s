@@ -11,9 +11,11 @@
 //	TMM2 C rows 16–31, columns 0–15    TMM6 B 16 pair rows, columns 0–15
 //	TMM3 C rows 16–31, columns 16–31   TMM7 B 16 pair rows, columns 16–31
 //
-// A 16-pair step (32 depth values) loads two A tiles (2 KiB, contiguous,
-// stride 64) and two B tiles (16 pair rows of the B panel, stride 128)
-// and runs four TDPBF16PS: C(i,j) += A(i)·B(j).
+// A 16-pair step (32 depth values) loads two A tiles (from a packed
+// panel 2 KiB, contiguous, stride 64; or 16 rows of 32 bfloat16 values
+// each read in place, stride the rows' distance) and two B tiles (16 pair
+// rows of the B panel, stride 128) and runs four TDPBF16PS:
+// C(i,j) += A(i)·B(j).
 //
 // All tile use stays inside this one call: the configuration is loaded,
 // the tiles are used, and TILERELEASE ends it before the return. Go never
@@ -56,12 +58,13 @@
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x13; LONG $0x00000800; \
 	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x13; LONG $0x00000840
 
-// One 16-pair step: tileloadd (%rax,%r9,1) → TMM4, 1024(%rax,%r9,1) →
-// TMM5, (%rbx,%r10,1) → TMM6, 64(%rbx,%r10,1) → TMM7; then tdpbf16ps
-// TMM6,TMM4,TMM0; TMM7,TMM4,TMM1; TMM6,TMM5,TMM2; TMM7,TMM5,TMM3.
+// One 16-pair step: tileloadd (%rax,%r9,1) → TMM4, (%rdx,%r9,1) →
+// TMM5 (A rows 16–31, rdx = rax + 16·r9), (%rbx,%r10,1) → TMM6,
+// 64(%rbx,%r10,1) → TMM7; then tdpbf16ps TMM6,TMM4,TMM0; TMM7,TMM4,TMM1;
+// TMM6,TMM5,TMM2; TMM7,TMM5,TMM3.
 #define STEP \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x08; \
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x08; LONG $0x00000400; \
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x0a; \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x13; \
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x13; BYTE $0x40; \
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4; \
@@ -76,14 +79,19 @@ DATA amxcfg<>+24(SB)/8, $0x0040004000400040
 DATA amxcfg<>+48(SB)/8, $0x1010101010101010
 GLOBL amxcfg<>(SB), RODATA|NOPTR, $64
 
-// func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int)
+// func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int, astride, astep int)
 //
-// kb ≥ 1 16-pair steps; ldc in elements. Mode 0: C = A·B; mode 1: C's
-// tile is loaded into the accumulators and A·B added to it; mode 2: A·B
-// goes to tmp (32×32 float32, rows 32 apart) and C = A·B + beta·C with
-// one rounding (VFMADD231PS). The caller guarantees 512·kb dwords at a
-// and b and a whole tile at c.
-TEXT ·amxKernelBF16(SB), NOSPLIT, $0-64
+// kb ≥ 1 16-pair steps; ldc in elements. A row r of step s is the 64
+// bytes at a + s·astep + r·astride (a packed panel: 2048 and 64; rows of
+// bfloat16 read in place: 64 and their distance in bytes). Mode 0:
+// C = A·B; mode 1: C's tile is loaded into the accumulators and A·B added
+// to it; mode 2: A·B goes to tmp (32×32 float32, rows 32 apart) and
+// C = A·B + beta·C with one rounding (VFMADD231PS); mode 3: tmp is a row
+// of 32 float32 (a bias) that every row's sums start from, as mode 1
+// from a C holding it in every row. The caller guarantees
+// the kb steps of 32 A rows at a, 512·kb dwords at b and a whole tile
+// at c.
+TEXT ·amxKernelBF16(SB), NOSPLIT, $0-80
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -94,13 +102,34 @@ TEXT ·amxKernelBF16(SB), NOSPLIT, $0-64
 	MOVQ mode+56(FP), R12
 	LEAQ amxcfg<>(SB), DX
 	LDTILECFG_DX
-	MOVQ $64, R9
+	MOVQ astride+64(FP), R9
+	MOVQ astep+72(FP), R13
+	MOVQ R9, DX
+	SHLQ $4, DX
+	ADDQ AX, DX
 	MOVQ $128, R10
 	MOVQ SI, R8
 	SHLQ $4, R8
 	ADDQ DI, R8
 	CMPQ R12, $1
+	JEQ  loadc
+	CMPQ R12, $3
 	JNE  zero
+	// Mode 3: every row of the accumulators from the bias row at tmp
+	// (stride 0), then C's addresses back for the store.
+	MOVQ R11, DI
+	XORQ SI, SI
+	MOVQ R11, R8
+	LOADC
+	MOVQ c+24(FP), DI
+	MOVQ ldc+32(FP), SI
+	SHLQ $2, SI
+	MOVQ SI, R8
+	SHLQ $4, R8
+	ADDQ DI, R8
+	JMP  loop
+
+loadc:
 	LOADC
 	JMP  loop
 
@@ -112,7 +141,8 @@ zero:
 
 loop:
 	STEP
-	ADDQ $2048, AX
+	ADDQ R13, AX
+	ADDQ R13, DX
 	ADDQ $2048, BX
 	DECQ CX
 	JNZ  loop
@@ -142,47 +172,340 @@ betarow:
 	VZEROUPPER
 	RET
 
-// The dword offsets of rows 0–15 within a step of an AMX A panel.
-DATA amxrows<>+0(SB)/8, $0x0000001000000000
-DATA amxrows<>+8(SB)/8, $0x0000003000000020
-DATA amxrows<>+16(SB)/8, $0x0000005000000040
-DATA amxrows<>+24(SB)/8, $0x0000007000000060
-DATA amxrows<>+32(SB)/8, $0x0000009000000080
-DATA amxrows<>+40(SB)/8, $0x000000b0000000a0
-DATA amxrows<>+48(SB)/8, $0x000000d0000000c0
-DATA amxrows<>+56(SB)/8, $0x000000f0000000e0
-GLOBL amxrows<>(SB), RODATA|NOPTR, $64
-
 // func amxStepColsAVX512(blk *uint32, h *uint16, ld int)
 //
 // One whole step of an AMX A panel from op(A) = Aᵀ (amxStepCols is its
 // twin): for each pair t, depths 2t and 2t+1 of rows 0–31 are two runs of
-// 32 values ld apart at h; they are widened, combined into pair words and
-// scattered to column t of the step's 32 rows (dword r·16 + t of blk).
+// 32 values ld apart at h, widened and combined into pair words: for rows
+// 0–15, then 16–31, sixteen registers (pair t: one per register, row r:
+// dword r) are transposed in registers — dword pairs, quadword pairs,
+// then 128-bit lanes (VSHUFI32X4) — so that row r's 16 pairs are one
+// 64-byte store at blk + 64r (16 scatters per half before: 0.5 s of a
+// 10 s GPT profile).
 TEXT ·amxStepColsAVX512(SB), NOSPLIT, $0-24
-	MOVQ    blk+0(FP), DI
-	MOVQ    h+8(FP), SI
-	MOVQ    ld+16(FP), DX
-	SHLQ    $1, DX            // bytes between depths
-	VMOVDQU32 amxrows<>(SB), Z4
-	MOVQ    $16, CX
-
-pair:
-	VPMOVZXWD (SI), Z0
-	VPMOVZXWD (SI)(DX*1), Z1
-	VPMOVZXWD 32(SI), Z2
-	VPMOVZXWD 32(SI)(DX*1), Z3
-	VPSLLD    $16, Z1, Z1
-	VPSLLD    $16, Z3, Z3
-	VPORD     Z1, Z0, Z0
-	VPORD     Z3, Z2, Z2
-	KXNORW    K1, K1, K1
-	VPSCATTERDD Z0, K1, (DI)(Z4*4)
-	KXNORW    K2, K2, K2
-	VPSCATTERDD Z2, K2, 1024(DI)(Z4*4)
-	ADDQ      $4, DI
-	LEAQ      (SI)(DX*2), SI
-	DECQ      CX
-	JNZ       pair
+	MOVQ blk+0(FP), DI
+	MOVQ h+8(FP), SI
+	MOVQ ld+16(FP), DX
+	SHLQ $1, DX // bytes between depths
+	MOVQ SI, R8
+	VPMOVZXWD 0(R8), Z0
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z0, Z0
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z1
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z1, Z1
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z2
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z2, Z2
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z3
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z3, Z3
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z4
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z4, Z4
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z5
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z5, Z5
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z6
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z6, Z6
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z7
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z7, Z7
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z8
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z8, Z8
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z9
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z9, Z9
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z10
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z10, Z10
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z11
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z11, Z11
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z12
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z12, Z12
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z13
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z13, Z13
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z14
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z14, Z14
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 0(R8), Z15
+	VPMOVZXWD 0(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z15, Z15
+	VPUNPCKLDQ Z1, Z0, Z16
+	VPUNPCKHDQ Z1, Z0, Z17
+	VPUNPCKLDQ Z3, Z2, Z18
+	VPUNPCKHDQ Z3, Z2, Z19
+	VPUNPCKLDQ Z5, Z4, Z20
+	VPUNPCKHDQ Z5, Z4, Z21
+	VPUNPCKLDQ Z7, Z6, Z22
+	VPUNPCKHDQ Z7, Z6, Z23
+	VPUNPCKLDQ Z9, Z8, Z24
+	VPUNPCKHDQ Z9, Z8, Z25
+	VPUNPCKLDQ Z11, Z10, Z26
+	VPUNPCKHDQ Z11, Z10, Z27
+	VPUNPCKLDQ Z13, Z12, Z28
+	VPUNPCKHDQ Z13, Z12, Z29
+	VPUNPCKLDQ Z15, Z14, Z30
+	VPUNPCKHDQ Z15, Z14, Z31
+	VPUNPCKLQDQ Z18, Z16, Z0
+	VPUNPCKHQDQ Z18, Z16, Z1
+	VPUNPCKLQDQ Z19, Z17, Z2
+	VPUNPCKHQDQ Z19, Z17, Z3
+	VPUNPCKLQDQ Z22, Z20, Z4
+	VPUNPCKHQDQ Z22, Z20, Z5
+	VPUNPCKLQDQ Z23, Z21, Z6
+	VPUNPCKHQDQ Z23, Z21, Z7
+	VPUNPCKLQDQ Z26, Z24, Z8
+	VPUNPCKHQDQ Z26, Z24, Z9
+	VPUNPCKLQDQ Z27, Z25, Z10
+	VPUNPCKHQDQ Z27, Z25, Z11
+	VPUNPCKLQDQ Z30, Z28, Z12
+	VPUNPCKHQDQ Z30, Z28, Z13
+	VPUNPCKLQDQ Z31, Z29, Z14
+	VPUNPCKHQDQ Z31, Z29, Z15
+	VSHUFI32X4 $0x44, Z4, Z0, Z16
+	VSHUFI32X4 $0xEE, Z4, Z0, Z17
+	VSHUFI32X4 $0x44, Z12, Z8, Z18
+	VSHUFI32X4 $0xEE, Z12, Z8, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 0(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 256(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 512(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 768(DI)
+	VSHUFI32X4 $0x44, Z5, Z1, Z16
+	VSHUFI32X4 $0xEE, Z5, Z1, Z17
+	VSHUFI32X4 $0x44, Z13, Z9, Z18
+	VSHUFI32X4 $0xEE, Z13, Z9, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 64(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 320(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 576(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 832(DI)
+	VSHUFI32X4 $0x44, Z6, Z2, Z16
+	VSHUFI32X4 $0xEE, Z6, Z2, Z17
+	VSHUFI32X4 $0x44, Z14, Z10, Z18
+	VSHUFI32X4 $0xEE, Z14, Z10, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 128(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 384(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 640(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 896(DI)
+	VSHUFI32X4 $0x44, Z7, Z3, Z16
+	VSHUFI32X4 $0xEE, Z7, Z3, Z17
+	VSHUFI32X4 $0x44, Z15, Z11, Z18
+	VSHUFI32X4 $0xEE, Z15, Z11, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 192(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 448(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 704(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 960(DI)
+	MOVQ SI, R8
+	VPMOVZXWD 32(R8), Z0
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z0, Z0
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z1
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z1, Z1
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z2
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z2, Z2
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z3
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z3, Z3
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z4
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z4, Z4
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z5
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z5, Z5
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z6
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z6, Z6
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z7
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z7, Z7
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z8
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z8, Z8
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z9
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z9, Z9
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z10
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z10, Z10
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z11
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z11, Z11
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z12
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z12, Z12
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z13
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z13, Z13
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z14
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z14, Z14
+	LEAQ (R8)(DX*2), R8
+	VPMOVZXWD 32(R8), Z15
+	VPMOVZXWD 32(R8)(DX*1), Z16
+	VPSLLD $16, Z16, Z16
+	VPORD Z16, Z15, Z15
+	VPUNPCKLDQ Z1, Z0, Z16
+	VPUNPCKHDQ Z1, Z0, Z17
+	VPUNPCKLDQ Z3, Z2, Z18
+	VPUNPCKHDQ Z3, Z2, Z19
+	VPUNPCKLDQ Z5, Z4, Z20
+	VPUNPCKHDQ Z5, Z4, Z21
+	VPUNPCKLDQ Z7, Z6, Z22
+	VPUNPCKHDQ Z7, Z6, Z23
+	VPUNPCKLDQ Z9, Z8, Z24
+	VPUNPCKHDQ Z9, Z8, Z25
+	VPUNPCKLDQ Z11, Z10, Z26
+	VPUNPCKHDQ Z11, Z10, Z27
+	VPUNPCKLDQ Z13, Z12, Z28
+	VPUNPCKHDQ Z13, Z12, Z29
+	VPUNPCKLDQ Z15, Z14, Z30
+	VPUNPCKHDQ Z15, Z14, Z31
+	VPUNPCKLQDQ Z18, Z16, Z0
+	VPUNPCKHQDQ Z18, Z16, Z1
+	VPUNPCKLQDQ Z19, Z17, Z2
+	VPUNPCKHQDQ Z19, Z17, Z3
+	VPUNPCKLQDQ Z22, Z20, Z4
+	VPUNPCKHQDQ Z22, Z20, Z5
+	VPUNPCKLQDQ Z23, Z21, Z6
+	VPUNPCKHQDQ Z23, Z21, Z7
+	VPUNPCKLQDQ Z26, Z24, Z8
+	VPUNPCKHQDQ Z26, Z24, Z9
+	VPUNPCKLQDQ Z27, Z25, Z10
+	VPUNPCKHQDQ Z27, Z25, Z11
+	VPUNPCKLQDQ Z30, Z28, Z12
+	VPUNPCKHQDQ Z30, Z28, Z13
+	VPUNPCKLQDQ Z31, Z29, Z14
+	VPUNPCKHQDQ Z31, Z29, Z15
+	VSHUFI32X4 $0x44, Z4, Z0, Z16
+	VSHUFI32X4 $0xEE, Z4, Z0, Z17
+	VSHUFI32X4 $0x44, Z12, Z8, Z18
+	VSHUFI32X4 $0xEE, Z12, Z8, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1024(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1280(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1536(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1792(DI)
+	VSHUFI32X4 $0x44, Z5, Z1, Z16
+	VSHUFI32X4 $0xEE, Z5, Z1, Z17
+	VSHUFI32X4 $0x44, Z13, Z9, Z18
+	VSHUFI32X4 $0xEE, Z13, Z9, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1088(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1344(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1600(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1856(DI)
+	VSHUFI32X4 $0x44, Z6, Z2, Z16
+	VSHUFI32X4 $0xEE, Z6, Z2, Z17
+	VSHUFI32X4 $0x44, Z14, Z10, Z18
+	VSHUFI32X4 $0xEE, Z14, Z10, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1152(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1408(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1664(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1920(DI)
+	VSHUFI32X4 $0x44, Z7, Z3, Z16
+	VSHUFI32X4 $0xEE, Z7, Z3, Z17
+	VSHUFI32X4 $0x44, Z15, Z11, Z18
+	VSHUFI32X4 $0xEE, Z15, Z11, Z19
+	VSHUFI32X4 $0x88, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1216(DI)
+	VSHUFI32X4 $0xdd, Z18, Z16, Z20
+	VMOVDQU32 Z20, 1472(DI)
+	VSHUFI32X4 $0x88, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1728(DI)
+	VSHUFI32X4 $0xdd, Z19, Z17, Z20
+	VMOVDQU32 Z20, 1984(DI)
 	VZEROUPPER
 	RET

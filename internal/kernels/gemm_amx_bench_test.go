@@ -101,3 +101,66 @@ func BenchmarkPackAAMX(b *testing.B) {
 		})
 	}
 }
+
+// gptGemmShapes are the bfloat16 products of one layer of the 6×256 GPT
+// step (16×256 tokens): the forward projections (K = 256, 1024), the
+// input gradients (B transposed) and a weight gradient (A transposed).
+var gptGemmShapes = []gemmBench{
+	{name: "qkv", m: 4096, n: 768, k: 256},
+	{name: "fc1", m: 4096, n: 1024, k: 256},
+	{name: "fc2", m: 4096, n: 256, k: 1024},
+	{name: "dfc1", tb: true, m: 4096, n: 256, k: 1024},
+	{name: "dqkv", tb: true, m: 4096, n: 256, k: 768},
+	{name: "wfc1", ta: true, m: 256, n: 1024, k: 4096},
+}
+
+// BenchmarkGEMMAMXInPlace measures the GPT step's products on the AMX
+// kernel with op(A)'s row panels read in place and with every panel
+// packed (gemmAInPlace), alternated per shape: compare with `benchstat
+// -col /a` over -count runs (GFLOP/cpu-s is the load-proof figure).
+func BenchmarkGEMMAMXInPlace(b *testing.B) {
+	if amxgemm == nil {
+		b.Skip("no AMX kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	defer func() { gemmAInPlace = true }()
+	for _, s := range gptGemmShapes {
+		g, la, lb, lc := s.args()
+		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+		hx := operand[float32]{h: gemmHalfBits(r, la, true), bf16: true}
+		hy := operand[float32]{h: gemmHalfBits(r, lb, true), bf16: true}
+		c := make([]float32, lc)
+		for _, on := range []bool{false, true} {
+			name := map[bool]string{false: "packed", true: "inplace"}[on]
+			b.Run(fmt.Sprintf("shape=%s/a=%s", s.name, name), func(b *testing.B) {
+				gemmAInPlace = on
+				benchFlops(b, s.flops(), func() { gemmBias(amxgemm, &sgemmJobs, g, hx, hy, nil, c) })
+			})
+		}
+	}
+}
+
+// BenchmarkGEMMBF16Out measures the GPT step's forward products with a
+// bias and a bfloat16 C: computed into float32 and narrowed by a second
+// pass (GemmHalfBias, then F32ToBF16 over C: out=pass) against each tile
+// narrowed as it is finished (GemmHalfBF16: out=tile), alternated per
+// shape: `benchstat -col /out` over -count runs.
+func BenchmarkGEMMBF16Out(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, s := range gptGemmShapes[:3] {
+		g, la, lb, lc := s.args()
+		g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+		ha, hb := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
+		bias := benchF32(r, s.n)
+		c, out := make([]float32, lc), make([]uint16, lc)
+		b.Run(fmt.Sprintf("shape=%s/out=pass", s.name), func(b *testing.B) {
+			benchFlops(b, s.flops(), func() {
+				GemmHalfBias(g, ha, hb, true, true, bias, c)
+				F32ToBF16(out, c)
+			})
+		})
+		b.Run(fmt.Sprintf("shape=%s/out=tile", s.name), func(b *testing.B) {
+			benchFlops(b, s.flops(), func() { GemmHalfBF16(g, ha, hb, true, true, bias, c, out) })
+		})
+	}
+}

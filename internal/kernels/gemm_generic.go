@@ -82,6 +82,16 @@ type gemmKernel[T Float] struct {
 	// amx marks the AMX kernel (gemm_amx.go): pair panels with depth
 	// padded to 16-pair steps and A in its row-major step order.
 	amx bool
+	// fullAt, when set (the AMX kernel), is full with the tile's mr rows
+	// of A read in place from bfloat16 bits, row r's depth p at
+	// h[at + r·ld + p], k a multiple of 32: the driver then packs no
+	// whole row panel of a non-transposed A whose slices are that deep.
+	fullAt func(k int, h []uint16, at, ld int, b, c []T, ldc int, beta T, mode int)
+	// fullBias, when set (the AMX kernel), stores a whole tile of beta-0
+	// GemmBias: the sums start from the row bias in every row, as full's
+	// mode 1 does from C after the driver copied bias into each row; A
+	// read in place from h as fullAt's when h is not nil, else panel a.
+	fullBias func(k int, h []uint16, at, ld int, a, b, bias, c []T, ldc int)
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
@@ -175,7 +185,18 @@ func (kn *gemmKernel[T]) kcFor(k int) int {
 	if !gemmEvenDepth || k <= kn.kc {
 		return kn.kc
 	}
-	return min(kn.kc, roundUp(ceilDiv(k, ceilDiv(k, kn.kc)), 8))
+	return min(kn.kc, roundUp(ceilDiv(k, ceilDiv(k, kn.kc)), kn.depthStep()))
+}
+
+// depthStep is the multiple kcFor rounds slices to: 8, or the AMX
+// kernel's 32-deep step, so that a depth of whole steps is cut into
+// slices of whole steps (1024: 352, 352 and 320), each read in place
+// (fullAt) and summed as one unsliced product would be.
+func (kn *gemmKernel[T]) depthStep() int {
+	if kn.amx {
+		return 32
+	}
+	return 8
 }
 
 // gemmEvenDepth turns kcFor's even slices on (a variable so that the
@@ -190,10 +211,12 @@ type gemmJob[T Float] struct {
 	g           GemmArgs
 	a, b        operand[T]
 	c           []T
-	bias        []T    // GemmBias's bias, or nil
-	apack       []T    // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
-	aOwn        bool   // apack is the job's shared A (abuf), packed by its pack tasks
-	abuf        []byte // backs the shared A
+	bias        []T      // GemmBias's bias, or nil
+	apack       []T      // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
+	aOwn        bool     // apack is the job's shared A (abuf), packed by its pack tasks
+	aAt         bool     // op(A)'s whole row panels are read in place (kern.fullAt; readsA)
+	out         []uint16 // GemmHalfBF16's bfloat16 C, indexed as c, narrowed tile by tile; or nil
+	abuf        []byte   // backs the shared A
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
 	kc          int // the call's depth step (kern.kcFor)
@@ -371,9 +394,30 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 		pb := j.bpack[pc*j.ncPad+n0*kc:]
 		for ic := m0; ic < m1; ic += kn.mc {
 			mc := min(kn.mc, m1-ic)
-			j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode, j.biasAt(pc, j.jc+n0))
+			j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), j.aAtBlock(oa, ic, pc), pb, tmp, kc, mc, n1-n0, oc+ic*g.LdC, mode, j.biasAt(pc, j.jc+n0), pc+kc == g.K)
 		}
 	}
+}
+
+// readsA says whether the call reads op(A)'s whole row panels in place:
+// a kernel with fullAt, a bfloat16 A not transposed and not prepacked,
+// and every kc slice a whole number of 32-deep steps.
+func (j *gemmJob[T]) readsA() bool {
+	return gemmAInPlace && j.kern.fullAt != nil && j.a.h != nil && j.a.bf16 && !j.g.TransA && j.apack == nil &&
+		j.kc%32 == 0 && j.g.K%32 == 0
+}
+
+// gemmAInPlace turns readsA on (a variable so that the benchmarks can
+// compare with every panel packed: false).
+var gemmAInPlace = true
+
+// aAtBlock is where the block of op(A) at (ic, pc) starts in A's bits
+// when its panels are read in place (aAt), else -1.
+func (j *gemmJob[T]) aAtBlock(oa, ic, pc int) int {
+	if !j.aAt {
+		return -1
+	}
+	return oa + ic*j.g.LdA + pc
 }
 
 // blockA returns the packed mc×kc block of op(A) at (ic, pc): a view of
@@ -382,6 +426,13 @@ func (j *gemmJob[T]) computeTask(s *gemmScratch, t int) {
 func (j *gemmJob[T]) blockA(pa []T, oa, ic, mc, pc, kc int, strip []float32) []T {
 	if j.apack != nil {
 		return j.apack[pc*roundUp(j.g.M, j.kern.mr)+ic*kc:]
+	}
+	if j.aAt { // only a last, short row panel is packed, in its place
+		mr := j.kern.mr
+		if q := mc / mr * mr; q < mc {
+			packA(j.kern, pa[q*kc:], j.a, oa, j.g.LdA, false, ic+q, mc-q, pc, kc, j.alpha, strip)
+		}
+		return pa
 	}
 	packA(j.kern, pa, j.a, oa, j.g.LdA, j.g.TransA, ic, mc, pc, kc, j.alpha, strip)
 	return pa
@@ -429,7 +480,7 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 			}
 			for ic := 0; ic < g.M; ic += kn.mc {
 				mc := min(kn.mc, g.M-ic)
-				j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode, j.biasAt(pc, jc))
+				j.macro(j.blockA(pa, oa, ic, mc, pc, kc, strip), j.aAtBlock(oa, ic, pc), pb, tmp, kc, mc, nc, oc+ic*g.LdC+jc, mode, j.biasAt(pc, jc), pc+kc == g.K)
 			}
 		}
 	}
@@ -441,42 +492,125 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 // a narrow variant runs a tile of all mr rows and nr/2 columns in place.
 // A non-nil bias (the block's columns of it, first K panel only: biasAt)
 // first sets each tile to beta·C + bias, which the kernel then adds to
-// (mode 1).
-func (j *gemmJob[T]) macro(pa, pb, tmp []T, kc, mc, nc, co, mode int, bias []T) {
-	kn := j.kern
-	mr, nr, ldc, c := kn.mr, kn.nr, j.g.LdC, j.c
+// (mode 1). With aAt ≥ 0 (aAtBlock) whole row panels of A are read in
+// place from there, and only a short last one from pa. In the last kc
+// slice (last) each finished tile is also narrowed to the job's
+// bfloat16 out, if any, while it is in L1.
+func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode int, bias []T, last bool) {
+	mr, nr := j.kern.mr, j.kern.nr
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		bp := pb[jr*kc : (jr+nr)*kc]
 		for ir := 0; ir < mc; ir += mr {
 			rows := min(mr, mc-ir)
-			ap := pa[ir*kc : (ir+mr)*kc]
-			at := co + ir*ldc + jr
+			at := co + ir*j.g.LdC + jr
+			if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
+				j.tileOut(pa, aAt, ir, kc, bp, bias, jr, tmp, at)
+				continue
+			}
 			mode := mode
-			if bias != nil {
-				mergeTile(c, at, ldc, rows, bias[jr:], 0, cols, j.beta, mode)
+			switch {
+			case bias != nil && mode == 0 && rows == mr && cols == nr && j.kern.fullBias != nil:
+				j.tileBias(pa[ir*kc:(ir+mr)*kc], aAt, ir, kc, bp, bias[jr:], at)
+			case bias != nil:
+				mergeTile(j.c, at, j.g.LdC, rows, bias[jr:], 0, cols, j.beta, mode)
 				mode = 1
+				fallthrough
+			default:
+				j.tileOf(pa, aAt, ir, kc, bp, tmp, at, rows, cols, mode)
 			}
-			if rows == mr && cols == nr {
-				kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
-				continue
+			if last && j.out != nil {
+				narrowTile(j.out, as[float32](j.c), at, j.g.LdC, rows, cols)
 			}
-			if rows == mr && cols == nr/2 && kn.narrow != nil && mode != 2 {
-				// In place, as mergeTile would (which rounds
-				// acc + beta·C twice: mode 2 stays there).
-				kn.narrow(kc, ap, bp, c[at:], ldc, j.beta, mode)
-				continue
-			}
-			if cols <= nr/2 && kn.narrow != nil {
-				kn.narrow(kc, ap, bp, tmp, nr, 0, 0)
-			} else if rows <= mr/2 && kn.half != nil {
-				kn.half(kc, ap, bp, tmp, nr, 0, 0)
-			} else {
-				kn.full(kc, ap, bp, tmp, nr, 0, 0)
-			}
-			mergeTile(c, at, ldc, rows, tmp, nr, cols, j.beta, mode)
 		}
 	}
+}
+
+// tileOut is a whole tile of a one-slice, beta-0 product with a bfloat16
+// out: computed into tmp (L1) and narrowed from there to out, so that
+// the float32 C is never written.
+func (j *gemmJob[T]) tileOut(pa []T, aAt, ir, kc int, bp, bias []T, jr int, tmp []T, at int) {
+	kn := j.kern
+	mr, nr := kn.mr, kn.nr
+	ap := pa[ir*kc : (ir+mr)*kc]
+	h, ha := []uint16(nil), 0
+	if aAt >= 0 {
+		h, ha = j.a.h, aAt+ir*j.g.LdA
+	}
+	mode := 0
+	switch {
+	case bias != nil && kn.fullBias != nil:
+		kn.fullBias(kc, h, ha, j.g.LdA, ap, bp, bias[jr:], tmp, nr)
+	case bias != nil:
+		mergeTile(tmp, 0, nr, mr, bias[jr:], 0, nr, 0, 0)
+		mode = 1
+		fallthrough
+	default:
+		if h != nil {
+			kn.fullAt(kc, h, ha, j.g.LdA, bp, tmp, nr, 0, mode)
+		} else {
+			kn.full(kc, ap, bp, tmp, nr, 0, mode)
+		}
+	}
+	narrowTileFrom(j.out, at, j.g.LdC, as[float32](tmp), nr, mr, nr)
+}
+
+// tileOf is one tile of macro at c[at:], rows × cols of it valid: A read
+// in place (aAt ≥ 0) when it has all mr rows, else from its packed panel.
+func (j *gemmJob[T]) tileOf(pa []T, aAt, ir, kc int, bp, tmp []T, at, rows, cols, mode int) {
+	mr := j.kern.mr
+	if rows == mr && aAt >= 0 {
+		j.tileAt(aAt+ir*j.g.LdA, kc, bp, tmp, at, cols, mode)
+	} else {
+		j.tile(pa[ir*kc:(ir+mr)*kc], bp, tmp, kc, at, rows, cols, mode)
+	}
+}
+
+// tileBias is a whole tile of beta-0 GemmBias on kern.fullBias, its A
+// read in place when aAt ≥ 0.
+func (j *gemmJob[T]) tileBias(ap []T, aAt, ir, kc int, bp, bias []T, at int) {
+	if aAt >= 0 {
+		j.kern.fullBias(kc, j.a.h, aAt+ir*j.g.LdA, j.g.LdA, nil, bp, bias, j.c[at:], j.g.LdC)
+		return
+	}
+	j.kern.fullBias(kc, nil, 0, 0, ap, bp, bias, j.c[at:], j.g.LdC)
+}
+
+// tile is one tile of C at c[at:] from packed panels ap and bp, rows ×
+// cols of it valid (macro).
+func (j *gemmJob[T]) tile(ap, bp, tmp []T, kc, at, rows, cols, mode int) {
+	kn := j.kern
+	mr, nr, ldc, c := kn.mr, kn.nr, j.g.LdC, j.c
+	if rows == mr && cols == nr {
+		kn.full(kc, ap, bp, c[at:], ldc, j.beta, mode)
+		return
+	}
+	if rows == mr && cols == nr/2 && kn.narrow != nil && mode != 2 {
+		// In place, as mergeTile would (which rounds
+		// acc + beta·C twice: mode 2 stays there).
+		kn.narrow(kc, ap, bp, c[at:], ldc, j.beta, mode)
+		return
+	}
+	if cols <= nr/2 && kn.narrow != nil {
+		kn.narrow(kc, ap, bp, tmp, nr, 0, 0)
+	} else if rows <= mr/2 && kn.half != nil {
+		kn.half(kc, ap, bp, tmp, nr, 0, 0)
+	} else {
+		kn.full(kc, ap, bp, tmp, nr, 0, 0)
+	}
+	mergeTile(c, at, ldc, rows, tmp, nr, cols, j.beta, mode)
+}
+
+// tileAt is one tile of all mr rows with A read in place from a's bits at
+// aAt: into C when it has all nr columns, else into tmp and merged.
+func (j *gemmJob[T]) tileAt(aAt, kc int, bp, tmp []T, at, cols, mode int) {
+	kn, ldc := j.kern, j.g.LdC
+	if cols == kn.nr {
+		kn.fullAt(kc, j.a.h, aAt, j.g.LdA, bp, j.c[at:], ldc, j.beta, mode)
+		return
+	}
+	kn.fullAt(kc, j.a.h, aAt, j.g.LdA, bp, tmp, kn.nr, 0, 0)
+	mergeTile(j.c, at, ldc, kn.mr, tmp, kn.nr, cols, j.beta, mode)
 }
 
 // mergeTile merges rows rows of cols values into C at c[at:] (row stride
@@ -537,6 +671,12 @@ func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Gemm
 
 // gemmBlockedBias is gemmBlockedA with GemmBias's bias (nil: none).
 func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T) {
+	gemmBlockedOut(kn, jobs, g, apack, a, b, bias, c, nil)
+}
+
+// gemmBlockedOut is gemmBlockedBias that also narrows C to bfloat16 in
+// out (nil: none; float32 C only), tile by tile as each is finished.
+func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out []uint16) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -545,8 +685,9 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 		j.sharedPhase, j.batchPhase = j.sharedTasks, j.batchTasks
 		j.ready.L = &j.mu
 	}
-	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack = kn, g, a, b, c, bias, apack
+	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack, j.out = kn, g, a, b, c, bias, apack, out
 	j.kc = kn.kcFor(g.K)
+	j.aAt = j.readsA()
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
 	j.firstMode = betaMode(g.Beta)
 	// C matrices that overlap (StrideC 0 accumulates into one C) must be
@@ -560,7 +701,7 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 			j.shared(bi, parts)
 		}
 	}
-	j.a, j.b, j.c, j.bias, j.apack, j.aOwn = operand[T]{}, operand[T]{}, nil, nil, nil, false // hold no caller memory
+	j.a, j.b, j.c, j.bias, j.apack, j.aOwn, j.out = operand[T]{}, operand[T]{}, nil, nil, nil, false, nil // hold no caller memory
 	jobs.put(j)
 }
 
@@ -627,6 +768,9 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 func (j *gemmJob[T]) shareA(cols, ncMax int) bool {
 	if j.apack != nil && !j.aOwn {
 		return false // the caller's packWholeA
+	}
+	if j.aAt {
+		return false // read in place
 	}
 	g := &j.g
 	size := roundUp(g.M, j.kern.mr) * g.K
