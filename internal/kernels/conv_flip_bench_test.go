@@ -10,7 +10,8 @@ import (
 // BenchmarkConvFlipGradInput times the bfloat16 input gradient of
 // ResNet-18's stride-1 3×3 layers (small stem, 32×32, batch 32) by the
 // flipped forward convolution (conv_flip.go) and by the input-gradient
-// kernel alternately in one loop, best of each: it reports the flipped
+// kernel alternately in one loop (whether or not this machine would take
+// the route), best of each: it reports the flipped
 // route's GFLOP/s and the kernel's best time over the flipped one's, and
 // the forward pass's and flipFilters' best times alone. Under -test.cpu 1
 // the passes run on the calling thread and are timed by its processor

@@ -70,12 +70,13 @@ func TestFlipGradInput(t *testing.T) {
 }
 
 // TestConv2dGradInputFlipped runs the 16-bit kernels with every stride-1
-// bfloat16 input gradient on the flipped route (convFlipMinCols 0) over
+// bfloat16 input gradient on the flipped route (convFlipMinCols 0, on
+// with or without AMX) over
 // convPathShapes and random shapes, against the float64 reference as
 // TestConv2dHalf does.
 func TestConv2dGradInputFlipped(t *testing.T) {
-	defer func(n int) { convFlipMinCols = n }(convFlipMinCols)
-	convFlipMinCols = 0
+	defer func(n int, on bool) { convFlipMinCols, convFlipGradInput = n, on }(convFlipMinCols, convFlipGradInput)
+	convFlipMinCols, convFlipGradInput = 0, true
 	settings := []convSetting{{convTile, convPart, convDWSmall}, {1, 1, convDWSmall}}
 	forConvShapes(t, rand.New(rand.NewPCG(11, 12)), settings, 30, func(t *testing.T, p ConvArgs, x, w, dy []float64) {
 		checkConvHalf(t, p, x, w, dy, true)
