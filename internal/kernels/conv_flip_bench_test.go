@@ -8,7 +8,8 @@ import (
 )
 
 // BenchmarkConvFlipGradInput times the bfloat16 input gradient of
-// ResNet-18's stride-1 3×3 layers (small stem, 32×32, batch 32) by the
+// ResNet-18's stride-1 3×3 layers (small stem, batch 32, 32×32 and 64×64
+// images) by the
 // flipped forward convolution (conv_flip.go) and by the input-gradient
 // kernel alternately in one loop (whether or not this machine would take
 // the route), best of each: it reports the flipped
@@ -19,7 +20,7 @@ import (
 func BenchmarkConvFlipGradInput(b *testing.B) {
 	defer func(on bool) { convFlipGradInput = on }(convFlipGradInput)
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, c := range resnetStages(32, 32) {
+	for _, c := range append(resnetStages(32, 32), resnetStages(32, 64)...) {
 		if c.p.StrideH != 1 {
 			continue
 		}
