@@ -12,7 +12,9 @@ package kernels
 // over ResNet's first stage, short for the AMX tiles), its im2col reads
 // 16-bit dy and its output is dx itself, where the input gradient's col
 // tile is float32 and col2im passes over it once more. Flipping the
-// filters costs a pass over them (about a nanosecond a value), which pays
+// filters costs a pass over them (0.3–1 ns a value measured, the 512-channel
+// filters at the slow end: their C/G write streams share a few cache
+// sets), which pays
 // only where each filter value serves many outputs: from convFlipMinCols
 // outputs per channel, N·OH·OW (BenchmarkConvFlipGradInput, one core:
 // ResNet-18's 32×32×64 input gradient 1.34× faster, 16×16×128 1.24×,
@@ -60,6 +62,10 @@ func flipFilters(p *ConvArgs, dst, w []uint16) {
 		for k := range kg {
 			src := w[(g*kg+k)*cg*rs:][:cg*rs]
 			at := g*cg*kg*rs + k*rs
+			if rs == 9 {
+				flipRuns9(dst, src, at, kg*rs)
+				continue
+			}
 			for ; len(src) >= rs; src = src[rs:] {
 				reverseRun(dst[at:at+rs], src[:rs])
 				at += kg * rs
@@ -68,16 +74,20 @@ func flipFilters(p *ConvArgs, dst, w []uint16) {
 	}
 }
 
-// reverseRun writes src reversed into dst (of the same length): unrolled
-// for the 3×3 filters' nine taps.
+// reverseRun writes src reversed into dst (of the same length).
 func reverseRun(dst, src []uint16) {
-	if len(src) == 9 && len(dst) == 9 {
-		dst[0], dst[1], dst[2], dst[3], dst[4], dst[5], dst[6], dst[7], dst[8] =
-			src[8], src[7], src[6], src[5], src[4], src[3], src[2], src[1], src[0]
-		return
-	}
 	for i, v := range src {
 		dst[len(src)-1-i] = v
+	}
+}
+
+// flipRuns9 writes each run of nine values of src reversed into dst, the
+// first at dst[at], the next step further: reverseRun inlined for the
+// 3×3 filters.
+func flipRuns9(dst, src []uint16, at, step int) {
+	for ; len(src) >= 9; src, at = src[9:], at+step {
+		s, d := src[:9:9], dst[at:at+9:at+9]
+		d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8] = s[8], s[7], s[6], s[5], s[4], s[3], s[2], s[1], s[0]
 	}
 }
 
