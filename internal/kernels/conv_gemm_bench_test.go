@@ -11,10 +11,11 @@ import (
 
 // cifarResNet18Convs are the convolutions of ResNet-18 with the small
 // stem on 3×32×32 images (bench/step_bench_test.go's workload) at batch
-// n: each stage's stride-1 3×3 convolution and the stride-2 one entering
-// it, then the 1×1 stride-2 shortcuts.
+// n: the stem (3 input channels), each stage's stride-1 3×3 convolution
+// and the stride-2 one entering it, then the 1×1 stride-2 shortcuts.
 func cifarResNet18Convs(n int) []*convBench {
-	return append(resnetStages(n, 32),
+	stem := &convBench{name: "stem_32x32x3-64", p: conv3x3(n, 32, 3, 64, 1)}
+	return append(append([]*convBench{stem}, resnetStages(n, 32)...),
 		&convBench{name: "1x1s2_32x32x64-128", p: shortcut(n, 32, 64, 128)},
 		&convBench{name: "1x1s2_16x16x128-256", p: shortcut(n, 16, 128, 256)},
 		&convBench{name: "1x1s2_8x8x256-512", p: shortcut(n, 8, 256, 512)})

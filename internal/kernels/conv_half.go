@@ -46,8 +46,14 @@ func Conv2dHalf(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {
 }
 
 // Conv2dGradInputHalf is Conv2dGradInput with dy and w held as 16-bit
-// floats.
+// floats. With bfloat16 dy and w at stride 1 over large planes, on AMX, it
+// runs as the forward convolution of dy by the flipped filters
+// (conv_flip.go).
 func Conv2dGradInputHalf(p ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
+	if q, ok := p.flipGradInput(); ok && convFlipGradInput && dy.BF16 && w.BF16 {
+		gradInputFlipped(p, q, dx, dy, w, ws)
+		return
+	}
 	runConvHalf(convGradInput, p, dx, dy, w, ws)
 }
 

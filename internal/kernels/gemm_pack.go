@@ -156,7 +156,13 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		case cols == nr && src.h != nil:
 			widenCols(as[float32](d), src.h, off+(j0+q)*ld+p0, ld, kc, nr, src.bf16)
 		default:
-			for c := range cols {
+			c8 := 0
+			if src.h == nil { // whole groups of eight runs, as the full panels' Go packer
+				for ; c8+8 <= cols; c8 += 8 {
+					packCols8(d[c8:], src.f, off+(j0+q+c8)*ld+p0, ld, kc, nr)
+				}
+			}
+			for c := c8; c < cols; c++ {
 				at := off + (j0+q+c)*ld + p0
 				if src.h != nil {
 					s := strip[:kc]
