@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 // BenchmarkConvFlipGradInput times the bfloat16 input gradient of
@@ -57,8 +59,8 @@ func BenchmarkConvFlipGradInput(b *testing.B) {
 // benchClock is the calling thread's processor time under GOMAXPROCS 1
 // where the system tells it, else the wall time.
 func benchClock() func() time.Duration {
-	if runtime.GOMAXPROCS(0) == 1 && threadCPUTime() != 0 {
-		return threadCPUTime
+	if runtime.GOMAXPROCS(0) == 1 && cputime.Thread() != 0 {
+		return cputime.Thread
 	}
 	base := time.Now()
 	return func() time.Duration { return time.Since(base) }
