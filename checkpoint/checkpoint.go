@@ -96,7 +96,7 @@ func run(fn Func, ins []*autograd.Tensor, st *Stats, pol *Policy) []*autograd.Te
 	leaves := leavesOf(child, ins)
 	log = kept.startLog(child, pol)
 	outs := fn(leaves)
-	kept.stopLog(child, log, pol != nil && pol.SavedOnly)
+	kept.stopLog(child, log)
 	draws := stopLog()
 	needGrad := false
 	adopted := make([]*autograd.Tensor, len(outs))

@@ -1,8 +1,6 @@
 package checkpoint
 
 import (
-	"slices"
-
 	"github.com/headroom-ml/headroom/autograd"
 	"github.com/headroom-ml/headroom/device"
 	"github.com/headroom-ml/headroom/nn"
@@ -26,8 +24,8 @@ func Selective(pol *Policy, fn Func, ins ...*autograd.Tensor) []*autograd.Tensor
 // keptSet is what a Selective forward kept: ts[i] is the tensor saved at
 // position at[i] in the order the region's ops saved them; outs[i] is the
 // output of call outAt[i] (of calls) of the ops in ops that autograd
-// logged, kept when it is one of ts, so that recomputation skips that
-// call's arithmetic.
+// logged, kept unless written in place (under savedOnly only when it is
+// one of ts), so that recomputation skips that call's arithmetic.
 type keptSet struct {
 	at    []int
 	ts    []*autograd.Tensor
@@ -35,6 +33,9 @@ type keptSet struct {
 	outAt []int
 	calls int
 	outs  []*autograd.Tensor
+	// savedOnly is the policy's SavedOnly: keep a logged output only
+	// when it is one of ts.
+	savedOnly bool
 }
 
 // startLog makes child log the outputs of the policy's ops (nil without a
@@ -43,7 +44,7 @@ func (k *keptSet) startLog(child *autograd.Scope, pol *Policy) *autograd.OutputL
 	if pol == nil {
 		return nil
 	}
-	k.ops = pol.Save
+	k.ops, k.savedOnly = pol.Save, pol.SavedOnly
 	log := autograd.NewOutputLog(pol.Save)
 	child.SetOutputLog(log)
 	return log
@@ -52,7 +53,7 @@ func (k *keptSet) startLog(child *autograd.Scope, pol *Policy) *autograd.OutputL
 // stopLog ends the log and keeps the logged outputs that were not written
 // in place afterwards — under SavedOnly only those that are kept saved
 // tensors anyway (they cost nothing more); it releases the others.
-func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog, savedOnly bool) {
+func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog) {
 	if log == nil {
 		return
 	}
@@ -64,7 +65,7 @@ func (k *keptSet) stopLog(child *autograd.Scope, log *autograd.OutputLog, savedO
 	all := log.Outputs()
 	k.calls = len(all)
 	for i, t := range all {
-		if (!savedOnly || blocks[t.Block()]) && !log.Modified(i) {
+		if (!k.savedOnly || blocks[t.Block()]) && !log.Modified(i) {
 			k.outAt = append(k.outAt, i)
 			k.outs = append(k.outs, t)
 		} else {
@@ -106,10 +107,12 @@ func (k *keptSet) offer(pol *Policy, i int, t *autograd.Tensor, ins []*autograd.
 func (k *keptSet) bytes() int64 {
 	var n int64
 	seen := map[*device.Block]bool{}
-	for _, t := range append(slices.Clone(k.ts), k.outs...) {
-		if !seen[t.Block()] {
-			seen[t.Block()] = true
-			n += t.Block().Len()
+	for _, ts := range [][]*autograd.Tensor{k.ts, k.outs} {
+		for _, t := range ts {
+			if !seen[t.Block()] {
+				seen[t.Block()] = true
+				n += t.Block().Len()
+			}
 		}
 	}
 	return n
