@@ -14,17 +14,36 @@ func (a *Tensor) MatMul(b *Tensor) *Tensor {
 	if len(a.shape) < 2 || len(b.shape) < 2 {
 		fail("matmul", "shapes %v and %v: both operands need at least 2 dimensions (Unsqueeze vectors)", a.shape, b.shape)
 	}
-	o := begin("matmul", a, b)
+	return matmul("matmul", a, b)
+}
+
+// BMM is MatMul of two batches of matrices with the same batch
+// dimensions, a (…, M, K) and b (…, K, N) → (…, M, N) (torch.bmm for any
+// number of batch dimensions). It computes what MatMul does; only its op
+// kind differs, "bmm", the product of two activations (a materialized
+// attention's q·kᵀ and weights·v) that checkpoint.DefaultPolicy
+// recomputes, as torchtitan's selective checkpointing saves aten.mm but
+// not aten.bmm.
+func BMM(a, b *Tensor) *Tensor {
+	if len(a.shape) < 3 || len(a.shape) != len(b.shape) || !sameShape(a.shape[:len(a.shape)-2], b.shape[:len(b.shape)-2]) {
+		fail("bmm", "shapes %v and %v: want two batches (rank ≥ 3) with the same batch dimensions", a.shape, b.shape)
+	}
+	return matmul("bmm", a, b)
+}
+
+// matmul is MatMul and BMM under op kind name.
+func matmul(name string, a, b *Tensor) *Tensor {
+	o := begin(name, a, b)
 	cast, rel := o.castLow(a, b)
 	defer rel()
 	a, b = cast[0], cast[1]
 	ra, rb := len(a.shape), len(b.shape)
 	m, ka, kb, n := a.shape[ra-2], a.shape[ra-1], b.shape[rb-2], b.shape[rb-1]
 	if ka != kb {
-		fail("matmul", "shapes %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, ka, kb)
+		fail(name, "shapes %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, ka, kb)
 	}
 	dt := o.oneDType(true, operand{"a", a}, operand{"b", b})
-	batch := broadcastShapes("matmul", a.shape[:ra-2], b.shape[:rb-2])
+	batch := broadcastShapes(name, a.shape[:ra-2], b.shape[:rb-2])
 	shape := append(slices.Clone(batch), m, n)
 	out := o.replayed(dt, shape) // a recomputation that kept it skips the product
 	if out == nil {

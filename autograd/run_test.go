@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/headroom-ml/headroom/autograd"
@@ -38,6 +39,13 @@ func TestScopeRun(t *testing.T) {
 		}, func(err error) bool { return errors.As(err, &oom) }},
 		{"misuse", func() error { s.Zeros(dev, dtype.F32, 2, 3).MatMul(s.Zeros(dev, dtype.F32, 4, 5)); return nil },
 			func(err error) bool { return errors.As(err, &ae) && ae.Op == "matmul" }},
+		{"bmm of unbatched", func() error {
+			autograd.BMM(s.Zeros(dev, dtype.F32, 2, 3), s.Zeros(dev, dtype.F32, 2, 3, 4))
+			return nil
+		},
+			func(err error) bool {
+				return errors.As(err, &ae) && ae.Op == "bmm" && strings.Contains(err.Error(), "[2 3] and [2 3 4]")
+			}},
 		{"backward", func() error {
 			y := autograd.Linear(s.Zeros(dev, dtype.F32, 4, 256), w, nil).Sum(false)
 			return y.Backward()

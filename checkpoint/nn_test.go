@@ -36,6 +36,14 @@ var stackCases = []stackCase{
 		}
 		return ls, nn.NewSequential(ls...)
 	}, []int{2, 8, 8}},
+	{"gpt_materialized_dropout", func(b *nn.Builder, gen *autograd.Generator) ([]nn.Layer, nn.Module) {
+		cfg := nn.GPTConfig{Vocab: 16, Context: 8, Layers: 3, Heads: 2, Width: 8, Dropout: 0.2, Bias: true, MaterializedAttention: true}
+		var ls []nn.Layer
+		for i := range 3 {
+			ls = append(ls, nn.NewGPTBlock(b, "h"+string(rune('0'+i)), cfg, gen))
+		}
+		return ls, nn.NewSequential(ls...)
+	}, []int{2, 8, 8}},
 }
 
 // runStack runs one training step of the stack (plain when segments is 0,

@@ -26,9 +26,13 @@ type Policy struct {
 
 // DefaultSave are the op kinds DefaultPolicy keeps, as Megatron-LM's
 // selective recomputation and torchtitan's op-level AC do: the outputs of
-// matrix products and attention, the expensive ops. Everything else —
-// pointwise ops (add, mul, gelu, relu, …), norms (layer_norm,
-// batch_norm), dropout, softmax and log_softmax, casts — is recomputed.
+// matrix products with a weight and of the fused attention, the expensive
+// ops. Everything else — pointwise ops (add, mul, gelu, relu, …), norms
+// (layer_norm, batch_norm), dropout, softmax and log_softmax, casts — is
+// recomputed, and so is bmm, the product of two activations (a
+// materialized attention's q·kᵀ and weights·v, autograd.BMM): its
+// (B, H, T, T) operands are the large, cheap part Megatron recomputes as
+// the "core attention" (torchtitan saves aten.mm, not aten.bmm).
 var DefaultSave = []string{"matmul", "linear", "scaled_dot_product_attention", "conv2d"}
 
 // DefaultPolicy returns a Policy that keeps the outputs of the DefaultSave

@@ -32,6 +32,7 @@ type Block struct {
 	heads, d, c          int
 	attnName, mlpName    string
 	attnDrop, mlpDropout *nn.Dropout
+	core                 *nn.MaterializedAttention // the base's; nil: fused
 }
 
 // Apply freezes g (no parameter of it requires a gradient any more),
@@ -86,7 +87,7 @@ func Apply(g *nn.GPT, cfg Config, gen *autograd.Generator) (*GPT, error) {
 func (m *GPT) adapt(b *nn.Builder, k *nn.GPTBlock, targets []string, gen *autograd.Generator) *Block {
 	a, f := k.Attn, k.MLP
 	bl := &Block{K: k, heads: a.Heads, d: a.Attn.Out / (3 * a.Heads), c: a.C, attnName: a.Name, mlpName: f.Name,
-		attnDrop: a.Drop, mlpDropout: f.Drop}
+		attnDrop: a.Drop, mlpDropout: f.Drop, core: a.Core}
 	slot := func(l *nn.Linear, module string) nn.Layer {
 		var base nn.Layer = l
 		if m.Config.Base == Int8 {
@@ -134,7 +135,7 @@ func (bl *Block) Forward(x *autograd.Tensor) *autograd.Tensor {
 }
 
 func (bl *Block) attention(x *autograd.Tensor) *autograd.Tensor {
-	return nn.SelfAttention(bl.attnName, x, bl.c, bl.heads, bl.d, bl.Attn, bl.AttnProj, bl.attnDrop)
+	return nn.SelfAttention(bl.attnName, x, bl.c, bl.heads, bl.d, bl.Attn, bl.AttnProj, bl.attnDrop, bl.core)
 }
 
 func (bl *Block) mlp(x *autograd.Tensor) *autograd.Tensor {

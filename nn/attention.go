@@ -19,12 +19,18 @@ import "github.com/headroom-ml/headroom/autograd"
 //     already. c_attn's own output (3·B·T·C·s) is released as soon as it
 //     has been copied, so inside forward the peak is 3·B·T·C·s higher for
 //     a moment. Without a recorded graph only the result remains.
+//
+// With Core set (GPTConfig.MaterializedAttention) the attention is
+// materialized instead (MaterializedAttention): no output and
+// log-sum-exp are saved, but the (B, H, T, T) weights are, once more after
+// the attention dropout, and a (T, T) F32 causal mask (4·T² bytes).
 type CausalSelfAttention struct {
 	Name     string
 	C, Heads int
-	Attn     *Linear  // c_attn: (3C, C) weight, rows q, k, v
-	Proj     *Linear  // c_proj: (C, C)
-	Drop     *Dropout // resid_dropout
+	Attn     *Linear                // c_attn: (3C, C) weight, rows q, k, v
+	Proj     *Linear                // c_proj: (C, C)
+	Drop     *Dropout               // resid_dropout
+	Core     *MaterializedAttention // nil: the fused attention
 }
 
 // NewCausalSelfAttention makes a CausalSelfAttention of width c with heads
@@ -33,15 +39,18 @@ type CausalSelfAttention struct {
 // bias is set. Its Linears are initialised like PyTorch's (U(±1/√c));
 // NewGPT uses GPT-2's initialisation instead.
 func NewCausalSelfAttention(b *Builder, name string, c, heads int, dropout float64, gen *autograd.Generator, bias bool) *CausalSelfAttention {
-	return newAttention(b, name, c, heads, dropout, gen, bias, linearInit{}, linearInit{})
+	return newAttention(b, name, c, heads, dropout, gen, bias, false, linearInit{}, linearInit{})
 }
 
-func newAttention(b *Builder, name string, c, heads int, dropout float64, gen *autograd.Generator, bias bool, in, out linearInit) *CausalSelfAttention {
+func newAttention(b *Builder, name string, c, heads int, dropout float64, gen *autograd.Generator, bias, materialize bool, in, out linearInit) *CausalSelfAttention {
 	if c <= 0 || heads <= 0 || c%heads != 0 {
 		fail("nn.causal_self_attention", "%s: width %d with %d heads: want a positive width divisible by the heads", name, c, heads)
 	}
 	a := &CausalSelfAttention{Name: name, C: c, Heads: heads}
 	defer releaseOnPanic(a)
+	if materialize {
+		a.Core = &MaterializedAttention{Drop: NewDropout(b, join(name, "attn_dropout"), dropout, gen)}
+	}
 	a.Drop = NewDropout(b, join(name, "resid_dropout"), dropout, gen)
 	a.Attn = newLinear(b, join(name, "c_attn"), c, 3*c, bias, in)
 	a.Proj = newLinear(b, join(name, "c_proj"), c, c, bias, out)
@@ -52,7 +61,7 @@ func newAttention(b *Builder, name string, c, heads int, dropout float64, gen *a
 func (a *CausalSelfAttention) Forward(x *autograd.Tensor) *autograd.Tensor {
 	// D is C/H as built; after head pruning (package prune) H·D < C, and
 	// c_attn has 3·H·D outputs.
-	return SelfAttention(a.Name, x, a.C, a.Heads, a.Attn.Out/(3*a.Heads), a.Attn, a.Proj, a.Drop)
+	return SelfAttention(a.Name, x, a.C, a.Heads, a.Attn.Out/(3*a.Heads), a.Attn, a.Proj, a.Drop, a.Core)
 }
 
 // Params returns c_attn's then c_proj's parameters.
@@ -66,10 +75,13 @@ func (a *CausalSelfAttention) Params() []Param {
 	return ps
 }
 
-// Train switches the residual dropout.
+// Train switches the residual dropout (and the attention dropout).
 func (a *CausalSelfAttention) Train(on bool) {
 	if a.Drop != nil {
 		a.Drop.Train(on)
+	}
+	if a.Core != nil && a.Core.Drop != nil {
+		a.Core.Drop.Train(on)
 	}
 }
 

@@ -25,6 +25,15 @@
 // of logits (and their gradient) by 2·256·V·s of chunk workspace and B·T
 // per-row log-sum-exps.
 //
+// A GPT's attention is the fused autograd.ScaledDotProductAttention by
+// default (no T² matrix stored, no attention dropout). With
+// GPTConfig.MaterializedAttention it is computed op by op as GPT-2 and
+// nanoGPT without flash attention do (MaterializedAttention: BMM, scale,
+// causal fill, softmax, attention dropout, BMM), which stores the
+// B·H·T²·s softmax output, the same again after the attention dropout
+// and a 4·T² mask per block: what Megatron's selective recomputation
+// counts as the 5as/h term and recomputes.
+//
 // Initial values are counter-based: the k-th random fill of a build
 // (Uniform, Normal, KaimingUniform) draws from Philox4x32-10 stream k of
 // the builder's seed, element i's value a pure function of (seed, k, i)

@@ -35,6 +35,13 @@ type GPTConfig struct {
 	// (ALBERT's cross-layer sharing): parameters are held once, gradients
 	// of all layers accumulate into them. Activations are still per layer.
 	ShareLayers bool
+	// MaterializedAttention computes attention as GPT-2 and nanoGPT
+	// without flash attention do (MaterializedAttention): the (B, H, T, T)
+	// weights are stored, and dropped out with probability Dropout
+	// (attn_dropout). Off (the default): the fused
+	// autograd.ScaledDotProductAttention, which stores no T² matrix and
+	// has no attention dropout.
+	MaterializedAttention bool
 }
 
 // Check returns an error naming the first field out of range (what
@@ -68,7 +75,11 @@ const gpt2Std = 0.02
 //     add), the first residual sum (B·T·C·s, saved by ln_2), ln_2's output
 //     and statistics (B·T·C·s + 2·B·T·cs), the MLP's 8·B·T·C·s (its result
 //     released likewise) and the result (B·T·C·s). It saves x, alive
-//     already.
+//     already. With MaterializedAttention: 16·B·T·C·s + 4·B·T·cs + 4·T²
+//     bytes (no attention output and log-sum-exp; the F32 causal mask)
+//     plus the softmax's B·H·T² output (F32 under autocast) and, when
+//     Dropout > 0 or under autocast, the second product's B·H·T² operand
+//     (the dropout's output, or its 16-bit cast).
 type GPTBlock struct {
 	Name string
 	LN1  *LayerNorm
@@ -95,7 +106,7 @@ func NewGPTBlock(b *Builder, name string, cfg GPTConfig, gen *autograd.Generator
 	k := &GPTBlock{Name: name}
 	defer releaseOnPanic(k)
 	k.LN1 = NewLayerNorm(b, join(name, "ln_1"), c, ln)
-	k.Attn = newAttention(b, join(name, "attn"), c, cfg.Heads, cfg.Dropout, gen, cfg.Bias, in, out)
+	k.Attn = newAttention(b, join(name, "attn"), c, cfg.Heads, cfg.Dropout, gen, cfg.Bias, cfg.MaterializedAttention, in, out)
 	k.LN2 = NewLayerNorm(b, join(name, "ln_2"), c, ln)
 	k.MLP = newMLP(b, join(name, "mlp"), c, 4*c, cfg.Dropout, gen, cfg.Bias, in, out)
 	return k

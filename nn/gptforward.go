@@ -115,20 +115,23 @@ func BlockForward(name string, x *autograd.Tensor, ln1, attn, ln2, mlp func(*aut
 
 // SelfAttention is CausalSelfAttention's forward over x (B, T, c) with any
 // c_attn (qkv: c to 3·heads·d features) and c_proj (proj: heads·d to c),
-// then drop (nil: none), in scope name.
-func SelfAttention(name string, x *autograd.Tensor, c, heads, d int, qkv, proj Layer, drop *Dropout) *autograd.Tensor {
+// then drop (nil: none), in scope name; core nil attends with the fused
+// autograd.ScaledDotProductAttention.
+func SelfAttention(name string, x *autograd.Tensor, c, heads, d int, qkv, proj Layer, drop *Dropout, core *MaterializedAttention) *autograd.Tensor {
 	defer x.Scope().Within(name)()
 	if x.Rank() != 3 || x.Dim(2) != c {
 		fail("nn.causal_self_attention", "%s: input %v: want (B, T, %d)", name, x.Shape(), c)
 	}
-	return Attend(name, qkv.Forward(x), heads, d, proj, drop)
+	return Attend(name, qkv.Forward(x), heads, d, proj, drop, core)
 }
 
 // Attend is SelfAttention after c_attn: causal attention of the heads of
 // qkv (B, T, 3·heads·d: all heads' q, then k, then v), c_proj and drop,
-// in scope name. It releases qkv as soon as it has copied it (package
-// parallel's tensor-parallel blocks compute qkv their own way).
-func Attend(name string, qkv *autograd.Tensor, heads, d int, proj Layer, drop *Dropout) *autograd.Tensor {
+// in scope name; core nil attends with the fused
+// autograd.ScaledDotProductAttention, else core.Attend. It releases qkv as
+// soon as it has copied it (package parallel's tensor-parallel blocks
+// compute qkv their own way).
+func Attend(name string, qkv *autograd.Tensor, heads, d int, proj Layer, drop *Dropout, core *MaterializedAttention) *autograd.Tensor {
 	defer qkv.Scope().Within(name)()
 	if qkv.Rank() != 3 || qkv.Dim(2) != 3*heads*d {
 		fail("nn.causal_self_attention", "%s: q, k, v %v: want (B, T, %d)", name, qkv.Shape(), 3*heads*d)
@@ -141,10 +144,15 @@ func Attend(name string, qkv *autograd.Tensor, heads, d int, proj Layer, drop *D
 	hm := perm.Contiguous()
 	release(nil, qkv, v5, perm)
 	// q, k and v are contiguous (B, H, T, D) views of the copy, which
-	// attention saves with its output y and lse.
+	// attention saves (the fused one with its output y and lse).
 	parts := autograd.Split(hm, 0, 1, 1, 1)
 	q, k, v := parts[0].Squeeze(0), parts[1].Squeeze(0), parts[2].Squeeze(0)
-	y := autograd.ScaledDotProductAttention(q, k, v, true)
+	var y *autograd.Tensor
+	if core == nil {
+		y = autograd.ScaledDotProductAttention(q, k, v, true)
+	} else {
+		y = core.Attend(q, k, v)
+	}
 	release(nil, hm, parts[0], parts[1], parts[2], q, k, v)
 	// Back to (B, T, H·D): one more copy, saved by c_proj.
 	yt := y.Transpose(1, 2)

@@ -358,7 +358,7 @@ func (k *TensorBlock) attention(h *autograd.Tensor) *autograd.Tensor {
 	qkv := k.Attn.Forward(h)
 	x := qkv.View(r.b, r.t, qkv.Dim(qkv.Rank()-1))
 	qkv.Release()
-	a := nn.Attend(join(k.Name, "attn"), x, k.Heads, k.HeadDim, k.Proj, nil)
+	a := nn.Attend(join(k.Name, "attn"), x, k.Heads, k.HeadDim, k.Proj, nil, nil)
 	defer a.Release()
 	return r.dropout(k.AttnDrop, a)
 }

@@ -43,6 +43,14 @@ type Config struct {
 	// FusedLoss computes a GPT's LM head and loss in row chunks
 	// (--fused-loss, nn.GPT.FusedLoss): the logits never exist.
 	FusedLoss bool
+	// Dropout is a GPT's dropout probability (--dropout; 0 by default,
+	// GPT-2 trained with 0.1): embedding, residual and MLP dropout, and the
+	// attention dropout with MaterializedAttention.
+	Dropout float64
+	// MaterializedAttention computes a GPT's attention op by op, the
+	// (B, H, T, T) weights stored (--attention materialized,
+	// nn.GPTConfig.MaterializedAttention); off: the fused attention.
+	MaterializedAttention bool
 	// StepInBackward updates each parameter inside the last micro-batch's
 	// backward and frees its gradient there (--step-in-backward,
 	// train.Stepper.StepInBackward); a GPT is then planned without
@@ -183,6 +191,7 @@ func (c Config) resolved() (Config, Model, error) {
 	} else if m.Kind != "gpt" && c.Image == 0 {
 		c.Image = m.Image
 	}
+	m.GPT.Dropout, m.GPT.MaterializedAttention = c.Dropout, c.MaterializedAttention
 	if err := c.check(m); err != nil {
 		return c, m, fmt.Errorf("plan: %w", err)
 	}
@@ -218,6 +227,12 @@ func (c Config) check(m Model) error {
 		return fmt.Errorf("activation offload with selective recomputation or checkpointing: choose one")
 	case c.FusedLoss && m.Kind != "gpt":
 		return fmt.Errorf("fused loss for %s: it fuses a GPT's LM head with the loss; %s has none", m.Name, m.Name)
+	case (c.Dropout != 0 || c.MaterializedAttention) && m.Kind != "gpt":
+		return fmt.Errorf("dropout %g, materialized attention %v for %s: both describe a GPT", c.Dropout, c.MaterializedAttention, m.Name)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return fmt.Errorf("dropout %g: want 0 ≤ dropout < 1", c.Dropout)
+	case c.MaterializedAttention && (c.TP > 1 || c.PP > 1):
+		return fmt.Errorf("materialized attention with tp %d, pp %d: not available yet (the tensor-parallel blocks attend fused)", c.TP, c.PP)
 	case c.FusedLoss && (c.TP > 1 || c.PP > 1):
 		return fmt.Errorf("fused loss with tp %d, pp %d: not available yet (the vocabulary-parallel head has its own loss)", c.TP, c.PP)
 	case c.ActivationBudget < 0 || c.ActivationBudget > 0 && (c.Selective || c.OffloadActivations || c.Checkpoint != 0 || c.CheckpointBudget != 0):

@@ -46,7 +46,8 @@ type GPTBlock struct {
 	Attn, AttnProj    nn.Layer // attn.c_attn (3·H·D, C), attn.c_proj (C, H·D)
 	FC, Proj          nn.Layer // mlp.c_fc (4C, C), mlp.c_proj (C, 4C)
 	AttnDrop, MLPDrop *nn.Dropout
-	attnName, mlpName string // the layer paths of attn and mlp
+	Core              *nn.MaterializedAttention // the float block's; nil: fused attention
+	attnName, mlpName string                    // the layer paths of attn and mlp
 }
 
 // Forward returns the block applied to x (B, T, C): nn's block forward
@@ -56,7 +57,7 @@ func (k *GPTBlock) Forward(x *autograd.Tensor) *autograd.Tensor {
 }
 
 func (k *GPTBlock) attention(x *autograd.Tensor) *autograd.Tensor {
-	return nn.SelfAttention(k.attnName, x, k.C, k.Heads, k.D, k.Attn, k.AttnProj, k.AttnDrop)
+	return nn.SelfAttention(k.attnName, x, k.C, k.Heads, k.D, k.Attn, k.AttnProj, k.AttnDrop, k.Core)
 }
 
 func (k *GPTBlock) mlp(x *autograd.Tensor) *autograd.Tensor {
@@ -88,7 +89,7 @@ func (k *GPTBlock) Train(on bool) {
 			l.Train(on)
 		}
 	}
-	for _, d := range []*nn.Dropout{k.AttnDrop, k.MLPDrop} {
+	for _, d := range k.dropouts() {
 		if d != nil {
 			d.Train(on)
 		}
@@ -203,7 +204,7 @@ func prepareGPT(g *nn.GPT, cfg Config, qat bool) (*GPT, error) {
 		if b == nil {
 			b = &GPTBlock{Name: k.Name, C: k.Attn.C, Heads: k.Attn.Heads, D: k.Attn.Attn.Out / (3 * k.Attn.Heads), LN1: k.LN1, LN2: k.LN2,
 				Attn: lin(k.Attn.Attn), AttnProj: lin(k.Attn.Proj), FC: lin(k.MLP.FC), Proj: lin(k.MLP.Proj),
-				AttnDrop: k.Attn.Drop, MLPDrop: k.MLP.Drop, attnName: k.Attn.Name, mlpName: k.MLP.Name}
+				AttnDrop: k.Attn.Drop, MLPDrop: k.MLP.Drop, Core: k.Attn.Core, attnName: k.Attn.Name, mlpName: k.MLP.Name}
 			made[k] = b
 		}
 		q.Blocks = append(q.Blocks, b)
@@ -225,7 +226,7 @@ func (g *GPT) Calibrate(batches iter.Seq[*autograd.Tensor]) error {
 	// Calibration sees the model as inference will: dropouts off.
 	var drops []*nn.Dropout
 	for _, k := range g.blocks() {
-		drops = append(drops, k.AttnDrop, k.MLPDrop)
+		drops = append(drops, k.dropouts()...)
 	}
 	for _, d := range append(drops, g.Drop) {
 		if d != nil && d.Training() {
@@ -300,4 +301,14 @@ func copyLN(l *nn.LayerNorm) *nn.LayerNorm {
 		c.Bias = copyF32(l.Bias)
 	}
 	return c
+}
+
+// dropouts returns the block's dropouts: attention (when materialized),
+// residual and MLP; entries may be nil.
+func (k *GPTBlock) dropouts() []*nn.Dropout {
+	ds := []*nn.Dropout{k.AttnDrop, k.MLPDrop}
+	if k.Core != nil {
+		ds = append(ds, k.Core.Drop)
+	}
+	return ds
 }

@@ -24,6 +24,8 @@ func matmulCases() []opCase {
 	return []opCase{
 		{name: "matmul", ins: []input{in(grad, 3, 4), in(grad, 4, 5)}, f: mm, autocast: true},
 		{name: "matmul_batched", ins: []input{in(grad, 2, 3, 4), in(grad, 2, 4, 5)}, f: mm, autocast: true},
+		{name: "bmm", ins: []input{in(grad, 2, 2, 3, 4), in(grad, 2, 2, 4, 5)}, autocast: true,
+			f: func(e Env, x []*autograd.Tensor) *autograd.Tensor { return autograd.BMM(x[0], x[1]) }},
 		{name: "matmul_broadcast", ins: []input{in(grad, 2, 3, 4), in(grad, 4, 5)}, f: mm, autocast: true},
 		{name: "matmul_transposed", ins: []input{in(grad, 4, 3), in(grad, 5, 4)}, autocast: true,
 			f: func(e Env, x []*autograd.Tensor) *autograd.Tensor { return x[0].T().MatMul(x[1].T()) }},

@@ -23,6 +23,8 @@ type modelFlags struct {
 	prune                                                       float64
 	ampParams, gradF32, offload, json, sequence                 bool
 	selective, selectiveLean, fusedLoss, stepInBackward         bool
+	attention                                                   string
+	dropout                                                     float64
 	offloadActs                                                 bool
 	rates                                                       checkpoint.Rates // --flop-rate, --memory-rate, --copy-rate
 	lora                                                        train.LoRAFlags
@@ -41,6 +43,8 @@ func (m *modelFlags) register(fs *flag.FlagSet, techniques bool) {
 	fs.StringVar(&m.optimizer, "optimizer", "", "adamw, adam, sgd or adamw8bit (default: the model's: adamw for GPTs, sgd with momentum for ResNets)")
 	fs.BoolVar(&m.json, "json", false, "print JSON")
 	fs.StringVar(&m.device, "device", "cpu", "the device planned for: cpu or cuda (a cuda device holds cuBLAS's workspace from the start: 32 MiB on --cuda-major 9)")
+	fs.StringVar(&m.attention, "attention", "fused", "a GPT's attention: fused (no T² matrix stored) or materialized (softmax(q·kᵀ/√D)·v op by op, the B×H×T×T weights stored, with attention dropout), as the transformer example's --attention")
+	fs.Float64Var(&m.dropout, "dropout", 0, "a GPT's dropout probability (embedding, residual, MLP; attention too when materialized), as the transformer example's --dropout")
 	fs.IntVar(&m.cudaMajor, "cuda-major", 0, "with --device cuda: the GPU's compute capability major (default 9: H100, H200; 8: A100; 7: V100)")
 	m.accum, m.tp, m.pp = 1, 1, 1
 	if !techniques {
@@ -86,6 +90,12 @@ func (m *modelFlags) config() (plan.Config, error) {
 	}
 	if err := m.loraConfig(&c); err != nil {
 		return c, err
+	}
+	switch m.attention {
+	case "fused", "materialized":
+		c.MaterializedAttention, c.Dropout = m.attention == "materialized", m.dropout
+	default:
+		return c, train.Usagef("--attention %q: want fused or materialized", m.attention)
 	}
 	if m.dp != 0 {
 		if m.ranks != 1 && m.ranks != m.dp {

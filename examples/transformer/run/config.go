@@ -16,6 +16,9 @@ type Config struct {
 	Layers, Width, Heads, Context int
 	Dropout                       float64
 	Share                         bool
+	// Attention is "fused" (autograd.ScaledDotProductAttention) or
+	// "materialized" (nn.GPTConfig.MaterializedAttention), --attention.
+	Attention string
 	// Tie shares the token embedding with the LM head (untie it for --pp).
 	Tie bool
 	// CorpusSlice is "lo:hi", the fraction of the corpus trained and
@@ -54,6 +57,7 @@ func Parse(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.Context, "context", 64, "context length in bytes, ≥ 1 and shorter than the training and validation texts")
 	fs.Float64Var(&c.Dropout, "dropout", 0, "dropout probability, in [0, 1)")
 	fs.BoolVar(&c.Share, "share-layers", false, "one block's weights serve all layers (ALBERT)")
+	fs.StringVar(&c.Attention, "attention", "fused", "fused (no context×context matrix stored, no attention dropout) or materialized (softmax(q·kᵀ/√D)·v op by op, its batch×heads×context² weights stored, --dropout on them too), not with --tp or --pp")
 	fs.BoolVar(&c.Tie, "tie-embeddings", true, "the LM head is the token embedding's weight (default false with --pp, where one weight cannot be on two stages)")
 	fs.Float64Var(&c.ValFraction, "val-fraction", 0.01, "share of the corpus held out for validation, in (0, 1), in 16 KiB pieces spread over it")
 	fs.IntVar(&c.EvalBatches, "eval-batches", 50, "validation batches for the final loss, ≥ 1")
@@ -89,6 +93,8 @@ func (c *Config) check() error {
 		train.Want(c.Width%max(c.Heads, 1) == 0, "heads", c.Heads, fmt.Sprintf("a number of heads that divides --width %d", c.Width)),
 		train.Want(c.Context >= 1, "context", c.Context, "a context of ≥ 1 bytes"),
 		train.Want(c.Dropout >= 0 && c.Dropout < 1, "dropout", c.Dropout, "a probability in [0, 1)"),
+		train.Want(c.Attention == "fused" || c.Attention == "materialized", "attention", c.Attention, "fused or materialized"),
+		train.Want(c.Attention == "fused" || c.TP <= 1 && c.PP <= 1, "attention", c.Attention, "fused with --tp or --pp (their blocks attend fused)"),
 		train.Want(c.ValFraction > 0 && c.ValFraction < 1, "val-fraction", c.ValFraction, "a fraction in (0, 1)"),
 		train.Want(c.EvalBatches >= 1, "eval-batches", c.EvalBatches, "≥ 1 validation batches"),
 		train.Want(c.Sample >= 0, "sample", c.Sample, "≥ 0 bytes to generate"),
@@ -105,7 +111,7 @@ func (c *Config) check() error {
 // GPT returns the model configuration.
 func (c *Config) GPT() nn.GPTConfig {
 	return nn.GPTConfig{Vocab: 256, Context: c.Context, Layers: c.Layers, Heads: c.Heads, Width: c.Width,
-		Dropout: c.Dropout, Bias: true, TieEmbeddings: c.Tie, ShareLayers: c.Share}
+		Dropout: c.Dropout, Bias: true, TieEmbeddings: c.Tie, ShareLayers: c.Share, MaterializedAttention: c.Attention == "materialized"}
 }
 
 // valChunk is the size of the validation pieces: 16 KiB spread over the

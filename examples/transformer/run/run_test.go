@@ -158,6 +158,8 @@ func TestBadFlagsAreRefusedFirst(t *testing.T) {
 		traintest.Refuse("--heads 3", "--heads 3: want a number of heads that divides --width 32"),
 		traintest.Refuse("--dropout 1", "--dropout 1: want a probability in [0, 1)"),
 		traintest.Refuse("--dropout -0.1", "--dropout -0.1: want a probability in [0, 1)"),
+		traintest.Refuse("--attention flash", "--attention flash: want fused or materialized"),
+		traintest.Refuse("--attention materialized --tp 2", "--attention materialized: want fused with --tp or --pp"),
 		traintest.Refuse("--val-fraction 0", "--val-fraction 0: want a fraction in (0, 1)"),
 		traintest.Refuse("--val-fraction 1", "--val-fraction 1: want a fraction in (0, 1)"),
 		traintest.Refuse("--eval-batches 0", "--eval-batches 0: want ≥ 1 validation batches"),
