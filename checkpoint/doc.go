@@ -95,12 +95,14 @@
 // peak; it then estimates each mode's extra seconds per step from counted
 // FLOPs and measured bytes over Rates:
 //
-//	selective  freed[i][selective]/Memory
+//	selective  SelectiveFLOPs[i]/FLOPS + freed[i][selective]/Memory
 //	recompute  FLOPs[i]/FLOPS + freed[i][selective]/Memory
 //	offload    2·freed[i][offload]/Copy
 //
-// FLOPs[i] is layer i's forward matmul (or convolution) FLOPs; selective
-// recomputation runs none of them again. It upgrades the layer freeing the most
+// FLOPs[i] is layer i's forward matmul (or convolution) FLOPs;
+// SelectiveFLOPs[i] the part selective recomputation runs again (nil:
+// none; a materialized attention's bmm products, nn.GPTConfig.
+// SelectiveFLOPs, 4·B·T²·C per GPT block). It upgrades the layer freeing the most
 // bytes per extra second until the estimate fits, then runs the step on
 // the choice and upgrades (or recomputes offloaded layers, whose prefetch
 // window measuring one layer alone does not see) while the measured peak

@@ -55,13 +55,15 @@ func (d Decision) Bytes() (recomputed, offloaded int64) {
 // activation peak stays under Bytes at the least estimated extra time.
 // Peak runs the real step with the given modes (on meta, to plan) and
 // returns its activation peak; FLOPs[i] is layer i's forward matmul FLOPs,
-// which Recompute runs again and SelectiveRecompute does not (it hands the
-// products' kept outputs back).
+// which Recompute runs again; SelectiveRecompute hands the kept products'
+// outputs back and runs only SelectiveFLOPs[i] of them again (nil: none;
+// a materialized attention's bmm products).
 type ModeBudget struct {
-	Bytes int64
-	FLOPs []int64
-	Rates Rates
-	Peak  func([]Mode) (int64, error)
+	Bytes          int64
+	FLOPs          []int64
+	SelectiveFLOPs []int64
+	Rates          Rates
+	Peak           func([]Mode) (int64, error)
 }
 
 // BudgetError is a budget the solver cannot meet: Smallest is the planned
@@ -89,6 +91,9 @@ func (b *ModeBudget) Solve() ([]Decision, int64, error) {
 	n := len(b.FLOPs)
 	if n == 0 || b.Bytes <= 0 || b.Peak == nil {
 		return nil, 0, fmt.Errorf("checkpoint.ModeBudget: %d layers' FLOPs, budget %d B: want at least one layer, a positive budget and a Peak", n, b.Bytes)
+	}
+	if b.SelectiveFLOPs != nil && len(b.SelectiveFLOPs) != n {
+		return nil, 0, fmt.Errorf("checkpoint.ModeBudget: %d layers' FLOPs, %d layers' selective FLOPs: want one entry per layer", n, len(b.SelectiveFLOPs))
 	}
 	modes := make([]Mode, n)
 	base, err := b.Peak(modes)
@@ -137,7 +142,11 @@ func (b *ModeBudget) extra(i int, m Mode, f [4]int64) float64 {
 	r := b.Rates
 	switch m {
 	case SelectiveRecompute:
-		return float64(f[m]) / r.Memory
+		var fl float64
+		if b.SelectiveFLOPs != nil {
+			fl = float64(b.SelectiveFLOPs[i])
+		}
+		return fl/r.FLOPS + float64(f[m])/r.Memory
 	case Recompute:
 		return float64(b.FLOPs[i])/r.FLOPS + float64(f[SelectiveRecompute])/r.Memory
 	case Offloaded:

@@ -104,3 +104,42 @@ func TestModeBudgetTooSmall(t *testing.T) {
 		t.Fatalf("the smallest budget %d B: peak %d B, %v", be.Smallest, peak, err)
 	}
 }
+
+// TestModeBudgetSelectiveFLOPs: a selective layer's estimated extra time
+// is its SelectiveFLOPs over the FLOP rate plus the bytes it drops over
+// the memory rate; the entries must match the layers. The peak is a
+// closed form: each layer holds 500 B kept, 200 B selective, 150 B
+// recomputed, 500 B offloaded (offload frees nothing here).
+func TestModeBudgetSelectiveFLOPs(t *testing.T) {
+	held := map[checkpoint.Mode]int64{checkpoint.Keep: 500, checkpoint.SelectiveRecompute: 200, checkpoint.Recompute: 150, checkpoint.Offloaded: 500}
+	peak := func(ms []checkpoint.Mode) (int64, error) {
+		var p int64
+		for _, m := range ms {
+			p += held[m]
+		}
+		return p, nil
+	}
+	r := checkpoint.DefaultRates
+	mb := &checkpoint.ModeBudget{Bytes: 800, FLOPs: []int64{1e12, 1e12}, SelectiveFLOPs: []int64{3e9, 5e9}, Rates: r, Peak: peak}
+	ds, got, err := mb.Solve()
+	if err != nil || got > 800 {
+		t.Fatalf("peak %d B, %v: want ≤ 800 B", got, err)
+	}
+	n := 0
+	for _, d := range ds {
+		if d.Mode != checkpoint.SelectiveRecompute {
+			continue
+		}
+		n++
+		if want := float64(mb.SelectiveFLOPs[d.Layer])/r.FLOPS + 300/r.Memory; math.Abs(d.Extra-want) > 1e-15 {
+			t.Errorf("layer %d selective: est. extra %g s, want %g s", d.Layer, d.Extra, want)
+		}
+	}
+	if n != 1 {
+		t.Errorf("modes %v: want one layer selective (its 3e9 FLOPs cost less than recomputing 1e12)", checkpoint.Modes(ds))
+	}
+	mb.SelectiveFLOPs = []int64{1}
+	if _, _, err := mb.Solve(); err == nil {
+		t.Error("one selective FLOPs entry for two layers: want an error")
+	}
+}

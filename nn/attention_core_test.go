@@ -69,3 +69,22 @@ func TestMaterializedAttentionMatchesFused(t *testing.T) {
 		t.Errorf("training with attention dropout 0.25 gave the eval output: want the dropout applied")
 	}
 }
+
+// TestGPTSelectiveFLOPs: GPT-2 small's block at batch 8 × 1024 counts
+// 2·8192·12·768² FLOPs of Linears plus 4·8·1024²·768 of attention
+// products; selective recomputation reruns the latter only when the
+// attention is materialized.
+func TestGPTSelectiveFLOPs(t *testing.T) {
+	cfg := nn.GPTConfig{Vocab: 50257, Context: 1024, Layers: 12, Heads: 12, Width: 768}
+	attn := int64(4 * 8 * 1024 * 1024 * 768)
+	if got, want := cfg.BlockFLOPs(8, 1024), int64(2*8192*12*768*768)+attn; got != want {
+		t.Errorf("block FLOPs %d, want %d", got, want)
+	}
+	if got := cfg.SelectiveFLOPs(8, 1024); got != 0 {
+		t.Errorf("fused attention: selective reruns %d FLOPs, want 0", got)
+	}
+	cfg.MaterializedAttention = true
+	if got := cfg.SelectiveFLOPs(8, 1024); got != attn {
+		t.Errorf("materialized attention: selective reruns %d FLOPs, want %d", got, attn)
+	}
+}

@@ -27,15 +27,16 @@ func predictActivationBudget(c Config) (*Prediction, error) {
 	if m.Kind != "gpt" || c.TP > 1 || c.PP > 1 {
 		return nil, fmt.Errorf("activation budget for %s, tp %d, pp %d: want a GPT on one tensor/pipeline rank (FLOPs are counted for GPT blocks)", m.Name, c.TP, c.PP)
 	}
-	flops := make([]int64, m.GPT.Layers)
+	flops, sel := make([]int64, m.GPT.Layers), make([]int64, m.GPT.Layers)
 	for i := range flops {
-		flops[i] = m.GPT.BlockFLOPs(c.Batch/(c.Ranks*c.Accum), c.Seq)
+		micro := c.Batch / (c.Ranks * c.Accum)
+		flops[i], sel[i] = m.GPT.BlockFLOPs(micro, c.Seq), m.GPT.SelectiveFLOPs(micro, c.Seq)
 	}
 	rates := c.Rates.Or(checkpoint.DefaultRates)
 	if err := rates.Check(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	mb := &checkpoint.ModeBudget{Bytes: c.ActivationBudget, FLOPs: flops, Rates: rates,
+	mb := &checkpoint.ModeBudget{Bytes: c.ActivationBudget, FLOPs: flops, SelectiveFLOPs: sel, Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {
 			cc := c
 			cc.measure, cc.activationModes = false, ms

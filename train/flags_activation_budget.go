@@ -21,6 +21,13 @@ type BlockFLOPs interface {
 	BlockFLOPs() []int64
 }
 
+// SelectiveFLOPs is implemented by a BlockFLOPs Replica whose blocks'
+// selective recomputation runs some products again (one entry per layer;
+// checkpoint.ModeBudget's SelectiveFLOPs): a materialized attention's.
+type SelectiveFLOPs interface {
+	SelectiveFLOPs() []int64
+}
+
 // budgetFlags are --activation-budget's flags (ActivationFlags).
 type budgetFlags struct {
 	// ActivationBudget (--activation-budget) chooses keep, selective
@@ -149,6 +156,9 @@ func solveBudget[R Replica](c *Common, p *Program[R], n int64, dev *device.Devic
 			}
 			return Peaks(md.Stats()).Activation, nil
 		}}
+	if sf, ok := any(r.R).(SelectiveFLOPs); ok {
+		mb.SelectiveFLOPs = sf.SelectiveFLOPs()
+	}
 	ds, peak, err := mb.Solve()
 	if err != nil {
 		return nil, fmt.Errorf("--activation-budget %s: %w", c.ActivationBudget, err)

@@ -106,9 +106,20 @@ func (r *replica) Module() nn.Module { return r.layer() }
 // BlockFLOPs is each block's forward matmul FLOPs on the rank's
 // micro-batch (train.BlockFLOPs, for --activation-budget).
 func (r *replica) BlockFLOPs() []int64 {
+	return r.perBlock(nn.GPTConfig.BlockFLOPs)
+}
+
+// SelectiveFLOPs is each block's FLOPs its selective recomputation runs
+// again (train.SelectiveFLOPs): a materialized attention's products.
+func (r *replica) SelectiveFLOPs() []int64 {
+	return r.perBlock(nn.GPTConfig.SelectiveFLOPs)
+}
+
+// perBlock returns f of the model on the rank's micro-batch, per block.
+func (r *replica) perBlock(f func(nn.GPTConfig, int, int) int64) []int64 {
 	all := make([]int64, r.c.Layers)
 	for i := range all {
-		all[i] = r.c.GPT().BlockFLOPs(r.c.Micro(), r.c.Context)
+		all[i] = f(r.c.GPT(), r.c.Micro(), r.c.Context)
 	}
 	return all
 }
