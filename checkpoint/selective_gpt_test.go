@@ -11,16 +11,10 @@ import (
 	"github.com/headroom-ml/headroom/nn"
 )
 
-// heldByGPTBlock returns the activation bytes one GPT block (width c,
-// heads h, no dropout) leaves alive after its forward on x (b, t, c) in
-// F32, the block's own output included, run plainly or in a Selective
-// region under pol.
-func heldByGPTBlock(t *testing.T, b, tt, c, h int, pol *checkpoint.Policy, selective bool) int64 {
-	t.Helper()
-	return heldByBlock(t, nn.GPTConfig{Vocab: 16, Context: tt, Layers: 1, Heads: h, Width: c, Bias: true}, b, pol, selective)
-}
-
-// heldByBlock is heldByGPTBlock for a block of configuration cfg.
+// heldByBlock returns the activation bytes one GPT block of cfg leaves
+// alive after its forward on x (b, cfg.Context, cfg.Width) in F32, the
+// block's own output included, run plainly or in a Selective region under
+// pol.
 func heldByBlock(t *testing.T, cfg nn.GPTConfig, b int, pol *checkpoint.Policy, selective bool) int64 {
 	t.Helper()
 	dev := meta.New(0, device.Options{})
@@ -57,18 +51,30 @@ func heldByBlock(t *testing.T, cfg nn.GPTConfig, b int, pol *checkpoint.Policy, 
 // c_fc 4).
 func TestSelectiveGPTBlockClosedForm(t *testing.T) {
 	const b, tt, c, h = 2, 8, 16, 2
-	unit, lse := int64(b*tt*c*4), int64(b*h*tt*4)
-	lean := &checkpoint.Policy{Save: checkpoint.DefaultPolicy().Save, SavedOnly: true}
-	for _, k := range []struct {
-		name      string
-		pol       *checkpoint.Policy
-		selective bool
-		units     int64
-		extra     int64
-	}{{"plain", nil, false, 16, 4 * b * tt * 4}, {"default", nil, true, 10, 0}, {"saved-only", lean, true, 5, 0}} {
-		got := heldByGPTBlock(t, b, tt, c, h, k.pol, k.selective)
-		if want := (k.units+1)*unit + lse + k.extra; got != want {
-			t.Errorf("%s: a block's forward holds %d B, want %d B (%d units of %d B, the output, the log-sum-exp)", k.name, got, want, k.units, unit)
+	cfg := nn.GPTConfig{Vocab: 16, Context: tt, Layers: 1, Heads: h, Width: c, Bias: true}
+	lse := int64(b * h * tt * 4)
+	checkBlockUnits(t, cfg, b, [3]int64{16, 10, 5}, [3]int64{lse + 4*b*tt*4, lse, lse})
+}
+
+// blockCase is one way heldByBlock runs a block: plainly, under
+// DefaultPolicy, under LeanPolicy.
+var blockCases = []struct {
+	name      string
+	pol       *checkpoint.Policy
+	selective bool
+}{{"plain", nil, false}, {"default", nil, true}, {"saved-only", checkpoint.LeanPolicy(), true}}
+
+// checkBlockUnits checks that a block of cfg on batch b holds, in each of
+// blockCases, units[i] units of B·T·C·4 bytes, its output and extra[i]
+// bytes.
+func checkBlockUnits(t *testing.T, cfg nn.GPTConfig, b int, units, extra [3]int64) {
+	t.Helper()
+	unit := int64(b * cfg.Context * cfg.Width * 4)
+	for i, k := range blockCases {
+		got := heldByBlock(t, cfg, b, k.pol, k.selective)
+		if want := (units[i]+1)*unit + extra[i]; got != want {
+			t.Errorf("%s (materialized %v): a block's forward holds %d B, want %d B (%d units of %d B, the output, %d B more)",
+				k.name, cfg.MaterializedAttention, got, want, units[i], unit, extra[i])
 		}
 	}
 }
@@ -84,17 +90,6 @@ func TestSelectiveGPTBlockClosedForm(t *testing.T) {
 func TestSelectiveMaterializedGPTBlockClosedForm(t *testing.T) {
 	const b, tt, c, h = 2, 8, 16, 2
 	cfg := nn.GPTConfig{Vocab: 16, Context: tt, Layers: 1, Heads: h, Width: c, Bias: true, Dropout: 0.1, MaterializedAttention: true}
-	unit, sq := int64(b*tt*c*4), int64(b*h*tt*tt*4)
-	for _, k := range []struct {
-		name      string
-		pol       *checkpoint.Policy
-		selective bool
-		units     int64
-		extra     int64
-	}{{"plain", nil, false, 15, 2*sq + tt*tt*4 + 4*b*tt*4}, {"default", nil, true, 9, 0}, {"saved-only", checkpoint.LeanPolicy(), true, 4, 0}} {
-		got := heldByBlock(t, cfg, b, k.pol, k.selective)
-		if want := (k.units+1)*unit + k.extra; got != want {
-			t.Errorf("%s: a materialized block's forward holds %d B, want %d B (%d units of %d B, the output, %d B more)", k.name, got, want, k.units, unit, k.extra)
-		}
-	}
+	sq := int64(b * h * tt * tt * 4)
+	checkBlockUnits(t, cfg, b, [3]int64{15, 9, 4}, [3]int64{2*sq + tt*tt*4 + 4*b*tt*4, 0, 0})
 }
