@@ -38,8 +38,10 @@ func predictActivationBudget(c Config) (*Prediction, error) {
 	}
 	mb := &checkpoint.ModeBudget{Bytes: c.ActivationBudget, FLOPs: flops, SelectiveFLOPs: sel, Rates: rates,
 		Peak: func(ms []checkpoint.Mode) (int64, error) {
+			// Each choice is planned without the capacity: a step that runs
+			// out of memory on the way would report a truncated peak.
 			cc := c
-			cc.measure, cc.activationModes = false, ms
+			cc.measure, cc.activationModes, cc.Capacity = false, ms, 0
 			p, err := Predict(cc)
 			if err != nil {
 				return 0, err

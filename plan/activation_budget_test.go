@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,3 +60,37 @@ func TestActivationBudgetErrors(t *testing.T) {
 		t.Fatalf("with selective: err %v", err)
 	}
 }
+
+// TestActivationBudgetUnderCapacity: a capacity plain does not fit in
+// does not change the solver's choice (each choice is planned without it;
+// a step that ran out of memory midway would report a truncated peak),
+// and the chosen step fits.
+func TestActivationBudgetUnderCapacity(t *testing.T) {
+	small := Config{Model: "transformer", Batch: 32}
+	plain, err := Predict(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plain.Ranks[0]
+	c := small
+	c.ActivationBudget = r.Activation / 2
+	free, err := Predict(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Capacity = free.Ranks[0].AllocatedPeak // the chosen step's, which plain's exceeds
+	if under, err := Predict(small.with(c.Capacity)); err != nil || under.OOM == nil {
+		t.Fatalf("plain under %d B: %v, OOM %v; want out of memory", c.Capacity, err, under.OOM)
+	}
+	got, err := Predict(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, have := checkpoint.Modes(free.ActivationBudget.Decisions), checkpoint.Modes(got.ActivationBudget.Decisions)
+	if got.OOM != nil || got.ActivationBudget.Peak != free.ActivationBudget.Peak || !slices.Equal(want, have) {
+		t.Errorf("under capacity %d B: modes %v, peak %d B, OOM %v; without it %v, %d B", c.Capacity, have, got.ActivationBudget.Peak, got.OOM, want, free.ActivationBudget.Peak)
+	}
+}
+
+// with returns c with capacity n.
+func (c Config) with(n int64) Config { c.Capacity = n; return c }
