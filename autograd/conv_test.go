@@ -184,6 +184,9 @@ func TestConv2dMemory(t *testing.T) {
 		{"f16_computes_f32", dtype.F16, []int{2, 2, 5, 5}, []int{3, 2, 3, 3}, autograd.ConvOptions{}, 3, 3},
 		{"pointwise", dtype.F32, []int{2, 4, 5, 3}, []int{8, 4, 1, 1}, autograd.ConvOptions{}, 5, 3},
 		{"pointwise_bf16", dtype.BF16, []int{2, 6, 5, 3}, []int{8, 3, 1, 1}, autograd.ConvOptions{Groups: 2}, 5, 3},
+		// N·OH·OW = 4608: on AMX the input gradient runs by flipped filters.
+		{"bf16_flipped", dtype.BF16, []int{2, 4, 48, 48}, []int{6, 4, 3, 3}, autograd.ConvOptions{Padding: [2]int{1, 1}}, 48, 48},
+		{"f32_small_planes", dtype.F32, []int{16, 8, 4, 4}, []int{8, 8, 3, 3}, autograd.ConvOptions{Padding: [2]int{1, 1}}, 4, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,6 +222,14 @@ func TestConv2dMemory(t *testing.T) {
 			}
 			if d := after.Requested.Peak - before.Requested.Current; d != yBytes+wsBytes {
 				t.Errorf("forward peak %d above the start, want y + workspace = %d", d, yBytes+wsBytes)
+			}
+			// Backward computes dw alone (x needs no gradient) in its own
+			// workspace, beside dy (made dense by Sum's backward) and dw
+			// (a workspace until it becomes the gradient).
+			gwBytes := int64(p.GradWeightWorkspace(c.dt)) * csize
+			dwBytes := int64(numelOf(c.wsh)) * size
+			if d, want := wsc(got[2]).Peak-wsc(before).Current, max(wsBytes, yBytes+dwBytes+gwBytes); d != want {
+				t.Errorf("workspace peak %d through backward, want %d: max(forward %d, dy + dw + weight gradient's %d)", d, want, wsBytes, gwBytes)
 			}
 			sameStats(t, got, convMem(t, meta.New(0, device.Options{}), c.dt, c.xs, c.wsh, c.o))
 		})
