@@ -28,15 +28,16 @@ type ConvOptions struct {
 // F16 and BF16 are computed in F32.
 //
 // Memory: y is the only allocation that outlives the call. The forward
-// pass borrows a workspace of C/G·R·S·OH·OW elements of the compute dtype
-// (F64 for F64, else F32; one sample's im2col matrix for one group; none
-// for 1×1, stride-1, unpadded convolutions), tagged Workspace and freed
+// pass borrows a workspace of device.Conv2d.ForwardWorkspace elements of
+// the compute dtype (F64 for F64, else F32: the cpu kernels' packed
+// filters and per-worker tiles, or the cuda kernels' im2col matrix of one
+// sample and group, whichever is larger), tagged Workspace and freed
 // before it returns. The bias is added into y in place by a broadcast add.
 // Saves x when w needs a gradient and w when x needs one (contiguous
 // copies when they are strided). Backward allocates dx, dw and db as
-// needed, each of dx and dw borrowing its own workspace of the same size
-// (dw of a 16-bit pointwise convolution instead borrows K/G·C/G, where its
-// sum over the samples stays in F32); db is the sum of dy over N, OH and OW.
+// needed, dx borrowing a workspace of GradInputWorkspace elements and dw
+// one of GradWeightWorkspace (the chunks' copies of dw, and the F32 dw a
+// 16-bit one is summed in); db is the sum of dy over N, OH and OW.
 func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 	o := begin("conv2d", x, w, b)
 	cast, rel := o.castLow(x, w, b)
@@ -64,7 +65,7 @@ func Conv2d(x, w, b *Tensor, opt ConvOptions) *Tensor {
 		res := make([]*Tensor, 3)
 		if c.need[0] {
 			dx := bo.empty(dt, xs)
-			ws := convScratch(bo, p.Workspace(), cdt)
+			ws := convScratch(bo, p.GradInputWorkspace(dt), cdt)
 			if k := bo.k(); k != nil {
 				k.Conv2dGradInput(p, dx.operand(), g.operand(), c.saved[1].operand(), optOperand(ws))
 			}
@@ -127,7 +128,7 @@ func pair(op, what string, v [2]int, def [2]int) [2]int {
 // convForward computes y = conv(x, w) + b (b nil: none) with a workspace
 // of the compute dtype cdt borrowed for the call.
 func convForward(o *op, p device.Conv2d, y, xc, wc, b *Tensor, cdt dtype.DType) {
-	ws := convScratch(o, p.Workspace(), cdt)
+	ws := convScratch(o, p.ForwardWorkspace(y.dt), cdt)
 	if k := o.k(); k != nil {
 		k.Conv2d(p, y.operand(), xc.operand(), wc.operand(), optOperand(ws))
 		if b != nil {

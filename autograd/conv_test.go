@@ -184,6 +184,9 @@ func TestConv2dMemory(t *testing.T) {
 		{"f16_computes_f32", dtype.F16, []int{2, 2, 5, 5}, []int{3, 2, 3, 3}, autograd.ConvOptions{}, 3, 3},
 		{"pointwise", dtype.F32, []int{2, 4, 5, 3}, []int{8, 4, 1, 1}, autograd.ConvOptions{}, 5, 3},
 		{"pointwise_bf16", dtype.BF16, []int{2, 6, 5, 3}, []int{8, 3, 1, 1}, autograd.ConvOptions{Groups: 2}, 5, 3},
+		// N·OH·OW = 4608: on AMX the input gradient runs by flipped filters.
+		{"bf16_flipped", dtype.BF16, []int{2, 4, 48, 48}, []int{6, 4, 3, 3}, autograd.ConvOptions{Padding: [2]int{1, 1}}, 48, 48},
+		{"f32_small_planes", dtype.F32, []int{16, 8, 4, 4}, []int{8, 8, 3, 3}, autograd.ConvOptions{Padding: [2]int{1, 1}}, 4, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -195,10 +198,14 @@ func TestConv2dMemory(t *testing.T) {
 				csize = 8
 			}
 			yBytes := int64(n*k*c.oh*c.ow) * size
-			wsBytes := int64(c.xs[1]/groups*c.wsh[2]*c.wsh[3]*c.oh*c.ow) * csize
-			if c.wsh[2] == 1 && c.wsh[3] == 1 {
-				wsBytes = 0 // pointwise
+			p := device.Conv2d{N: n, C: c.xs[1], H: c.xs[2], W: c.xs[3], K: k, R: c.wsh[2], S: c.wsh[3],
+				StrideH: max(c.o.Stride[0], 1), StrideW: max(c.o.Stride[1], 1), PadH: c.o.Padding[0], PadW: c.o.Padding[1],
+				DilH: max(c.o.Dilation[0], 1), DilW: max(c.o.Dilation[1], 1), Groups: groups}
+			p.OutSize()
+			if p.OH != c.oh || p.OW != c.ow {
+				t.Fatalf("output %d×%d, want %d×%d", p.OH, p.OW, c.oh, c.ow)
 			}
+			wsBytes := int64(p.ForwardWorkspace(c.dt)) * csize
 			got := convMem(t, cpu.New(0, device.Options{}), c.dt, c.xs, c.wsh, c.o)
 			before, after := got[0], got[1]
 			act := func(s device.Stats) device.Counter { return s.ByTag[device.Activation] }
@@ -216,8 +223,13 @@ func TestConv2dMemory(t *testing.T) {
 			if d := after.Requested.Peak - before.Requested.Current; d != yBytes+wsBytes {
 				t.Errorf("forward peak %d above the start, want y + workspace = %d", d, yBytes+wsBytes)
 			}
-			if wsBytes == 0 && wsc(after).Allocs != wsc(before).Allocs {
-				t.Errorf("pointwise convolution made %d workspace allocations", wsc(after).Allocs-wsc(before).Allocs)
+			// Backward computes dw alone (x needs no gradient) in its own
+			// workspace, beside dy (made dense by Sum's backward) and dw
+			// (a workspace until it becomes the gradient).
+			gwBytes := int64(p.GradWeightWorkspace(c.dt)) * csize
+			dwBytes := int64(numelOf(c.wsh)) * size
+			if d, want := wsc(got[2]).Peak-wsc(before).Current, max(wsBytes, yBytes+dwBytes+gwBytes); d != want {
+				t.Errorf("workspace peak %d through backward, want %d: max(forward %d, dy + dw + weight gradient's %d)", d, want, wsBytes, gwBytes)
 			}
 			sameStats(t, got, convMem(t, meta.New(0, device.Options{}), c.dt, c.xs, c.wsh, c.o))
 		})

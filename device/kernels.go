@@ -86,9 +86,11 @@ type Kernels interface {
 	CrossEntropyGrad(dlogits, dloss, logits, lse, target Operand, rows, cols, ignore int, smoothing float64)
 
 	// Conv2d computes y (N, K, OH, OW) from x (N, C, H, W) and w (K, C/G, R, S).
-	// ws holds p.Workspace() elements (nil Block when that is 0).
+	// ws holds p.ForwardWorkspace(x's dtype) elements of the compute
+	// dtype (nil Block when that is 0).
 	Conv2d(p Conv2d, y, x, w, ws Operand)
-	// Conv2dGradInput writes dx from dy and w.
+	// Conv2dGradInput writes dx from dy and w; its ws holds
+	// p.GradInputWorkspace(dy's dtype) elements of the compute dtype.
 	Conv2dGradInput(p Conv2d, dx, dy, w, ws Operand)
 	// Conv2dGradWeight writes dw (overwritten) from dy and x; its ws holds
 	// p.GradWeightWorkspace(dw's dtype) elements of the compute dtype.

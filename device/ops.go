@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/headroom-ml/headroom/dtype"
+	"github.com/headroom-ml/headroom/internal/kernels"
 )
 
 // UnaryOp is an elementwise function of one operand and a scalar argument.
@@ -162,9 +163,9 @@ func (p Conv2d) Pointwise() bool {
 	return p.R == 1 && p.S == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadH == 0 && p.PadW == 0
 }
 
-// Workspace returns the elements of scratch the convolution kernels need:
-// one sample's im2col matrix for one group, (C/G·R·S)×(OH·OW), and none for
-// pointwise convolutions.
+// Workspace returns the elements of one sample's im2col matrix for one
+// group, (C/G·R·S)×(OH·OW), and none for pointwise convolutions: the
+// scratch the cuda kernels use (the workspaces below are at least that).
 func (p Conv2d) Workspace() int {
 	if p.Pointwise() {
 		return 0
@@ -172,16 +173,52 @@ func (p Conv2d) Workspace() int {
 	return p.C / p.Groups * p.R * p.S * p.OH * p.OW
 }
 
-// GradWeightWorkspace returns the elements of scratch Conv2dGradWeight
-// needs for operands of dtype dt, counted in its compute dtype (F32 for
-// F16 and BF16): Workspace(), except that a 16-bit pointwise convolution
-// takes K/G·C/G, room for one group's weight gradient summed over the
-// samples in F32 (the cpu sums in its own F32 copy and ignores it).
+// ForwardWorkspace returns the elements of Conv2d's workspace for
+// operands of dtype dt, counted in its compute dtype (F64 for F64, else
+// F32): the larger of what the cpu kernels lay out in it
+// (kernels.ConvWorkspace: the packed filters, G·rows(K/G)·C/G·R·S with
+// rows(m) = max(⌈m/12⌉·12, ⌈m/32⌉·32), and one tile for each of at most
+// kernels.ConvSlots = 8 workers, plus 16 for alignment) and Workspace(),
+// what the cuda kernels use. It depends on the convolution and dt alone,
+// not on the backend or the machine, so meta accounts the same bytes.
+func (p Conv2d) ForwardWorkspace(dt dtype.DType) int {
+	return max(p.Workspace(), p.cpuWorkspace(kernels.ConvForward, dt))
+}
+
+// GradInputWorkspace is ForwardWorkspace for Conv2dGradInput: the cpu
+// kernels' packed filters are G·blocks·rows(block·R·S)·K/G elements (a
+// block of channels per unit), and a BF16 or F16 input gradient that may
+// run as the forward convolution by flipped filters takes the larger of
+// the two routes.
+func (p Conv2d) GradInputWorkspace(dt dtype.DType) int {
+	return max(p.Workspace(), p.cpuWorkspace(kernels.ConvGradInput, dt))
+}
+
+// GradWeightWorkspace is ForwardWorkspace for Conv2dGradWeight: the cpu
+// kernels hold no packed filters but up to 7 copies of a small dw (one
+// per chunk of samples after the first, each K·C/G·R·S) and, for 16-bit
+// operands, the F32 dw the samples are summed in; the cuda kernels' need
+// is Workspace(), except that a 16-bit pointwise convolution takes
+// K/G·C/G, room for one group's weight gradient summed over the samples
+// in F32.
 func (p Conv2d) GradWeightWorkspace(dt dtype.DType) int {
+	cuda := p.Workspace()
 	if dt.IsLowPrecision() && p.Pointwise() && p.Groups > 0 {
-		return p.K / p.Groups * (p.C / p.Groups)
+		cuda = p.K / p.Groups * (p.C / p.Groups)
 	}
-	return p.Workspace()
+	return max(cuda, p.cpuWorkspace(kernels.ConvGradWeight, dt))
+}
+
+// cpuWorkspace is kernels.ConvWorkspace for operands of dtype dt.
+func (p Conv2d) cpuWorkspace(kind kernels.ConvKind, dt dtype.DType) int {
+	op := kernels.ConvF32
+	switch {
+	case dt == dtype.F64:
+		op = kernels.ConvF64
+	case dt.IsLowPrecision():
+		op = kernels.ConvHalf
+	}
+	return kernels.ConvWorkspace(kind, kernels.ConvArgs(p), op)
 }
 
 // Pool2d describes a 2-D pooling window over (N, C, H, W) → (N, C, OH, OW).

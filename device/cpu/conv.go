@@ -19,6 +19,12 @@ import (
 // and GemmHalf (VDPBF16PS for BF16 on AVX512_BF16), F32 accumulation, one
 // rounding of a 16-bit output. Its workspace's bytes are used as scratch
 // whatever its dtype.
+//
+// All the kernels' scratch is in the workspace (kernels.ConvWorkspace:
+// packed filters, copies of dw, one tile for each of at most
+// kernels.ConvSlots workers), sized by device.Conv2d's ForwardWorkspace,
+// GradInputWorkspace and GradWeightWorkspace; a missing or shorter
+// workspace panics instead of taking Go heap.
 
 func convArgs(p device.Conv2d) kernels.ConvArgs {
 	return kernels.ConvArgs{
@@ -79,8 +85,18 @@ func scratchWords(o device.Operand) []float32 {
 	return dtype.AsF32(o.Block.Bytes()[lo:hi])
 }
 
+// haveWorkspace panics when a convolution that needs a workspace got a
+// nil Block (the kernels would take Go heap instead); the kernels check
+// its length.
+func haveWorkspace(op string, ws device.Operand, need int) {
+	if ws.Nil() && need > 0 {
+		panic(fmt.Sprintf("cpu: %s: no workspace, want %d elements of the compute dtype", op, need))
+	}
+}
+
 func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 	contiguous("Conv2d", y, x, w, ws)
+	haveWorkspace("Conv2d", ws, p.ForwardWorkspace(x.DType))
 	a := convArgs(p)
 	if halfConv(y, x, w) {
 		kernels.Conv2dHalf(a, convOut(y), half16(x), half16(w), scratchWords(ws))
@@ -99,6 +115,7 @@ func (kern) Conv2d(p device.Conv2d, y, x, w, ws device.Operand) {
 
 func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 	contiguous("Conv2dGradInput", dx, dy, w, ws)
+	haveWorkspace("Conv2dGradInput", ws, p.GradInputWorkspace(dy.DType))
 	a := convArgs(p)
 	if halfConv(dx, dy, w) {
 		kernels.Conv2dGradInputHalf(a, convOut(dx), half16(dy), half16(w), scratchWords(ws))
@@ -117,6 +134,7 @@ func (kern) Conv2dGradInput(p device.Conv2d, dx, dy, w, ws device.Operand) {
 
 func (kern) Conv2dGradWeight(p device.Conv2d, dw, dy, x, ws device.Operand) {
 	contiguous("Conv2dGradWeight", dw, dy, x, ws)
+	haveWorkspace("Conv2dGradWeight", ws, p.GradWeightWorkspace(dw.DType))
 	a := convArgs(p)
 	if halfConv(dw, dy, x) {
 		kernels.Conv2dGradWeightHalf(a, convOut(dw), half16(dy), half16(x), scratchWords(ws))

@@ -80,6 +80,7 @@ func convCase(g *rig, dt dtype.DType, p device.Conv2d) {
 	if n := p.Workspace(); n > 0 {
 		ws = g.rand(wdt, n)
 	}
+	ws = g.cpuConvWS(p, dt, ws)
 	x, w := g.rand(dt, p.N, p.C, p.H, p.W), g.rand(dt, p.K, p.C/p.Groups, p.R, p.S)
 	y := g.rand(dt, p.N, p.K, p.OH, p.OW)
 	g.both(func(k device.Kernels, o func(twin) device.Operand) { k.Conv2d(p, o(y), o(x), o(w), o(ws)) })
@@ -92,6 +93,20 @@ func convCase(g *rig, dt dtype.DType, p device.Conv2d) {
 	})
 	g.checkNorm("Conv2dGradInput dx", dx, convTol(dt))
 	g.checkNorm("Conv2dGradWeight dw", dw, convTol(dt))
+}
+
+// cpuConvWS returns ws with its cpu side replaced by a workspace of the
+// cpu kernels' own size for p's three kernels over operands of dtype dt:
+// the cpu is the reference here, and the workspaces these tests vary are
+// the cuda kernels' (the cpu kernels refuse a shorter one).
+func (g *rig) cpuConvWS(p device.Conv2d, dt dtype.DType, ws twin) twin {
+	cdt := dtype.F32
+	if dt == dtype.F64 {
+		cdt = dtype.F64
+	}
+	n := max(p.ForwardWorkspace(dt), p.GradInputWorkspace(dt), p.GradWeightWorkspace(dt))
+	ws.cpu = g.rand(cdt, n).cpu
+	return ws
 }
 
 // TestConv2dBadOperands: a mixed dtype, a short workspace and a wrong
@@ -141,6 +156,7 @@ func TestConv2dWorkspace(t *testing.T) {
 			g.t = t
 			n := p.Workspace() * c.room
 			ws := g.p.put(t, opnd{dt: c.wdt, n: n + 3, off: 3, shape: []int{n}}, values(g.r, c.wdt, n+3, false))
+			ws = g.cpuConvWS(p, c.dt, ws)
 			x, w := g.rand(c.dt, p.N, p.C, p.H, p.W), g.rand(c.dt, p.K, p.C, p.R, p.S)
 			y, dy := g.rand(c.dt, p.N, p.K, p.OH, p.OW), g.rand(c.dt, p.N, p.K, p.OH, p.OW)
 			dx, dw := g.rand(c.dt, p.N, p.C, p.H, p.W), g.rand(c.dt, p.K, p.C, p.R, p.S)
@@ -216,6 +232,7 @@ func grad16Case(g *rig, p device.Conv2d, dt dtype.DType) {
 	}
 	x, w, dy := g.rand(dt, p.N, p.C, p.H, p.W), g.rand(dt, p.K, p.C/p.Groups, p.R, p.S), g.rand(dt, p.N, p.K, p.OH, p.OW)
 	for _, v := range vs {
+		v.ws = g.cpuConvWS(p, dt, v.ws)
 		dw, dx := g.rand(dt, p.K, p.C/p.Groups, p.R, p.S), g.rand(dt, p.N, p.C, p.H, p.W)
 		g.both(func(k device.Kernels, o func(twin) device.Operand) {
 			k.Conv2dGradWeight(p, o(dw), o(dy), o(x), o(v.ws))

@@ -120,13 +120,15 @@
 // 16-bit im2col matrix takes the other half), in blocks of dw's rows when
 // K/G > OH·OW/2 (each block builds its im2col matrices again), and one
 // cast writes dw. The input gradient's GEMM writes an F32 im2col matrix,
-// which conv_col2im_wide_T sums and rounds. The workspace is
-// device.Conv2d.Workspace() elements of the compute dtype, as before, so
-// meta accounts it unchanged. A pointwise convolution (1×1, stride 1, no
-// padding) has no im2col matrix: its weight gradient's workspace is
-// device.Conv2d.GradWeightWorkspace(), K/G·C/G F32 elements for 16-bit
-// operands (autograd allocates it, so meta accounts it too), all of it the
-// accumulator. A 3-step BF16 ResNet matches the cpu bit for bit on the
+// which conv_col2im_wide_T sums and rounds. These kernels need
+// device.Conv2d.Workspace() elements of the compute dtype; autograd
+// passes ForwardWorkspace, GradInputWorkspace or GradWeightWorkspace
+// elements, at least that (the cpu kernels' need when larger, so that meta
+// accounts one size for both), and the 16-bit weight gradient's
+// accumulator takes any room after the im2col matrix. A pointwise
+// convolution (1×1, stride 1, no padding) has no im2col matrix: its
+// weight gradient's workspace is at least K/G·C/G F32 elements for 16-bit
+// operands, all of it the accumulator. A 3-step BF16 ResNet matches the cpu bit for bit on the
 // emulator (it differed by up to 4% of a tensor's largest momentum value
 // when the samples were summed in BF16). Callers passing a 16-bit
 // workspace too small for one row of F32 sums, or none, still sum the

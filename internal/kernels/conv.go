@@ -20,15 +20,6 @@ func (p ConvArgs) Pointwise() bool {
 	return p.R == 1 && p.S == 1 && p.StrideH == 1 && p.StrideW == 1 && p.PadH == 0 && p.PadW == 0
 }
 
-// Workspace returns the elements of scratch the kernels need: one sample's
-// im2col matrix for one group, (C/G·R·S)×(OH·OW), and none when pointwise.
-func (p ConvArgs) Workspace() int {
-	if p.Pointwise() {
-		return 0
-	}
-	return p.C / p.Groups * p.R * p.S * p.OH * p.OW
-}
-
 // convDims are the per-group GEMM sizes of a convolution.
 type convDims struct {
 	cg, kg    int // channels and filters per group
@@ -52,18 +43,14 @@ func (p ConvArgs) dims() convDims {
 // work into independent units, which the workers claim one at a time, and
 // each unit runs GEMMs on one goroutine over *tiles* of the im2col matrix:
 // the rows of some channels by the columns of a band of output rows,
-// small enough to stay in L2 where the shape allows (see convTile). A
-// worker builds its tiles in its own slice of ws when ws is long enough
-// (ws holds one sample's whole matrix, so the first worker's slice fits
-// unless a unit takes several samples, see plan) and otherwise in a
-// reused Go-heap buffer of one tile. Besides
-// those, the only memory the kernels hold beyond their arguments is the
-// weight gradient's per-chunk copies of a small dw (at most
-// (convUnits−1)·convDWSmall elements; plus one float32 dw when dw is
-// 16-bit, conv_half.go) and the filters the forward pass and the input
-// gradient pack once per call (pack_whole.go: K·C/G·R·S elements, each
-// matrix's rows rounded up to the kernel's mr), both in reused Go-heap
-// buffers. Units and tiles depend on the
+// small enough to stay in L2 where the shape allows (see convTile). All
+// the memory the kernels hold beyond their arguments is in ws, sized by
+// ConvWorkspace (conv_ws.go): the filters the forward pass and the input
+// gradient pack once per call (pack_whole.go), the weight gradient's
+// per-chunk copies of a small dw (plus one float32 dw when dw is 16-bit,
+// conv_half.go) and one tile for each of at most ConvSlots workers; a
+// shorter ws panics, and a nil one takes a reused Go-heap buffer instead
+// (for callers outside a device). Units and tiles depend on the
 // convolution only, never on the number of workers, and partial sums are
 // added in a fixed order, so results are deterministic.
 
@@ -73,9 +60,10 @@ func (p ConvArgs) dims() convDims {
 // C/G·R·S) · tile (over small planes, of several samples side by side,
 // into a tile then copied to y). Pointwise convolutions read x directly,
 // except over planes of fewer than 64 outputs, whose samples they gather
-// side by side like the others. ws holds Workspace elements (unused and may be nil when pointwise).
+// side by side like the others. ws holds ConvWorkspace(ConvForward, p,
+// ConvF32 or ConvF64) elements, or is nil; the gradients' likewise.
 func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
-	runConvJob(convForward, p, y, x, w, ws)
+	runConvJob(ConvForward, p, y, x, w, ws)
 }
 
 // Conv2dGradInput writes dx (N, C, H, W), overwriting it, from dy (N, K,
@@ -91,7 +79,7 @@ func Conv2d[T Float](p ConvArgs, y, x, w, ws []T) {
 // filters of about 512 KiB (filterBlock), and a block's units follow each
 // other, so that a worker reuses them from L2.
 func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
-	runConvJob(convGradInput, p, dx, dy, w, ws)
+	runConvJob(ConvGradInput, p, dx, dy, w, ws)
 }
 
 // Conv2dGradWeight writes dw (K, C/G, R, S), overwriting it, from dy and x.
@@ -102,7 +90,7 @@ func Conv2dGradInput[T Float](p ConvArgs, dx, dy, w, ws []T) {
 // product takes several samples' bands side by side); the chunks' copies of dw
 // are then added in chunk order.
 func Conv2dGradWeight[T Float](p ConvArgs, dw, dy, x, ws []T) {
-	runConvJob(convGradWeight, p, dw, dy, x, ws)
+	runConvJob(ConvGradWeight, p, dw, dy, x, ws)
 }
 
 // convRange returns the outputs o in [0, n) whose input position o·stride+off

@@ -40,7 +40,7 @@ func (c *convBench) alloc(r *rand.Rand) {
 	c.w = benchF32(r, p.K*p.C/p.Groups*p.R*p.S)
 	c.dy = benchF32(r, p.N*p.K*p.OH*p.OW)
 	c.y, c.dx, c.dw = make([]float32, len(c.dy)), make([]float32, len(c.x)), make([]float32, len(c.w))
-	c.ws = make([]float32, p.Workspace())
+	c.ws = make([]float32, convMaxWS(p))
 }
 
 func (c *convBench) forward()    { Conv2d(c.p, c.y, c.x, c.w, c.ws) }

@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 // The input gradient as a forward convolution. At stride 1,
 //
 //	dx[n][c][h][w] = Σ_k,r,s dy[n][k][h+PadH−DilH·r][w+PadW−DilW·s] · w[k][c][r][s]
@@ -19,7 +21,7 @@ package kernels
 // outputs per channel, N·OH·OW (BenchmarkConvFlipGradInput, one core:
 // ResNet-18's 32×32×64 input gradient 1.34× faster, 16×16×128 1.24×,
 // 8×8×256 even, 4×4×512 0.71×). The flipped filters take K·C/G·R·S 16-bit
-// values of a reused Go-heap buffer for the call.
+// values at the start of the workspace (conv_ws.go).
 
 // convFlipMinCols is the fewest outputs per channel (N·OH·OW) for which a
 // bfloat16 input gradient takes the flipped route, and convFlipGradInput
@@ -92,11 +94,15 @@ func flipRuns9(dst, src []uint16, at, step int) {
 }
 
 // gradInputFlipped runs a bfloat16 input gradient as the forward
-// convolution q (flipGradInput's) of dy by w's flipped filters.
+// convolution q (flipGradInput's) of dy by w's flipped filters, which
+// take the start of ws (conv_ws.go).
 func gradInputFlipped(p, q ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
-	buf := convBufs.get()
-	wf := scratchView[uint16](&buf.b, q.K*q.C/q.Groups*q.R*q.S)
+	ws, buf := convScratch(ConvGradInput.String(), ws, ConvWorkspace(ConvGradInput, p, ConvHalf))
+	n := flipWords(p)
+	wf := unsafe.Slice((*uint16)(unsafe.Pointer(&ws[0])), q.K*q.C/q.Groups*q.R*q.S)
 	flipFilters(&p, wf, w.Bits)
-	runConvHalf(convForward, q, dx, dy, Half16{Bits: wf, BF16: w.BF16}, ws)
-	convBufs.put(buf)
+	runConvHalf(ConvForward, q, dx, dy, Half16{Bits: wf, BF16: w.BF16}, ws[n:])
+	if buf != nil {
+		convBufs.put(buf)
+	}
 }

@@ -15,14 +15,13 @@ import "unsafe"
 // from a float32 tile of K/G × band columns, the input gradient each block
 // of dx channels from a float32 block of block·H·W (col2im accumulates
 // there), and the weight gradient sums the whole batch into a float32 dw
-// (K·C/G·R·S elements, with the chunks' copies, on the Go heap for the
-// call) and rounds it at the end, as the float32 kernels sum it.
+// (K·C/G·R·S elements, after the chunks' copies in the workspace) and rounds it at the end, as the float32 kernels sum it.
 //
 // Scratch: a worker's tile holds its 16-bit im2col tile (forward and
 // weight gradient) or its float32 col tile (input gradient), plus the
 // float32 output tile a 16-bit output needs; it is carved from ws (viewed
-// as float32 words, whatever the caller's dtype) when ws has room, else
-// taken from the reused per-worker Go-heap buffers, as for float32.
+// as float32 words, whatever the caller's dtype) as for float32
+// (conv_ws.go).
 
 // Half16 is an operand of 16-bit floats: bit patterns, bfloat16 when BF16,
 // else IEEE binary16.
@@ -39,10 +38,10 @@ type ConvOut struct {
 }
 
 // Conv2dHalf is Conv2d with x and w held as 16-bit floats. ws holds at
-// least Workspace()/2 float32 words (any of them may go unused; nil works
-// through the heap).
+// least ConvWorkspace(ConvForward, p, ConvHalf) float32 words, or is nil;
+// the gradients' likewise.
 func Conv2dHalf(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {
-	runConvHalf(convForward, p, y, x, w, ws)
+	runConvHalf(ConvForward, p, y, x, w, ws)
 }
 
 // Conv2dGradInputHalf is Conv2dGradInput with dy and w held as 16-bit
@@ -54,16 +53,16 @@ func Conv2dGradInputHalf(p ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
 		gradInputFlipped(p, q, dx, dy, w, ws)
 		return
 	}
-	runConvHalf(convGradInput, p, dx, dy, w, ws)
+	runConvHalf(ConvGradInput, p, dx, dy, w, ws)
 }
 
 // Conv2dGradWeightHalf is Conv2dGradWeight with dy and x held as 16-bit
 // floats; dw is summed over the batch in float32 and rounded once.
 func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
-	runConvHalf(convGradWeight, p, dw, dy, x, ws)
+	runConvHalf(ConvGradWeight, p, dw, dy, x, ws)
 }
 
-func runConvHalf(kind convKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
+func runConvHalf(kind ConvKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
 	j := convJobs32.get()
 	j.half, j.ha, j.hb, j.ho = true, a, b, out.H
 	j.run(kind, p, out.F, nil, nil, ws)
@@ -89,35 +88,6 @@ func (t convHalfTile) split(tile []float32) (col16 []uint16, colF, fo []float32)
 	return col16, tile[n : n+t.tf], tile[n+t.tf : n+t.tf+t.fo]
 }
 
-// planHalf sets the tile layout of a 16-bit call from plan's sizes.
-func (j *convJob[T]) planHalf() {
-	p, d := &j.p, &j.d
-	narrow := j.out == nil
-	t := convHalfTile{}
-	switch j.kind {
-	case convForward:
-		t.t16 = j.tile
-		if narrow || j.spu > 1 {
-			t.fo = d.kg * j.spu * j.band * p.OW
-		}
-	case convGradInput:
-		t.tf = j.tile
-		if j.spu > 1 {
-			t.t16 = d.kg * j.spu * j.band * p.OW
-		}
-		if narrow {
-			t.fo = j.block * d.hw
-		}
-	case convGradWeight:
-		t.t16 = j.tile
-	}
-	j.htile = t
-	j.tile = 0
-	if w := t.words(); t.t16+t.tf+t.fo > 0 {
-		j.tile = w
-	}
-}
-
 // narrowTo rounds src into the 16-bit h from element at on.
 func narrowTo(h Half16, at int, src []float32) {
 	dst := h.Bits[at : at+len(src)]
@@ -131,9 +101,9 @@ func narrowTo(h Half16, at int, src []float32) {
 // halfUnit runs unit u of a 16-bit call.
 func (j *convJob[T]) halfUnit(u int, tile []float32) {
 	switch j.kind {
-	case convForward:
+	case ConvForward:
 		j.forwardHalf(u, tile)
-	case convGradInput:
+	case ConvGradInput:
 		j.gradInputHalf(u, tile)
 	default:
 		j.gradWeightHalf(u, tile)

@@ -31,7 +31,7 @@ func BenchmarkConvHalf(b *testing.B) {
 		}
 		x, w, dy := h(c.x), h(c.w), h(c.dy)
 		y, dx, dw := h(c.y), h(c.dx), h(c.dw)
-		ws := make([]float32, l.p.Workspace())
+		ws := make([]float32, convMaxWS(l.p))
 		passes := []struct {
 			name    string
 			f32, bf func()

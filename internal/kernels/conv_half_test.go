@@ -81,20 +81,20 @@ func checkConvHalf(t *testing.T, p ConvArgs, x, w, dy []float64, bf16 bool) {
 	ry, rdx, rdw := refConv(p, ex, ew, edy)
 	my, mdx, mdw := refConv(p, abs64(ex), abs64(ew), abs64(edy))
 	fy, fdx, fdw := make([]float32, len(ry)), make([]float32, len(rdx)), make([]float32, len(rdw))
-	Conv2d(p, fy, to32(ex), to32(ew), make([]float32, p.Workspace()))
-	Conv2dGradInput(p, fdx, to32(edy), to32(ew), make([]float32, p.Workspace()))
-	Conv2dGradWeight(p, fdw, to32(edy), to32(ex), make([]float32, p.Workspace()))
+	Conv2d(p, fy, to32(ex), to32(ew), convWS[float32](ConvForward, p))
+	Conv2dGradInput(p, fdx, to32(edy), to32(ew), convWS[float32](ConvGradInput, p))
+	Conv2dGradWeight(p, fdw, to32(edy), to32(ex), convWS[float32](ConvGradWeight, p))
 	crs := p.C / p.Groups * p.R * p.S
 	kinds := []struct {
-		name      string
+		kind      ConvKind
 		run       func(ConvOut, []float32)
 		want, mag []float64
 		widened   []float32
 		terms     int
 	}{
-		{"Conv2dHalf", func(o ConvOut, ws []float32) { Conv2dHalf(p, o, hx, hw, ws) }, ry, my, fy, crs},
-		{"Conv2dGradInputHalf", func(o ConvOut, ws []float32) { Conv2dGradInputHalf(p, o, hdy, hw, ws) }, rdx, mdx, fdx, p.K / p.Groups * p.R * p.S},
-		{"Conv2dGradWeightHalf", func(o ConvOut, ws []float32) { Conv2dGradWeightHalf(p, o, hdy, hx, ws) }, rdw, mdw, fdw, p.N * p.OH * p.OW},
+		{ConvForward, func(o ConvOut, ws []float32) { Conv2dHalf(p, o, hx, hw, ws) }, ry, my, fy, crs},
+		{ConvGradInput, func(o ConvOut, ws []float32) { Conv2dGradInputHalf(p, o, hdy, hw, ws) }, rdx, mdx, fdx, p.K / p.Groups * p.R * p.S},
+		{ConvGradWeight, func(o ConvOut, ws []float32) { Conv2dGradWeightHalf(p, o, hdy, hx, ws) }, rdw, mdw, fdw, p.N * p.OH * p.OW},
 	}
 	for _, k := range kinds {
 		bound := func(i int) float64 { return convHalfBound(k.terms, k.mag[i]) }
@@ -102,17 +102,17 @@ func checkConvHalf(t *testing.T, p ConvArgs, x, w, dy []float64, bf16 bool) {
 		// the reference too.
 		toWidened := func(i int) float64 { return 2 * bound(i) }
 		f := nanSlice[float32](len(k.want))
-		k.run(ConvOut{F: f}, nanSlice[float32](p.Workspace()/2))
-		what := fmt.Sprintf("%s %+v bf16=%v float32 out", k.name, p, bf16)
+		k.run(ConvOut{F: f}, nanSlice[float32](ConvWorkspace(k.kind, p, ConvHalf)))
+		what := fmt.Sprintf("%sHalf %+v bf16=%v float32 out", k.kind, p, bf16)
 		checkHalf(t, what, f, nil, k.want, bound)
 		checkHalf(t, what+" vs widened", f, nil, to64(k.widened), toWidened)
 		h := Half16{Bits: make([]uint16, len(k.want)), BF16: bf16}
 		for i := range h.Bits {
 			h.Bits[i] = 0x7fff // NaN in both formats
 		}
-		k.run(ConvOut{H: h}, nanSlice[float32](p.Workspace()/2))
-		checkHalf(t, fmt.Sprintf("%s %+v bf16=%v 16-bit out", k.name, p, bf16), nil, &h, k.want, bound)
-		checkHalf(t, fmt.Sprintf("%s %+v bf16=%v 16-bit out vs widened", k.name, p, bf16), nil, &h, to64(k.widened), toWidened)
+		k.run(ConvOut{H: h}, nanSlice[float32](ConvWorkspace(k.kind, p, ConvHalf)))
+		checkHalf(t, fmt.Sprintf("%sHalf %+v bf16=%v 16-bit out", k.kind, p, bf16), nil, &h, k.want, bound)
+		checkHalf(t, fmt.Sprintf("%sHalf %+v bf16=%v 16-bit out vs widened", k.kind, p, bf16), nil, &h, to64(k.widened), toWidened)
 	}
 }
 

@@ -1,18 +1,22 @@
 package kernels
 
 import (
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 )
 
 // The convolution driver: units, bands, blocks and tiles (see conv.go).
 
-type convKind int
+// ConvKind names one of the three convolution kernels, whose workspaces
+// ConvWorkspace sizes.
+type ConvKind int
 
+// The kernels.
 const (
-	convForward convKind = iota
-	convGradInput
-	convGradWeight
+	ConvForward    ConvKind = iota // Conv2d
+	ConvGradInput                  // Conv2dGradInput
+	ConvGradWeight                 // Conv2dGradWeight
 )
 
 // Tuning (in elements, or multiply-adds for convPart):
@@ -95,31 +99,25 @@ func filterBlock(rs, kg, size int) int {
 // method value handed to ParallelFor) is built once per job, so a call in
 // steady state allocates nothing.
 type convJob[T float32 | float64] struct {
-	kind convKind
-	p    ConvArgs
-	d    convDims
+	convPlan
+	p ConvArgs
+	d convDims
 	// forward: out y, a x, b w; input gradient: out dx, a dy, b w; weight
 	// gradient: out dw, a dy, b x.
-	out, a, b, ws []T
+	out, a, b []T
 
-	band, bands   int // output rows per band; bands per sample
-	spu           int // samples per unit (weight gradient: per GEMM), side by side in the tile
-	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
-	chunks        int // weight gradient: chunks of samples, each summed into its own dw
-	units         int
-	tile          int // elements of one worker's tile (0: none needed)
-	taps          convTaps
-	part          []T // weight gradient: the dw of chunks 1, 2, … (chunk 0 sums into dw)
-	partBuf       *convBuf
+	taps   convTaps
+	part   []T // weight gradient: the dw of chunks 1, 2, … (chunk 0 sums into dw)
+	tiles  []T // the workers' tiles, stride apart (conv_ws.go)
+	stride int
 
 	// 16-bit calls (conv_half.go; T is float32): a and b as 16-bit, the
-	// 16-bit output when out is nil, and the layout of a worker's tile.
-	half       bool
+	// 16-bit output when out is nil.
 	ha, hb, ho Half16
-	htile      convHalfTile
 
-	// Forward: every group's filters packed once per call (pack_whole.go)
-	// for the kernel kn its GEMMs run, aper elements per group.
+	// Forward and input gradient: every filter matrix packed once per
+	// call (pack_whole.go) for the kernel kn its GEMMs run, aper elements
+	// each.
 	kn   *gemmKernel[T]
 	jobs *freeList[gemmJob[T]]
 	// A 16-bit forward or weight-gradient call over small planes: im2col
@@ -132,13 +130,12 @@ type convJob[T float32 | float64] struct {
 	useUnperm bool
 	apack     []T
 	aper      int
-	apackBuf  *convBuf
 
 	next  atomic.Int64
 	phase func(lo, hi int)
 }
 
-// convBuf is a worker's Go-heap tile, used when ws has no room for it.
+// convBuf is a Go-heap workspace, for calls that pass none (convScratch).
 type convBuf struct{ b []byte }
 
 var (
@@ -148,7 +145,7 @@ var (
 )
 
 // runConvJob runs one of the three kernels (out, a, b as in convJob).
-func runConvJob[T Float](kind convKind, p ConvArgs, out, a, b, ws []T) {
+func runConvJob[T Float](kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 	var z T
 	if unsafe.Sizeof(z) == 4 {
 		j := convJobs32.get()
@@ -161,48 +158,43 @@ func runConvJob[T Float](kind convKind, p ConvArgs, out, a, b, ws []T) {
 	convJobs64.put(j)
 }
 
-func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
+func (j *convJob[T]) run(kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 	if j.phase == nil {
 		j.phase = j.work
 	}
-	j.kind, j.p, j.d = kind, p, p.dims()
-	j.out, j.a, j.b, j.ws = out, a, b, ws
-	defer func() { j.out, j.a, j.b, j.ws = nil, nil, nil, nil }() // hold no caller memory
+	j.convPlan = convPlan{kind: kind, half: j.half, narrow: j.half && out == nil, size: j.filterSize()}
+	j.p, j.d = p, p.dims()
+	j.out, j.a, j.b = out, a, b
+	defer j.drop()
 	d := &j.d
 	size := p.K * d.crs // dw
-	if kind == convGradWeight && (p.N == 0 || d.ohw == 0) {
+	if kind == ConvGradWeight && (p.N == 0 || d.ohw == 0) {
 		if out == nil {
 			clear(j.ho.Bits[:size])
 		}
 		clear(out[:min(len(out), size)])
 		return
 	}
-	j.plan()
+	j.plan(&j.p, d)
 	if j.units == 0 {
 		return
 	}
+	lay := convLayoutFor(kind, p, j.half, j.filterSize())
+	ws, buf := convScratch(kind.String(), ws, lay.total())
+	j.carve(lay, ws)
 	j.taps.set(&j.p)
-	j.usePerm = j.half && kind != convGradInput && j.bands == 1 && j.perm.build(&j.p)
-	j.useUnperm = (kind == convGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 &&
-		j.unperm.build(&j.p, kind != convGradInput)
+	j.usePerm = j.half && kind != ConvGradInput && j.bands == 1 && j.perm.build(&j.p)
+	j.useUnperm = (kind == ConvGradInput || !j.half) && j.filterSize() == 4 && j.bands == 1 &&
+		j.unperm.build(&j.p, kind != ConvGradInput)
 	// A 16-bit dw is summed in a float32 copy, after the chunks' copies.
-	copies, narrowDW := j.chunks-1, kind == convGradWeight && out == nil
-	if narrowDW {
-		copies++
+	if kind == ConvGradWeight && out == nil {
+		j.out, j.part = j.part[(j.chunks-1)*size:][:size], j.part[:(j.chunks-1)*size]
 	}
-	if copies > 0 {
-		j.partBuf = convBufs.get()
-		j.part = scratchView[T](&j.partBuf.b, copies*size)
-	}
-	if narrowDW {
-		j.out, j.part = j.part[(copies-1)*size:], j.part[:(copies-1)*size]
-	}
-	if kind != convGradWeight {
+	if kind != ConvGradWeight {
 		j.packFilters()
-		defer j.releaseFilters()
 	}
 	work := p.N * p.K * d.crs * d.ohw
-	parts := max(1, min(Workers(), j.units, work/max(convPart, 1)))
+	parts := max(1, min(Workers(), j.units, work/max(convPart, 1), ConvSlots))
 	j.next.Store(0)
 	if parts == 1 {
 		j.work(0, 1)
@@ -212,102 +204,29 @@ func (j *convJob[T]) run(kind convKind, p ConvArgs, out, a, b, ws []T) {
 	for k := range j.chunks - 1 { // in chunk order
 		addTo(j.out[:size], j.part[k*size:(k+1)*size])
 	}
-	if narrowDW {
+	if kind == ConvGradWeight && out == nil {
 		narrowAll(j.ho, as[float32](j.out[:size]))
 	}
-	if copies > 0 {
-		convBufs.put(j.partBuf)
-		j.part, j.partBuf = nil, nil
+	if buf != nil {
+		convBufs.put(buf)
 	}
 }
 
-// plan sets the bands, blocks, units and tile size of the call.
-func (j *convJob[T]) plan() {
-	p, d := &j.p, &j.d
-	rs, ng := p.R*p.S, p.N*p.Groups
-	// Bands: as many output rows as fit a tile of all the group's im2col
-	// rows; pointwise convolutions need no tile and split only to make
-	// enough units.
-	j.band = p.OH
-	switch {
-	case p.OH == 0 || ng == 0:
-	case !d.pointwise:
-		if d.crs*p.OW > 0 {
-			j.band = min(p.OH, max(1, convTile/(d.crs*p.OW), ceilDiv(convMinCols, p.OW)))
-		}
-	case j.kind == convForward && ng < convUnits:
-		j.band = ceilDiv(p.OH, min(p.OH, ceilDiv(convUnits, ng)))
+// carve cuts ws (aligned, laid out as lay) into the call's packed
+// filters, copies of dw and tiles.
+func (j *convJob[T]) carve(lay convLayout, ws []T) {
+	if j.tile > lay.stride {
+		panic(fmt.Sprintf("kernels.%s: tile of %d elements exceeds its slot of %d", j.kind, j.tile, lay.stride))
 	}
-	j.bands = 0
-	if j.band > 0 {
-		j.bands = ceilDiv(p.OH, j.band)
-	}
-	j.block, j.blocks, j.chunks, j.spu = 0, 1, 1, 1
-	switch j.kind {
-	case convForward:
-		j.spu = j.samplesPerUnit(ng / convUnits)
-		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.bands
-		j.tile = d.crs * j.spu * j.band * p.OW
-	case convGradInput:
-		j.block = d.cg
-		if ng > 0 && ng < convUnits && d.cg > 1 {
-			j.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
-		}
-		j.spu = j.samplesPerUnit(ng / convUnits)
-		if j.spu > 1 && !j.half {
-			j.block = min(j.block, filterBlock(rs, d.kg, j.filterSize()))
-		}
-		j.blocks = ceilDiv(d.cg, max(j.block, 1))
-		j.units = ceilDiv(p.N, j.spu) * p.Groups * j.blocks
-		j.tile = j.block * rs * j.spu * j.band * p.OW
-	case convGradWeight:
-		j.block = d.crs
-		switch {
-		case p.Groups >= convUnits:
-		case p.K*d.crs <= convDWSmall:
-			j.chunks = min(p.N, ceilDiv(convUnits, p.Groups))
-		case d.crs >= 2*convMinDW:
-			per := max(convMinDW, ceilDiv(d.crs, ceilDiv(convUnits, p.Groups)))
-			j.block = roundUp(per, 16) // whole panels of the GEMM's B
-		}
-		j.blocks = ceilDiv(d.crs, max(j.block, 1))
-		j.units = j.chunks * p.Groups * j.blocks
-		j.spu = j.samplesPerUnit(p.N / max(j.chunks, 1))
-		j.tile = j.block * j.spu * j.band * p.OW
-		if j.spu > 1 {
-			j.tile += d.kg * j.spu * j.band * p.OW // dy's rows, side by side
-		}
-	}
-	if d.pointwise && j.spu == 1 {
-		j.tile = 0
-	}
-	if j.half {
-		j.planHalf()
-	} else if j.spu > 1 && j.kind != convGradWeight {
-		// The forward GEMM's output, then copied to y; the input
-		// gradient's dy rows, side by side.
-		j.tile += d.kg * j.spu * j.band * p.OW
-	}
+	j.apack, ws = ws[:lay.filters], ws[lay.filters:]
+	j.part, ws = ws[:lay.parts], ws[lay.parts:]
+	j.tiles, j.stride = ws[:lay.slots*lay.stride], lay.stride
 }
 
-// samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
-// takes side by side, at most most: one unless the convolution has one
-// band of fewer than convMinCols outputs, then as many as make
-// convMinCols columns. A pointwise convolution takes one (its GEMMs read
-// x or dy in place) unless its planes have fewer than convDirectCols
-// outputs: one GEMM per sample would stream all the filters (forward,
-// input gradient) or read and write all of dw (weight gradient) for a
-// few columns, or a depth, of one small plane. (For 16-bit operands
-// too: over ResNet-50's 4×4 planes BenchmarkConvVsGemmResNet50 measured
-// the bfloat16 forward at 0.54–0.72 of the GEMM one sample at a time,
-// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.)
-func (j *convJob[T]) samplesPerUnit(most int) int {
-	d := &j.d
-	direct := d.pointwise && d.ohw >= convDirectCols
-	if direct || j.bands != 1 || d.ohw >= convMinCols {
-		return 1
-	}
-	return max(1, min(ceilDiv(convMinCols, d.ohw), most))
+// drop lets go of the caller's memory once the call is done.
+func (j *convJob[T]) drop() {
+	j.out, j.a, j.b, j.part, j.tiles, j.apack = nil, nil, nil, nil, nil, nil
+	j.kn, j.jobs = nil, nil
 }
 
 // filterSize is the bytes of one filter element.
@@ -327,31 +246,22 @@ func (j *convJob[T]) claim() int {
 // worker, which picks its tile.
 func (j *convJob[T]) work(slot, _ int) {
 	var tile []T
-	var buf *convBuf
+	if j.tile > 0 {
+		tile = j.tiles[slot*j.stride:][:j.tile]
+	}
 	for u := j.claim(); u >= 0; u = j.claim() {
-		if tile == nil && j.tile > 0 {
-			if end := (slot + 1) * j.tile; end <= len(j.ws) {
-				tile = j.ws[end-j.tile : end]
-			} else {
-				buf = convBufs.get()
-				tile = scratchView[T](&buf.b, j.tile)
-			}
-		}
 		if j.half {
 			j.halfUnit(u, as[float32](tile))
 			continue
 		}
 		switch j.kind {
-		case convForward:
+		case ConvForward:
 			j.forward(u, tile)
-		case convGradInput:
+		case ConvGradInput:
 			j.gradInput(u, tile)
 		default:
 			j.gradWeight(u, tile)
 		}
-	}
-	if buf != nil {
-		convBufs.put(buf)
 	}
 }
 

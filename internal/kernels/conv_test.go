@@ -108,29 +108,16 @@ func within[T Float](got []T, want []float64, tol float64) int {
 func runConv[T Float](t *testing.T, p ConvArgs, x, w, dy []float64, conv func([]float64) []T, tol float64) {
 	t.Helper()
 	ry, rdx, rdw := refConv(p, x, w, dy)
-	if p.Workspace() != p.C/p.Groups*p.R*p.S*p.OH*p.OW && !p.Pointwise() {
-		t.Fatalf("%+v: Workspace %d", p, p.Workspace())
-	}
-	var ws []T
-	if n := p.Workspace(); n > 0 {
-		ws = nanSlice[T](n)
-	}
 	y, dx, dw := nanSlice[T](len(ry)), nanSlice[T](len(x)), nanSlice[T](len(w))
-	Conv2d(p, y, conv(x), conv(w), ws)
+	Conv2d(p, y, conv(x), conv(w), convWS[T](ConvForward, p))
 	if i := within(y, ry, tol); i >= 0 {
 		t.Errorf("Conv2d %+v: y[%d] = %v, want %v", p, i, y[i], ry[i])
 	}
-	if ws != nil {
-		ws = nanSlice[T](len(ws))
-	}
-	Conv2dGradInput(p, dx, conv(dy), conv(w), ws)
+	Conv2dGradInput(p, dx, conv(dy), conv(w), convWS[T](ConvGradInput, p))
 	if i := within(dx, rdx, tol); i >= 0 {
 		t.Errorf("Conv2dGradInput %+v: dx[%d] = %v, want %v", p, i, dx[i], rdx[i])
 	}
-	if ws != nil {
-		ws = nanSlice[T](len(ws))
-	}
-	Conv2dGradWeight(p, dw, conv(dy), conv(x), ws)
+	Conv2dGradWeight(p, dw, conv(dy), conv(x), convWS[T](ConvGradWeight, p))
 	if i := within(dw, rdw, tol); i >= 0 {
 		t.Errorf("Conv2dGradWeight %+v: dw[%d] = %v, want %v", p, i, dw[i], rdw[i])
 	}
@@ -259,8 +246,7 @@ var convPathShapes = []ConvArgs{
 
 // TestConv2dPaths compares the kernels with the reference on
 // convPathShapes and on random shapes, under the default tiling, with
-// one output row per band (tiles then come from ws for the first worker
-// and from the Go heap when ws has no room for another), with every call
+// one output row per band, with every call
 // split across the workers, and with the weight gradient split by blocks
 // of dw's columns instead of chunks of samples.
 func TestConv2dPaths(t *testing.T) {
@@ -311,21 +297,21 @@ func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random 
 // state, split across the workers.
 func TestConv2dNoAlloc(t *testing.T) {
 	defer func(tile, cols, part int) { convTile, convMinCols, convPart = tile, cols, part }(convTile, convMinCols, convPart)
-	convTile, convMinCols, convPart = 64, 1, 1 // many bands; the second worker's tile from the heap
+	convTile, convMinCols, convPart = 64, 1, 1 // many bands, split across the workers
 	p := convShape(ConvArgs{N: 4, C: 8, H: 10, W: 10, K: 8, R: 3, S: 3, PadH: 1, PadW: 1})
 	rng := rand.New(rand.NewPCG(5, 6))
 	x, w := to32(randSlice(rng, p.N*p.C*p.H*p.W)), to32(randSlice(rng, p.K*p.C*9))
 	y, dy := make([]float32, p.N*p.K*p.OH*p.OW), to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
 	dx, dw := make([]float32, len(x)), make([]float32, len(w))
-	ws := make([]float32, p.Workspace())
 	runs := 10
 	if poolDropsItems() {
 		runs = 100
 	}
+	wsF, wsI, wsW := convWS[float32](ConvForward, p), convWS[float32](ConvGradInput, p), convWS[float32](ConvGradWeight, p)
 	for name, f := range map[string]func(){
-		"Conv2d":           func() { Conv2d(p, y, x, w, ws) },
-		"Conv2dGradInput":  func() { Conv2dGradInput(p, dx, dy, w, ws) },
-		"Conv2dGradWeight": func() { Conv2dGradWeight(p, dw, dy, x, ws) },
+		"Conv2d":           func() { Conv2d(p, y, x, w, wsF) },
+		"Conv2dGradInput":  func() { Conv2dGradInput(p, dx, dy, w, wsI) },
+		"Conv2dGradWeight": func() { Conv2dGradWeight(p, dw, dy, x, wsW) },
 	} {
 		f()
 		if allocs := testing.AllocsPerRun(runs, f); allocs != 0 {
@@ -373,12 +359,11 @@ func TestConv2dDeterministic(t *testing.T) {
 		var outs [2][3][]float32
 		for k, part := range []int{1 << 40, 1} {
 			convPart = part
-			ws := make([]float32, p.Workspace())
 			o := &outs[k]
 			o[0], o[1], o[2] = make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
-			Conv2d(p, o[0], x, w, ws)
-			Conv2dGradInput(p, o[1], dy, w, ws)
-			Conv2dGradWeight(p, o[2], dy, x, ws)
+			Conv2d(p, o[0], x, w, convWS[float32](ConvForward, p))
+			Conv2dGradInput(p, o[1], dy, w, convWS[float32](ConvGradInput, p))
+			Conv2dGradWeight(p, o[2], dy, x, convWS[float32](ConvGradWeight, p))
 		}
 		for pass := range 3 {
 			for e, v := range outs[0][pass] {

@@ -67,14 +67,16 @@
 // when several column chunks or blocks of C read its op(A), that op(A)
 // packed once, at most gemmABudget values (4 MiB of float32). The cpu device's
 // tile scratch (device/cpu) is a FreeList of fixed-size tiles per worker.
-// A convolution call also holds, on the Go heap for the call and reused
-// between calls: its packed filters, K·C/G·R·S elements with each group's
-// (or block's) rows rounded up to the kernel's mr; worker tiles beyond
-// what the workspace holds (one tile each: its im2col rows by fewer than
-// max(convMinCols + OW, 2·convMinCols, convTile/rows) columns, plus K/G
-// rows by as many when a unit takes several samples); the
-// weight gradient's chunk copies of a small dw; and, with a 16-bit dw, one
-// float32 copy of dw. The 16-bit row kernels keep per-worker float32
+// A convolution call holds its scratch in the caller's workspace, sized
+// by ConvWorkspace (conv_ws.go): its packed filters, K·C/G·R·S elements
+// with each group's (or block's) rows rounded up to whole panels of any
+// kernel (convRows); one tile for each of at most ConvSlots workers (its
+// im2col rows by fewer than max(convMinCols + OW, 2·convMinCols,
+// convTile/rows) columns, plus K/G rows by as many when a unit takes
+// several samples); the weight gradient's chunk copies of a small dw and,
+// with a 16-bit dw, one float32 copy of dw; and the flipped filters of a
+// bfloat16 input gradient on the flipped route. Only a nil workspace
+// (callers outside a device) takes a reused Go-heap buffer instead. The 16-bit row kernels keep per-worker float32
 // scratch in free lists, allocated once and reused: LayerNormGradHalf
 // three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
 // heads and AttentionGradHalf eight (at most 8·AttnHalfHeadElems·4 =

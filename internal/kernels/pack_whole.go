@@ -1,6 +1,9 @@
 package kernels
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Whole-operand packing, for a convolution whose GEMMs all multiply the
 // same op(A) (the forward pass's filters of a group, one GEMM per sample
@@ -29,10 +32,11 @@ func packWholeA[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs, s
 
 // packFilters packs the filters the GEMMs of a forward or input-gradient
 // call multiply, once per call, for the kernel they run (the one Gemm or
-// GemmHalf would pick), into a reused Go-heap buffer: for the forward
-// pass each group's K/G × C/G·R·S filters, for the input gradient each
-// group's block of channels, transposed (block·R·S × K/G); K·C/G·R·S
-// elements in all, each matrix's rows rounded up to whole mr panels.
+// GemmHalf would pick), into their region of the workspace (conv_ws.go):
+// for the forward pass each group's K/G × C/G·R·S filters, for the input
+// gradient each group's block of channels, transposed (block·R·S × K/G);
+// K·C/G·R·S elements in all, each matrix's rows rounded up to whole mr
+// panels.
 func (j *convJob[T]) packFilters() {
 	d := &j.d
 	w := operand[T]{f: j.b}
@@ -45,7 +49,7 @@ func (j *convJob[T]) packFilters() {
 	if j.half {
 		w = operand[T]{h: j.hb.Bits, bf16: j.hb.BF16}
 		k := d.crs // the depth of the GEMMs these filters serve
-		if j.kind == convGradInput {
+		if j.kind == ConvGradInput {
 			k = d.kg
 		}
 		if p := pairKernel(k); j.hb.BF16 && j.ha.BF16 && p != nil {
@@ -54,12 +58,14 @@ func (j *convJob[T]) packFilters() {
 	}
 	ids := j.p.Groups
 	j.aper = wholeASize(j.kn, d.kg, d.crs)
-	if j.kind == convGradInput {
+	if j.kind == ConvGradInput {
 		ids *= j.blocks
 		j.aper = wholeASize(j.kn, j.block*j.p.R*j.p.S, d.kg)
 	}
-	j.apackBuf = convBufs.get()
-	j.apack = scratchView[T](&j.apackBuf.b, ids*j.aper)
+	if ids*j.aper > len(j.apack) {
+		panic(fmt.Sprintf("kernels.%s: packed filters of %d elements exceed their region of %d (convRows)", j.kind, ids*j.aper, len(j.apack)))
+	}
+	j.apack = j.apack[:ids*j.aper]
 	s := scratches.get()
 	var strip []float32
 	if j.half {
@@ -74,19 +80,13 @@ func (j *convJob[T]) packFilters() {
 // filterArgs is the op(A) of filter matrix id (packFilters).
 func (j *convJob[T]) filterArgs(id int) GemmArgs {
 	d := &j.d
-	if j.kind == convForward {
+	if j.kind == ConvForward {
 		return GemmArgs{M: d.kg, K: d.crs, Alpha: 1, OffA: id * d.wg, LdA: d.crs}
 	}
 	g, blk := id/j.blocks, id%j.blocks
 	c0, c1 := blk*j.block, min(d.cg, (blk+1)*j.block)
 	rs := j.p.R * j.p.S
 	return GemmArgs{TransA: true, M: (c1 - c0) * rs, K: d.kg, Alpha: 1, OffA: g*d.wg + c0*rs, LdA: d.crs}
-}
-
-// releaseFilters gives back packFilters' buffer.
-func (j *convJob[T]) releaseFilters() {
-	convBufs.put(j.apackBuf)
-	j.apack, j.apackBuf, j.kn, j.jobs = nil, nil, nil, nil
 }
 
 // gemmW runs a GEMM whose op(A) is filter matrix id (packFilters: the

@@ -1,0 +1,140 @@
+package kernels
+
+// convPlan is how a convolution call cuts its work into units and tiles:
+// a function of the kernel, the convolution and how its operands are held,
+// nothing else (not the worker count), so that ConvWorkspace can size the
+// call's scratch before it runs.
+type convPlan struct {
+	kind   ConvKind
+	half   bool // 16-bit inputs (the job's T is float32)
+	narrow bool // a 16-bit output
+	size   int  // bytes of one filter element: 4, or 8 for float64
+
+	band, bands   int // output rows per band; bands per sample
+	spu           int // samples per unit (weight gradient: per GEMM), side by side in the tile
+	block, blocks int // per unit: channels (input gradient) or dw columns (weight gradient); blocks per group
+	chunks        int // weight gradient: chunks of samples, each summed into its own dw
+	units         int
+	tile          int // elements of one worker's tile (0: none needed)
+	htile         convHalfTile
+}
+
+// plan sets the bands, blocks, units and tile size of the call.
+func (c *convPlan) plan(p *ConvArgs, d *convDims) {
+	rs, ng := p.R*p.S, p.N*p.Groups
+	// Bands: as many output rows as fit a tile of all the group's im2col
+	// rows; pointwise convolutions need no tile and split only to make
+	// enough units.
+	c.band = p.OH
+	switch {
+	case p.OH == 0 || ng == 0:
+	case !d.pointwise:
+		if d.crs*p.OW > 0 {
+			c.band = min(p.OH, max(1, convTile/(d.crs*p.OW), ceilDiv(convMinCols, p.OW)))
+		}
+	case c.kind == ConvForward && ng < convUnits:
+		c.band = ceilDiv(p.OH, min(p.OH, ceilDiv(convUnits, ng)))
+	}
+	c.bands = 0
+	if c.band > 0 {
+		c.bands = ceilDiv(p.OH, c.band)
+	}
+	c.block, c.blocks, c.chunks, c.spu = 0, 1, 1, 1
+	switch c.kind {
+	case ConvForward:
+		c.spu = c.samplesPerUnit(d, ng/convUnits)
+		c.units = ceilDiv(p.N, c.spu) * p.Groups * c.bands
+		c.tile = d.crs * c.spu * c.band * p.OW
+	case ConvGradInput:
+		c.block = d.cg
+		if ng > 0 && ng < convUnits && d.cg > 1 {
+			c.block = ceilDiv(d.cg, min(d.cg, ceilDiv(convUnits, ng)))
+		}
+		c.spu = c.samplesPerUnit(d, ng/convUnits)
+		if c.spu > 1 && !c.half {
+			c.block = min(c.block, filterBlock(rs, d.kg, c.size))
+		}
+		c.blocks = ceilDiv(d.cg, max(c.block, 1))
+		c.units = ceilDiv(p.N, c.spu) * p.Groups * c.blocks
+		c.tile = c.block * rs * c.spu * c.band * p.OW
+	case ConvGradWeight:
+		c.planGradWeight(p, d)
+	}
+	if d.pointwise && c.spu == 1 {
+		c.tile = 0
+	}
+	if c.half {
+		c.planHalf(p, d)
+	} else if c.spu > 1 && c.kind != ConvGradWeight {
+		// The forward GEMM's output, then copied to y; the input
+		// gradient's dy rows, side by side.
+		c.tile += d.kg * c.spu * c.band * p.OW
+	}
+}
+
+// planGradWeight sets the weight gradient's blocks, chunks, units and
+// tile.
+func (c *convPlan) planGradWeight(p *ConvArgs, d *convDims) {
+	c.block = d.crs
+	switch {
+	case p.Groups >= convUnits:
+	case p.K*d.crs <= convDWSmall:
+		c.chunks = min(p.N, ceilDiv(convUnits, p.Groups))
+	case d.crs >= 2*convMinDW:
+		per := max(convMinDW, ceilDiv(d.crs, ceilDiv(convUnits, p.Groups)))
+		c.block = roundUp(per, 16) // whole panels of the GEMM's B
+	}
+	c.blocks = ceilDiv(d.crs, max(c.block, 1))
+	c.units = c.chunks * p.Groups * c.blocks
+	c.spu = c.samplesPerUnit(d, p.N/max(c.chunks, 1))
+	c.tile = c.block * c.spu * c.band * p.OW
+	if c.spu > 1 {
+		c.tile += d.kg * c.spu * c.band * p.OW // dy's rows, side by side
+	}
+}
+
+// samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
+// takes side by side, at most most: one unless the convolution has one
+// band of fewer than convMinCols outputs, then as many as make
+// convMinCols columns. A pointwise convolution takes one (its GEMMs read
+// x or dy in place) unless its planes have fewer than convDirectCols
+// outputs: one GEMM per sample would stream all the filters (forward,
+// input gradient) or read and write all of dw (weight gradient) for a
+// few columns, or a depth, of one small plane. (For 16-bit operands
+// too: over ResNet-50's 4×4 planes BenchmarkConvVsGemmResNet50 measured
+// the bfloat16 forward at 0.54–0.72 of the GEMM one sample at a time,
+// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.)
+func (c *convPlan) samplesPerUnit(d *convDims, most int) int {
+	direct := d.pointwise && d.ohw >= convDirectCols
+	if direct || c.bands != 1 || d.ohw >= convMinCols {
+		return 1
+	}
+	return max(1, min(ceilDiv(convMinCols, d.ohw), most))
+}
+
+// planHalf sets the tile layout of a 16-bit call from plan's sizes.
+func (c *convPlan) planHalf(p *ConvArgs, d *convDims) {
+	t := convHalfTile{}
+	switch c.kind {
+	case ConvForward:
+		t.t16 = c.tile
+		if c.narrow || c.spu > 1 {
+			t.fo = d.kg * c.spu * c.band * p.OW
+		}
+	case ConvGradInput:
+		t.tf = c.tile
+		if c.spu > 1 {
+			t.t16 = d.kg * c.spu * c.band * p.OW
+		}
+		if c.narrow {
+			t.fo = c.block * d.hw
+		}
+	case ConvGradWeight:
+		t.t16 = c.tile
+	}
+	c.htile = t
+	c.tile = 0
+	if w := t.words(); t.t16+t.tf+t.fo > 0 {
+		c.tile = w
+	}
+}
