@@ -178,7 +178,7 @@ func (p Conv2d) Workspace() int {
 // F32): the larger of what the cpu kernels lay out in it
 // (kernels.ConvWorkspace: the packed filters, G·rows(K/G)·C/G·R·S with
 // rows(m) = max(⌈m/12⌉·12, ⌈m/32⌉·32), and one tile for each of at most
-// kernels.ConvSlots = 8 workers, plus 16 for alignment) and Workspace(),
+// kernels.ConvSlots() workers, 8 up to 8 cores, plus 16 for alignment) and Workspace(),
 // what the cuda kernels use. It depends on the convolution and dt alone,
 // not on the backend or the machine, so meta accounts the same bytes.
 func (p Conv2d) ForwardWorkspace(dt dtype.DType) int {

@@ -90,7 +90,7 @@ func TestSizesOutOfRange(t *testing.T) {
 // single block of the step — matched event by event between batches 2
 // and 3, which run the same ops — are at most largestPerSample. A
 // convolution's workspace is left out: it grows with the first samples
-// (a tile for each of up to kernels.ConvSlots units, a copy of a small dw
+// (a tile for each of up to kernels.ConvSlots() units, a copy of a small dw
 // per chunk of samples) and then not at all, so it never comes near
 // MaxBytes (device.Conv2d.ForwardWorkspace).
 func TestLargestTensorBound(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 //
 // All the kernels' scratch is in the workspace (kernels.ConvWorkspace:
 // packed filters, copies of dw, one tile for each of at most
-// kernels.ConvSlots workers), sized by device.Conv2d's ForwardWorkspace,
+// kernels.ConvSlots() workers), sized by device.Conv2d's ForwardWorkspace,
 // GradInputWorkspace and GradWeightWorkspace; a missing or shorter
 // workspace panics instead of taking Go heap.
 

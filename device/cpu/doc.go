@@ -57,7 +57,7 @@
 //     in F32; a 16-bit output is rounded once from F32 (the weight
 //     gradient sums the batch in an F32 dw first). All its scratch is in
 //     the workspace (its bytes, whatever its dtype): the packed filters,
-//     at most kernels.ConvSlots per-worker tiles, an F32 copy of a 16-bit
+//     at most kernels.ConvSlots() per-worker tiles, an F32 copy of a 16-bit
 //     dw (K·C/G·R·S·4 bytes), sized by device.Conv2d's workspace functions;
 //   - ReLU and its gradient (F16, BF16), BF16 Add, Sub, Mul and Axpy on
 //     contiguous operands of one 16-bit dtype and length, and BF16 batch

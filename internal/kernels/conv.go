@@ -48,7 +48,7 @@ func (p ConvArgs) dims() convDims {
 // ConvWorkspace (conv_ws.go): the filters the forward pass and the input
 // gradient pack once per call (pack_whole.go), the weight gradient's
 // per-chunk copies of a small dw (plus one float32 dw when dw is 16-bit,
-// conv_half.go) and one tile for each of at most ConvSlots workers; a
+// conv_half.go) and one tile for each of at most ConvSlots() workers; a
 // shorter ws panics, and a nil one takes a reused Go-heap buffer instead
 // (for callers outside a device). Units and tiles depend on the
 // convolution only, never on the number of workers, and partial sums are

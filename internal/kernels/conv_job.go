@@ -194,7 +194,7 @@ func (j *convJob[T]) run(kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 		j.packFilters()
 	}
 	work := p.N * p.K * d.crs * d.ohw
-	parts := max(1, min(Workers(), j.units, work/max(convPart, 1), ConvSlots))
+	parts := max(1, min(Workers(), j.units, work/max(convPart, 1), ConvSlots()))
 	j.next.Store(0)
 	if parts == 1 {
 		j.work(0, 1)

@@ -16,7 +16,7 @@ import (
 //   - the weight gradient's copies of dw, one per chunk of samples after
 //     the first, plus the float32 dw a 16-bit dw is summed in: each
 //     K·C/G·R·S elements;
-//   - min(ConvSlots, units) tiles of one worker, each rounded up to 16
+//   - min(ConvSlots(), units) tiles of one worker, each rounded up to 16
 //     elements.
 //
 // Each region is rounded up to 16 elements, and 16 more allow for the
@@ -26,10 +26,16 @@ import (
 // them; ConvWorkspace is the larger of the two routes, whatever the CPU,
 // so that it depends on the convolution alone.
 
-// ConvSlots is the most workers one convolution call runs on: its
+// ConvSlots returns the most workers one convolution call runs on: its
 // workspace holds one tile for each (fewer when the call has fewer
-// units), so that its size does not depend on the machine.
-const ConvSlots = 8
+// units). It is 8, or the kernels' worker count (Workers) where that is
+// larger, so that up to 8 cores the size does not depend on the machine
+// and a bigger machine still runs every worker; a plan and a run in one
+// process read the same count.
+func ConvSlots() int { return max(minConvSlots, Workers()) }
+
+// minConvSlots is ConvSlots' floor.
+const minConvSlots = 8
 
 // ConvOperands says how a convolution's operands are held, which sets the
 // element ConvWorkspace counts in: float32 for ConvF32 and ConvHalf,
@@ -118,7 +124,7 @@ func convLayoutFor(kind ConvKind, p ConvArgs, half bool, size int) convLayout {
 	}
 	l.filters, l.parts = roundUp(l.filters, 16), roundUp(l.parts, 16)
 	if c.tile > 0 {
-		l.slots, l.stride = min(ConvSlots, c.units), roundUp(c.tile, 16)
+		l.slots, l.stride = min(ConvSlots(), c.units), roundUp(c.tile, 16)
 	}
 	return l
 }

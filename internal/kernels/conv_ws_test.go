@@ -65,9 +65,10 @@ func TestConvWorkspaceClosedForm(t *testing.T) {
 		op   ConvOperands
 		want int
 	}{
-		// crs 576; bands of 8 rows (4 a sample), 128 units, tile 576·8·32;
-		// filters rows(64) = 72 by 576.
-		{ConvForward, s1, ConvF32, 16 + 72*576 + 8*576*8*32},
+		// crs 576; bands of 8 rows (4 a sample), 128 units, tile 576·8·32
+		// for each of ConvSlots() (8 up to 8 cores); filters rows(64) = 72
+		// by 576.
+		{ConvForward, s1, ConvF32, 16 + 72*576 + min(ConvSlots(), 128)*576*8*32},
 		// dw 64·576 ≤ convDWSmall: 8 chunks, 7 copies of dw, 8 units.
 		{ConvGradWeight, s1, ConvF32, 16 + 7*64*576 + 8*576*8*32},
 		// 16-bit: a float32 dw after the copies; tiles of 576·256 16-bit

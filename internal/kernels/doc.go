@@ -70,7 +70,7 @@
 // A convolution call holds its scratch in the caller's workspace, sized
 // by ConvWorkspace (conv_ws.go): its packed filters, K·C/G·R·S elements
 // with each group's (or block's) rows rounded up to whole panels of any
-// kernel (convRows); one tile for each of at most ConvSlots workers (its
+// kernel (convRows); one tile for each of at most ConvSlots() workers (its
 // im2col rows by fewer than max(convMinCols + OW, 2·convMinCols,
 // convTile/rows) columns, plus K/G rows by as many when a unit takes
 // several samples); the weight gradient's chunk copies of a small dw and,
