@@ -288,6 +288,9 @@ func (j *convJob[T]) plan() {
 		// gradient's dy rows, side by side.
 		j.tile += d.kg * j.spu * j.band * p.OW
 	}
+	if j.tile > 0 {
+		j.tile += j.panelExtra() // conv_panel.go
+	}
 }
 
 // samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
@@ -386,20 +389,14 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
-	col := tile[:d.crs*a.N]
-	if j.useUnperm {
-		j.unperm.im2col(as[float32](col), as[float32](j.a[xo:]), a.N, d.xs, ns, p.R*p.S, 0, d.crs)
-	} else {
-		im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
-	}
-	a.LdB = a.N
+	col, rest := tile[:j.colSize(a.N)], tile[j.colSize(a.N):] // rest: fo when ns > 1, then panelExtra's stage
 	if ns == 1 {
-		j.gemmW(a, g, operand[T]{f: col}, j.out)
+		j.forwardGemm(a, g, col, rest, j.a[xo:], ns, oh0, oh1, j.out)
 		return
 	}
-	fo, yo := tile[d.crs*a.N:][:d.kg*a.N], a.OffC
+	fo, yo := rest[:d.kg*a.N], a.OffC
 	a.OffC, a.LdC = 0, a.N
-	j.gemmW(a, g, operand[T]{f: col}, fo)
+	j.forwardGemm(a, g, col, rest[len(fo):], j.a[xo:], ns, oh0, oh1, fo)
 	j.storeY(fo, yo, ns, a.N/ns)
 }
 
@@ -544,8 +541,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 		}
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
-			Gemm(a, ga, gb, dw)
+			j.wgradGemm(a, tile, dw, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
 			a.Beta = 1
 		}
 	}
