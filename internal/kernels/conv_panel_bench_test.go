@@ -11,8 +11,9 @@ import (
 // BenchmarkConvPanels times the float32 forward pass and weight gradient
 // of ResNet-18's 3×3 convolutions at batch 32 (32×32 and 64×64 inputs)
 // with im2col written straight into B's panels and through the dense
-// tile (convPanels false), alternately in one loop with a GEMM of the
-// same FLOPs (sameFlopGemm), and reports the best GFLOP/s of each, the
+// tile (convPanels false), alternately in one loop, each after a GEMM of
+// the same FLOPs (sameFlopGemm) and each first every other time, and
+// reports the best GFLOP/s of each, the
 // panels' xGEMM and their speedup xdense. Under -cpu 1 each is timed by
 // the thread's processor time (benchClock), which leaves out what a
 // shared machine gave to others.
@@ -34,12 +35,13 @@ func BenchmarkConvPanels(b *testing.B) {
 					f()
 					best[i] = min(best[i], clock()-t0)
 				}
-				for b.Loop() {
-					for i, on := range []bool{true, false} {
-						convPanels = on
+				for it := 0; b.Loop(); it++ {
+					for k := range 2 {
+						i := (k + it) % 2 // each variant first every other time, each after the GEMM
+						convPanels = i == 0
 						timed(i, f)
+						timed(2, gemm)
 					}
-					timed(2, gemm)
 				}
 				gf := func(i int) float64 { return c.flops() / best[i].Seconds() / 1e9 }
 				b.ReportMetric(gf(0), "GFLOP/s")
