@@ -56,7 +56,9 @@ func (p ConvArgs) dims() convDims {
 // worker builds its tiles in its own slice of ws when ws is long enough
 // (ws holds one sample's whole matrix, so the first worker's slice fits
 // unless a unit takes several samples, see plan) and otherwise in a
-// reused Go-heap buffer of one tile. Besides
+// reused Go-heap buffer of one tile. The float forward pass and weight
+// gradient write a tile straight into the GEMM's packed B panels, through
+// a staging block in L1, and the GEMM packs no B (conv_panel.go). Besides
 // those, the only memory the kernels hold beyond their arguments is the
 // weight gradient's per-chunk copies of a small dw (at most
 // (convUnits−1)·convDWSmall elements; plus one float32 dw when dw is
