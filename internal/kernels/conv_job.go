@@ -389,14 +389,14 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
-	col, rest := tile[:j.colSize(a.N)], tile[j.colSize(a.N):] // rest: fo when ns > 1, then panelExtra's stage
+	col := tile[:j.colSize(a.N)]
 	if ns == 1 {
-		j.forwardGemm(a, g, col, rest, j.a[xo:], ns, oh0, oh1, j.out)
+		j.forwardGemm(a, g, col, j.a[xo:], ns, oh0, oh1, j.out)
 		return
 	}
-	fo, yo := rest[:d.kg*a.N], a.OffC
+	fo, yo := tile[len(col):][:d.kg*a.N], a.OffC
 	a.OffC, a.LdC = 0, a.N
-	j.forwardGemm(a, g, col, rest[len(fo):], j.a[xo:], ns, oh0, oh1, fo)
+	j.forwardGemm(a, g, col, j.a[xo:], ns, oh0, oh1, fo)
 	j.storeY(fo, yo, ns, a.N/ns)
 }
 

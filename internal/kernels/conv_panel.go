@@ -15,9 +15,11 @@ import "unsafe"
 // packed, so the results are the dense path's, bit for bit.
 //
 // Memory: a worker's tile grows by the panels' padding to whole nr
-// columns and by the staging block (forward: max(convStage, band
-// columns) values; weight gradient: nr·band columns), in the same ws or
-// Go-heap tile.
+// columns (none when the band's columns are a multiple of nr, as in
+// ResNet's), so it fits ws where the dense one did; each unit in flight
+// also holds a staging block from a reused Go-heap buffer of its own
+// (convStages: forward max(convStage, band columns) values, weight
+// gradient nr·band columns, 32 KiB for ResNet's 256 float32 columns).
 
 // convPanels turns the panel path on (a variable so that the tests and
 // benchmarks can compare it with the dense tile: false).
@@ -26,6 +28,17 @@ var convPanels = true
 // convStage is the values of the forward pass's staging block: 16 KiB of
 // float32, a third of an L1.
 const convStage = 1 << 12
+
+// convStages holds the staging blocks, apart from the tiles (convBufs) so
+// that a tile's buffer never grows a small block's.
+var convStages freeList[convBuf]
+
+// wgradStage is the values of a weight-gradient staging block over nb
+// columns: nr rows.
+func (j *convJob[T]) wgradStage(nb int) int {
+	kn, _ := floatGemm[T]()
+	return kn.nr * nb
+}
 
 // floatGemm returns the kernel and jobs Gemm runs T on.
 func floatGemm[T Float]() (*gemmKernel[T], *freeList[gemmJob[T]]) {
@@ -50,9 +63,9 @@ func (j *convJob[T]) panelExtra() int {
 	kn, _ := floatGemm[T]()
 	nb := j.spu * j.band * j.p.OW
 	if j.kind == convForward {
-		return j.d.crs*(roundUp(nb, kn.nr)-nb) + max(convStage, nb)
+		return j.d.crs * (roundUp(nb, kn.nr) - nb)
 	}
-	return (roundUp(j.block, kn.nr)-j.block)*nb + kn.nr*nb
+	return (roundUp(j.block, kn.nr) - j.block) * nb
 }
 
 // colSize is the values a forward unit's B takes at the start of its
@@ -67,16 +80,17 @@ func (j *convJob[T]) colSize(n int) int {
 
 // forwardGemm runs a forward unit's GEMM a (filters of group g) into c on
 // the im2col matrix of its ns samples' band [oh0, oh1), x from the first
-// sample's group: built in col (colSize values) as panels through stage,
-// or densely.
-func (j *convJob[T]) forwardGemm(a GemmArgs, g int, col, stage, x []T, ns, oh0, oh1 int, c []T) {
+// sample's group: built in col (colSize values) as panels, or densely.
+func (j *convJob[T]) forwardGemm(a GemmArgs, g int, col, x []T, ns, oh0, oh1 int, c []T) {
 	a.LdB = a.N
 	if !j.panels() {
 		j.colRows(col, x, ns, 0, j.d.crs, oh0, oh1, a.N)
 		j.gemmW(a, g, operand[T]{f: col}, c)
 		return
 	}
-	j.colPanels(col, stage, x, ns, oh0, oh1, a.N)
+	sb := convStages.get()
+	j.colPanels(col, scratchView[T](&sb.b, max(convStage, a.N)), x, ns, oh0, oh1, a.N)
+	convStages.put(sb)
 	a.check("Gemm", len(j.b), len(col), len(c))
 	gemmPackedB(j.kn, j.jobs, a, j.apack[g*j.aper:(g+1)*j.aper], operand[T]{}, col, c)
 }
@@ -133,7 +147,9 @@ func (j *convJob[T]) wgradGemm(a GemmArgs, tile, dw, x, dy []T, ns, r0, r1, oh0,
 		Gemm(a, ga, gb, dw)
 		return
 	}
-	ga, bp := j.wgradPanels(&a, tile, x, dy, ns, r0, r1, oh0, oh1)
+	sb := convStages.get()
+	ga, bp := j.wgradPanels(&a, tile, scratchView[T](&sb.b, j.wgradStage(nb)), x, dy, ns, r0, r1, oh0, oh1)
+	convStages.put(sb)
 	kn, jobs := floatGemm[T]()
 	a.check("Gemm", len(ga), len(bp), len(dw))
 	gemmPackedB(kn, jobs, a, nil, operand[T]{f: ga}, bp, dw)
@@ -142,15 +158,15 @@ func (j *convJob[T]) wgradGemm(a GemmArgs, tile, dw, x, dy []T, ns, r0, r1, oh0,
 // wgradPanels builds the operands of a weight-gradient GEMM as wgradTile
 // does, but with B (the im2col rows [r0, r1) transposed: depth nb, the
 // band columns of ns samples) a whole packed B at the start of tile,
-// built nr rows at a time in a staging block after it; dy's rows, when
-// ns > 1, follow that. It sets a's K and A's offset and stride.
-func (j *convJob[T]) wgradPanels(a *GemmArgs, tile, x, dy []T, ns, r0, r1, oh0, oh1 int) (ga, bp []T) {
+// built nr rows at a time in stage (wgradStage values); dy's rows, when
+// ns > 1, follow it. It sets a's K and A's offset and stride.
+func (j *convJob[T]) wgradPanels(a *GemmArgs, tile, stage, x, dy []T, ns, r0, r1, oh0, oh1 int) (ga, bp []T) {
 	p, d := &j.p, &j.d
 	kn, _ := floatGemm[T]()
 	cols := (oh1 - oh0) * p.OW
 	nb, nr := ns*cols, kn.nr
 	bp = tile[:wholeBSize(kn, nb, r1-r0)]
-	stage, rest := tile[len(bp):][:nr*nb], tile[len(bp)+nr*nb:]
+	rest := tile[len(bp):]
 	np, step := roundUp(r1-r0, nr), kn.kcFor(nb)
 	src := operand[T]{f: stage}
 	for q := r0; q < r1; q += nr {
