@@ -43,7 +43,10 @@ func (p ConvArgs) dims() convDims {
 // work into independent units, which the workers claim one at a time, and
 // each unit runs GEMMs on one goroutine over *tiles* of the im2col matrix:
 // the rows of some channels by the columns of a band of output rows,
-// small enough to stay in L2 where the shape allows (see convTile). All
+// small enough to stay in L2 where the shape allows (see convTile). The
+// float forward pass and weight gradient write a tile straight into the
+// GEMM's packed B panels, through a staging block in L1, and the GEMM packs
+// no B (conv_panel.go). All
 // the memory the kernels hold beyond their arguments is in ws, sized by
 // ConvWorkspace (conv_ws.go): the filters the forward pass and the input
 // gradient pack once per call (pack_whole.go), the weight gradient's

@@ -296,20 +296,14 @@ func (j *convJob[T]) forward(u int, tile []T) {
 		j.gemmW(a, g, operand[T]{f: j.a}, j.out)
 		return
 	}
-	col := tile[:d.crs*a.N]
-	if j.useUnperm {
-		j.unperm.im2col(as[float32](col), as[float32](j.a[xo:]), a.N, d.xs, ns, p.R*p.S, 0, d.crs)
-	} else {
-		im2colSamples(p, j.taps, d, col, j.a[xo:], ns, 0, d.crs, oh0, oh1)
-	}
-	a.LdB = a.N
+	col, stage := tile[:j.colSize(a.N)], j.stage(tile)
 	if ns == 1 {
-		j.gemmW(a, g, operand[T]{f: col}, j.out)
+		j.forwardGemm(a, g, col, stage, j.a[xo:], ns, oh0, oh1, j.out)
 		return
 	}
-	fo, yo := tile[d.crs*a.N:][:d.kg*a.N], a.OffC
+	fo, yo := tile[len(col):][:d.kg*a.N], a.OffC
 	a.OffC, a.LdC = 0, a.N
-	j.gemmW(a, g, operand[T]{f: col}, fo)
+	j.forwardGemm(a, g, col, stage, j.a[xo:], ns, oh0, oh1, fo)
 	j.storeY(fo, yo, ns, a.N/ns)
 }
 
@@ -454,8 +448,7 @@ func (j *convJob[T]) gradWeight(u int, tile []T) {
 		}
 		for i := range j.bands {
 			oh0, oh1 := j.bandRows(i)
-			ga, gb := wgradTile(p, j.taps, d, j.permsOrNil(), &a, tile, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
-			Gemm(a, ga, gb, dw)
+			j.wgradGemm(a, tile, dw, j.b[xo:], j.a[yo:], min(j.spu, n1-n), r0, r1, oh0, oh1)
 			a.Beta = 1
 		}
 	}

@@ -70,6 +70,37 @@ func (c *convPlan) plan(p *ConvArgs, d *convDims) {
 		// gradient's dy rows, side by side.
 		c.tile += d.kg * c.spu * c.band * p.OW
 	}
+	if c.tile > 0 && !c.half && c.kind != ConvGradInput {
+		c.tile += c.panelPad(p, d, convPanelNR) + c.stageSize(p)
+	}
+}
+
+// stageSize is the values of a float forward or weight-gradient tile's
+// staging block, at the tile's end (conv_panel.go): convStage (or a
+// row of the unit's columns, when longer) for the forward pass,
+// convPanelNR rows of them for the weight gradient.
+func (c *convPlan) stageSize(p *ConvArgs) int {
+	nb := c.spu * c.band * p.OW
+	if c.kind == ConvForward {
+		return max(convStage, nb)
+	}
+	return convPanelNR * nb
+}
+
+// convPanelNR is the widest nr of the float GEMM kernels (8, 16 or 32, all
+// dividing it): padding whole panels of it covers every kernel's.
+const convPanelNR = 32
+
+// panelPad is the values a float forward or weight-gradient tile takes
+// beyond the dense im2col tile when written as whole B panels of width nr
+// (conv_panel.go): the forward pass pads its columns, the weight gradient
+// its block of dw columns.
+func (c *convPlan) panelPad(p *ConvArgs, d *convDims, nr int) int {
+	nb := c.spu * c.band * p.OW
+	if c.kind == ConvForward {
+		return d.crs * (roundUp(nb, nr) - nb)
+	}
+	return (roundUp(c.block, nr) - c.block) * nb
 }
 
 // planGradWeight sets the weight gradient's blocks, chunks, units and

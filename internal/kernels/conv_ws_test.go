@@ -66,17 +66,18 @@ func TestConvWorkspaceClosedForm(t *testing.T) {
 		want int
 	}{
 		// crs 576; bands of 8 rows (4 a sample), 128 units, tile 576·8·32
-		// for each of ConvSlots() (8 up to 8 cores); filters rows(64) = 72
-		// by 576.
-		{ConvForward, s1, ConvF32, 16 + 72*576 + min(ConvSlots(), 128)*576*8*32},
-		// dw 64·576 ≤ convDWSmall: 8 chunks, 7 copies of dw, 8 units.
-		{ConvGradWeight, s1, ConvF32, 16 + 7*64*576 + 8*576*8*32},
+		// and a 4096-value staging block for each of ConvSlots() (8 up to
+		// 8 cores); filters rows(64) = 72 by 576.
+		{ConvForward, s1, ConvF32, 16 + 72*576 + min(ConvSlots(), 128)*(576*8*32+4096)},
+		// dw 64·576 ≤ convDWSmall: 8 chunks, 7 copies of dw, 8 units;
+		// staging 32 rows of the band's 256 columns.
+		{ConvGradWeight, s1, ConvF32, 16 + 7*64*576 + 8*(576*8*32+32*256)},
 		// 16-bit: a float32 dw after the copies; tiles of 576·256 16-bit
 		// values (73728 words).
 		{ConvGradWeight, s1, ConvHalf, 16 + 8*64*576 + 8*73728},
 		// crs 4608, one band of 4×4: 4 samples a unit (8 units), tile
-		// 4608·64 + 512·64; filters rows(512) = 516 by 4608.
-		{ConvForward, s4, ConvF32, 16 + 516*4608 + 8*(4608*64+512*64)},
+		// 4608·64 + 512·64 + 4096 staging; filters rows(512) = 516 by 4608.
+		{ConvForward, s4, ConvF32, 16 + 516*4608 + 8*(4608*64+512*64+4096)},
 		// Pointwise over 64 outputs: no tile, the packed filters only
 		// (2 groups of rows(5) = 32 by 3).
 		{ConvForward, pw, ConvF32, 16 + 2*32*3},

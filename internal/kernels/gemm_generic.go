@@ -213,6 +213,7 @@ type gemmJob[T Float] struct {
 	c           []T
 	bias        []T      // GemmBias's bias, or nil
 	apack       []T      // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
+	bIn         []T      // op(B) packed whole by the caller (wholeBSize's layout), or nil
 	aOwn        bool     // apack is the job's shared A (abuf), packed by its pack tasks
 	aAt         bool     // op(A)'s whole row panels are read in place (kern.fullAt; readsA)
 	out         []uint16 // GemmHalfBF16's bfloat16 C, indexed as c, narrowed tile by tile; or nil
@@ -677,6 +678,23 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 // gemmBlockedOut is gemmBlockedBias that also narrows C to bfloat16 in
 // out (nil: none; float32 C only), tile by tile as each is finished.
 func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out []uint16) {
+	gemmRun(kn, jobs, g, apack, nil, a, b, bias, c, out)
+}
+
+// gemmPackedB is gemmBlockedA with op(B) prepacked whole for kn in bpack
+// (wholeBSize's layout, as a convolution's im2col writes it): Batch must
+// be 1, and no B is packed. The arithmetic is that of packing the same
+// op(B) in the call, bit for bit.
+func gemmPackedB[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a operand[T], bpack, c []T) {
+	if max(g.Batch, 1) != 1 || len(bpack) < wholeBSize(kn, g.K, g.N) {
+		panic("kernels: gemmPackedB needs one matrix and a whole packed B")
+	}
+	gemmRun(kn, jobs, g, apack, bpack, a, operand[T]{}, nil, c, nil)
+}
+
+// gemmRun is the blocked path: gemmBlockedOut, with op(B) prepacked in
+// bpack when it is not nil (gemmPackedB).
+func gemmRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack, bpack []T, a, b operand[T], bias, c []T, out []uint16) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -686,6 +704,7 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 		j.ready.L = &j.mu
 	}
 	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack, j.out = kn, g, a, b, c, bias, apack, out
+	j.bIn = bpack
 	j.kc = kn.kcFor(g.K)
 	j.aAt = j.readsA()
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
@@ -702,6 +721,7 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 		}
 	}
 	j.a, j.b, j.c, j.bias, j.apack, j.aOwn, j.out = operand[T]{}, operand[T]{}, nil, nil, nil, false, nil // hold no caller memory
+	j.bIn, j.bpack = nil, nil
 	jobs.put(j)
 }
 
@@ -712,6 +732,9 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 	j.bi = bi
 	slices := ceilDiv(g.K, j.kc)
 	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*j.kc)/nr*nr))
+	if j.bIn != nil {
+		ncMax = roundUp(g.N, nr) // one block, packed by the caller
+	}
 	// Compute tasks: at least one row chunk per mc rows; more, down to
 	// gemmMinRows, to reach the task target; then columns; and a multiple
 	// of parts in all, so the last round of tasks leaves no worker idle.
@@ -743,13 +766,7 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 		if jc == 0 && j.shareA(cols, ncMax) {
 			j.aRows = r
 		}
-		j.bpack = scratchView[T](&j.bbuf, slices*j.kc*j.ncPad)
-		// Pack tasks: groups of panels small enough to share out.
-		j.bGroup = cp
-		if parts > 1 && g.K*j.ncPad >= gemmPackPar {
-			j.bGroup = ceilDiv(cp, gemmTasksPer*parts)
-		}
-		j.bGroups = ceilDiv(cp, j.bGroup)
+		j.packPlan(slices, cp, parts)
 		j.nPack = slices * j.perSlice()
 		if len(j.packed) < slices {
 			j.packed = make([]atomic.Int32, slices)
@@ -759,6 +776,22 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 		}
 		j.runPhase(j.nPack+r*cols, parts, j.sharedPhase)
 	}
+}
+
+// packPlan sets the current block's packed B and its pack tasks: groups
+// of panels small enough to share out, or none when the caller packed B
+// (bIn).
+func (j *gemmJob[T]) packPlan(slices, cp, parts int) {
+	if j.bIn != nil {
+		j.bpack, j.bGroup, j.bGroups = j.bIn, cp, 0
+		return
+	}
+	j.bpack = scratchView[T](&j.bbuf, slices*j.kc*j.ncPad)
+	j.bGroup = cp
+	if parts > 1 && j.g.K*j.ncPad >= gemmPackPar {
+		j.bGroup = ceilDiv(cp, gemmTasksPer*parts)
+	}
+	j.bGroups = ceilDiv(cp, j.bGroup)
 }
 
 // shareA says whether the first block of the current matrix packs op(A)

@@ -21,6 +21,11 @@ import (
 //
 //	dst[q·nr·kc + p·nr + c] = op(B)[p0+p][j0+q·nr+c]   (0 past column nc)
 //
+// Whole packed B (all of a K×N op(B), wholeBSize values): the kc slices
+// the driver cuts K into (kcFor), slice by slice, each ⌈N/nr⌉ panels of
+// kc groups of nr as above, so that the slice at depth pc starts at
+// pc·roundUp(N, nr) — the driver's own packed B when N fits one block.
+//
 // A 16-bit operand is converted to float32 here, strip by strip, so it never
 // needs a full-size float32 copy.
 
@@ -180,6 +185,9 @@ func packB[T Float](kn *gemmKernel[T], dst []T, src operand[T], off, ld int, tra
 		}
 	}
 }
+
+// wholeBSize is the values of a whole packed K×N op(B) for kn.
+func wholeBSize[T Float](kn *gemmKernel[T], k, n int) int { return roundUp(n, kn.nr) * k }
 
 // packRowsOf writes rows (at most mr) rows of kc values, ld apart from
 // src[at:], times alpha, into d as kc groups of mr, zero past row rows:
