@@ -8,8 +8,8 @@
 // interleaved instruction by instruction, so that four independent chains
 // are in flight (the AVX2 loops, two macros one after the other, leave the
 // out-of-order window to find the second chain). The operations and their
-// order are the AVX2 macros', without FMA, so every lane gets the Go
-// function's bits.
+// order are the AVX2 macros', without FMA (but for exp's scaling by 2^n,
+// see exp), so every lane gets the Go function's bits.
 //
 // Run: go run fastmath_avx512_gen.go (from internal/kernels).
 package main
@@ -33,7 +33,7 @@ var consts = []struct {
 	{"HI", 0x42b20000}, {"LO", 0xc2d00000}, {"LOG2E", 0x3fb8aa3b}, {"MAGIC", 0x4b400000},
 	{"C1", 0x3f318000}, {"C2", 0xb95e8083}, {"P0", 0x3efffffd}, {"P1", 0x3e2aaa39},
 	{"P2", 0x3d2aacc4}, {"P3", 0x3c092899}, {"P4", 0x3ab4fecf}, {"ONE", 0x3f800000},
-	{"BIAS", 0x0000007f}, {"ABS", 0x7fffffff}, {"SIGN", 0x80000000}, {"CUT", 0x3f200000},
+	{"ABS", 0x7fffffff}, {"SIGN", 0x80000000}, {"CUT", 0x3f200000},
 	{"Q0", 0xbeaaaa99}, {"Q1", 0x3e088393}, {"Q2", 0xbd5c1e2d}, {"Q3", 0x3ca9134c},
 	{"Q4", 0xbbbaf0e0}, {"M2", 0xc0000000}, {"A0", 0x3fcc422a}, {"A1", 0x3d922279},
 	{"A1X3", 0x3e5b33b6}, {"MAX", 0x7f7fffff},
@@ -42,7 +42,11 @@ var consts = []struct {
 // exp sets {y} = exp32({x}) with {n}, {t}, {u} and {k} as scratch ({x}
 // unchanged). Lanes below LO are zeroed under {k} rather than computed
 // (their arithmetic would underflow into slow subnormal products); NaN
-// lanes return {x}.
+// lanes return {x}. The one step that differs from exp32's operations is
+// the last: exp32 multiplies y by 2^⌊n/2⌋ and then 2^(n−⌊n/2⌋), where
+// the first product is exact (y in [0.7, 1.5), n in [−150, 128]) and the
+// second rounds y·2^n once; VSCALEFPS rounds y·2^n once as well, so the
+// bits are the same, with one instruction in place of nine.
 func exp(x, y, n, t, u string) []string {
 	s := strings.NewReplacer("{x}", x, "{y}", y, "{n}", n, "{t}", t, "{u}", u)
 	var out []string
@@ -51,11 +55,10 @@ func exp(x, y, n, t, u string) []string {
 		"VMINPS.BCST.Z C_HI, {x}, {k}, {y}",
 		"VMULPS.BCST C_LOG2E, {y}, {n}",
 		"VADDPS.BCST C_MAGIC, {n}, {n}",
-		"VSUBPS.BCST C_MAGIC, {n}, {t}",
-		"VPSUBD.BCST C_MAGIC, {n}, {n}",
-		"VMULPS.BCST C_C1, {t}, {u}",
+		"VSUBPS.BCST C_MAGIC, {n}, {n}", // n, as a float (exact)
+		"VMULPS.BCST C_C1, {n}, {u}",
 		"VSUBPS {u}, {y}, {y}",
-		"VMULPS.BCST C_C2, {t}, {u}",
+		"VMULPS.BCST C_C2, {n}, {u}",
 		"VSUBPS {u}, {y}, {y}",
 		"VMULPS {y}, {y}, {t}",
 		"VMULPS.BCST C_P4, {y}, {u}",
@@ -69,14 +72,7 @@ func exp(x, y, n, t, u string) []string {
 		"VMULPS {t}, {u}, {u}",
 		"VADDPS {y}, {u}, {u}",
 		"VADDPS.BCST C_ONE, {u}, {u}",
-		"VPSRAD $1, {n}, {t}",
-		"VPSUBD {t}, {n}, {n}",
-		"VPADDD.BCST C_BIAS, {t}, {t}",
-		"VPSLLD $23, {t}, {t}",
-		"VPADDD.BCST C_BIAS, {n}, {n}",
-		"VPSLLD $23, {n}, {n}",
-		"VMULPS {t}, {u}, {u}",
-		"VMULPS.Z {n}, {u}, {k}, {y}", // 0 below LO
+		"VSCALEFPS.Z {n}, {u}, {k}, {y}", // u·2^n rounded once; 0 below LO
 		"VCMPPS $3, {x}, {x}, {k}",    // NaN
 		"VMOVAPS {x}, {k}, {y}",
 	} {
