@@ -73,7 +73,7 @@ func exp(x, y, n, t, u string) []string {
 		"VADDPS {y}, {u}, {u}",
 		"VADDPS.BCST C_ONE, {u}, {u}",
 		"VSCALEFPS.Z {n}, {u}, {k}, {y}", // u·2^n rounded once; 0 below LO
-		"VCMPPS $3, {x}, {x}, {k}",    // NaN
+		"VCMPPS $3, {x}, {x}, {k}",       // NaN
 		"VMOVAPS {x}, {k}, {y}",
 	} {
 		out = append(out, s.Replace(l))
