@@ -243,6 +243,10 @@ func (k kernel) emit(w *bytes.Buffer) {
 // tailMask sets K5 to vector v's lanes of the last partial block: bits
 // 16v… of AX, which holds 2^r − 1 for the r elements left. BX is scratch.
 func tailMask(w *bytes.Buffer, v int) {
+	if v == 0 {
+		w.WriteString("\tKMOVW AX, K5\n")
+		return
+	}
 	fmt.Fprintf(w, "\tMOVQ AX, BX\n\tSHRQ $%d, BX\n\tKMOVW BX, K5\n", 16*v)
 }
 
