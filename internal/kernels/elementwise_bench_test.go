@@ -8,7 +8,8 @@ import (
 // BenchmarkUnary measures float32 Unary and UnaryGrad of the ops with a
 // fast path on 1M contiguous elements (4 MiB per array, in L3): "fast" is
 // the kernel as dispatched (AVX2 where the CPU has it, split across the
-// workers), "go" the same with the assembly off (the noasm build's pure-Go
+// workers), "avx2" the same with AVX-512 off (the AVX2 loops), "go" the
+// same with the assembly off (the noasm build's pure-Go
 // twins, still split), "math" the loop that was there before (the float64
 // math function per element through UnaryFunc/UnaryDeriv, one goroutine).
 // GB/s count bytes read plus written (8 per element forward, 12 for the
@@ -27,7 +28,7 @@ func BenchmarkUnary(b *testing.B) {
 		op   int
 	}{{"exp", UExp}, {"tanh", UTanh}, {"sigmoid", USigmoid}, {"gelu_tanh", UGeluTanh}, {"gelu_erf", UGeluErf}} {
 		Unary(c.op, 0, y, l, x, l) // the output the gradients read
-		for _, impl := range []string{"fast", "go", "math"} {
+		for _, impl := range []string{"fast", "avx2", "go", "math"} {
 			if c.op == UGeluErf && impl != "fast" {
 				continue // no fast path: "fast" is the math loop split across the workers
 			}
@@ -57,10 +58,14 @@ func BenchmarkUnary(b *testing.B) {
 	}
 }
 
-// unaryBenchImpl turns the assembly off for "go" and returns the undo.
+// unaryBenchImpl turns AVX-512 off for "avx2" and the assembly off for
+// "go", and returns the undo.
 func unaryBenchImpl(impl string) func() {
 	saved := CPU
-	if impl == "go" {
+	switch impl {
+	case "avx2":
+		CPU = Features{AVX2FMA: saved.AVX2FMA, F16C: saved.F16C}
+	case "go":
 		CPU = Features{}
 	}
 	return func() { CPU = saved }
@@ -79,5 +84,43 @@ func unaryDerivMathLoop(op int, dx, dy, x, y []float32) {
 	f := UnaryDeriv(op, 0)
 	for i := range dx {
 		dx[i] = float32(float64(dy[i]) * f(float64(x[i]), float64(y[i])))
+	}
+}
+
+// BenchmarkFastMathLoops measures the fast loops themselves on one
+// goroutine over 16 Ki elements (64 KiB per array, in L2), AVX2 against
+// AVX-512 (the CPU must have the path), to compare their cost per element
+// without the workers' and memory's noise.
+func BenchmarkFastMathLoops(b *testing.B) {
+	const n = 1 << 14
+	r := rand.New(rand.NewPCG(5, 6))
+	x, dy, d := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(3 * r.NormFloat64())
+		dy[i] = float32(r.NormFloat64())
+	}
+	paths := map[string]Features{"avx2": {AVX2FMA: CPU.AVX2FMA}, "avx512": CPU}
+	for _, c := range []struct {
+		name string
+		run  func(f Features)
+	}{
+		{"exp", func(f Features) { expShiftOn(f, d, x, 0.5) }},
+		{"tanh", func(f Features) { fastUnaryOn(f, UTanh, d, x) }},
+		{"sigmoid", func(f Features) { fastUnaryOn(f, USigmoid, d, x) }},
+		{"gelu_tanh", func(f Features) { fastUnaryOn(f, UGeluTanh, d, x) }},
+		{"gelu_tanh_grad", func(f Features) { geluTanhGradOn(f, d, dy, x) }},
+	} {
+		for _, p := range []string{"avx2", "avx512"} {
+			f := paths[p]
+			b.Run(c.name+"/"+p, func(b *testing.B) {
+				if (p == "avx512" && !f.AVX512) || !f.AVX2FMA {
+					b.Skip("the CPU lacks this path")
+				}
+				b.SetBytes(8 * n)
+				for b.Loop() {
+					c.run(f)
+				}
+			})
+		}
 	}
 }

@@ -43,9 +43,11 @@ import (
 // its derivative within a few ulp plus what the rounding of their inner
 // w = x·(A0 + A1·x²) costs where they are ill-conditioned.
 //
-// Every function has an AVX2 twin (fastmath_amd64.s) that performs the same
-// float32 operations in the same order without fused multiply-adds, so the
-// two give identical bits (tested on every input of the sweeps); the Go
+// Every function has an AVX2 twin (fastmath_amd64.s) and an AVX-512 twin
+// (fastmath_avx512_amd64.s, 16 lanes, four vectors in flight, the last
+// partial vectors under masks) that perform the same float32 operations in
+// the same order without fused multiply-adds, so the three give identical
+// bits (tested on every input of the sweeps); the Go
 // code spells each product as float32(a*b) so that the compiler cannot fuse
 // it either.
 
@@ -161,9 +163,11 @@ func geluTanhDeriv32(x float32) float32 {
 	return s + float32(float32(float32(x*s)*sc)*dw)
 }
 
-// Contiguous runs. Each takes the AVX2 body for whole groups of 8 when the
-// CPU has AVX2 and FMA (FMA is not used, but it marks the same CPUs as the
-// other float paths), and the Go twin for the rest.
+// Contiguous runs. Each takes the AVX-512 loop for the whole run when the
+// CPU has AVX-512, else the AVX2 loop for whole groups of 8 when it has
+// AVX2 and FMA (FMA is not used, but it marks the same CPUs as the other
+// float paths) and the Go twin for the rest. The ...On forms take the
+// features to use, so that tests can run every path.
 
 // fastUnaryOp reports whether op has a float32 fast path.
 func fastUnaryOp(op int) bool {
@@ -185,30 +189,57 @@ func fastScalar(op int) func(float32) float32 {
 	panic("kernels: no fast float32 function for this op")
 }
 
+// asmLen returns how many leading elements of a run of n the assembly of
+// f takes: all on AVX-512, whole groups of 8 on AVX2, none without.
+func asmLen(f Features, n int) int {
+	switch {
+	case f.AVX512:
+		return n
+	case f.AVX2FMA:
+		return n &^ 7
+	}
+	return 0
+}
+
 // fastUnaryPart writes d = op(s) for a fast op (len(s) ≥ len(d)).
-func fastUnaryPart(op int, d, s []float32) {
+func fastUnaryPart(op int, d, s []float32) { fastUnaryOn(CPU, op, d, s) }
+
+// fastUnaryOn is fastUnaryPart on the paths of f.
+func fastUnaryOn(f Features, op int, d, s []float32) {
 	n := len(d)
 	s = s[:n]
-	k := 0
-	if CPU.AVX2FMA {
-		k = n &^ 7
-	}
+	k := asmLen(f, n)
 	if k > 0 {
-		switch op {
-		case UExp:
-			var acc [8]float64
-			expShiftF32(&d[0], &s[0], k, 0, &acc)
-		case UTanh:
-			tanhF32(&d[0], &s[0], k)
-		case USigmoid:
-			sigmoidF32(&d[0], &s[0], k)
-		case UGeluTanh:
-			geluTanhF32(&d[0], &s[0], k)
-		}
+		fastUnaryAsm(f.AVX512, op, d[:k], s[:k])
 	}
-	f := fastScalar(op)
+	g := fastScalar(op)
 	for i := k; i < n; i++ {
-		d[i] = f(s[i])
+		d[i] = g(s[i])
+	}
+}
+
+// fastUnaryAsm writes d = op(s) in assembly: AVX-512 when wide, else AVX2
+// (len(d) a multiple of 8).
+func fastUnaryAsm(wide bool, op int, d, s []float32) {
+	n := len(d)
+	var acc [8]float64
+	switch {
+	case op == UExp && wide:
+		expShiftF32AVX512(&d[0], &s[0], n, 0, &acc)
+	case op == UTanh && wide:
+		tanhF32AVX512(&d[0], &s[0], n)
+	case op == USigmoid && wide:
+		sigmoidF32AVX512(&d[0], &s[0], n)
+	case op == UGeluTanh && wide:
+		geluTanhF32AVX512(&d[0], &s[0], n)
+	case op == UExp:
+		expShiftF32(&d[0], &s[0], n, 0, &acc)
+	case op == UTanh:
+		tanhF32(&d[0], &s[0], n)
+	case op == USigmoid:
+		sigmoidF32(&d[0], &s[0], n)
+	case op == UGeluTanh:
+		geluTanhF32(&d[0], &s[0], n)
 	}
 }
 
@@ -233,39 +264,44 @@ func fastUnaryRun(op int, d, s []float32) {
 
 // geluTanhGradRun writes dx = dy·gelu′(x).
 func geluTanhGradRun(dx, dy, x []float32) {
-	part := func(dx, dy, x []float32) {
-		n := len(dx)
-		dy, x = dy[:n], x[:n]
-		k := 0
-		if CPU.AVX2FMA {
-			k = n &^ 7
-		}
-		if k > 0 {
-			geluTanhGradF32(&dx[0], &dy[0], &x[0], k)
-		}
-		for i := k; i < n; i++ {
-			dx[i] = dy[i] * geluTanhDeriv32(x[i])
-		}
-	}
 	if len(dx) < fastParallelMin {
-		part(dx, dy, x)
+		geluTanhGradOn(CPU, dx, dy, x)
 		return
 	}
-	claimFor(len(dx), fastGrain, func(lo, hi int) { part(dx[lo:hi], dy[lo:hi], x[lo:hi]) })
+	claimFor(len(dx), fastGrain, func(lo, hi int) { geluTanhGradOn(CPU, dx[lo:hi], dy[lo:hi], x[lo:hi]) })
+}
+
+// geluTanhGradOn writes dx = dy·gelu′(x) on the paths of f.
+func geluTanhGradOn(f Features, dx, dy, x []float32) {
+	n := len(dx)
+	dy, x = dy[:n], x[:n]
+	k := asmLen(f, n)
+	switch {
+	case k > 0 && f.AVX512:
+		geluTanhGradF32AVX512(&dx[0], &dy[0], &x[0], k)
+	case k > 0:
+		geluTanhGradF32(&dx[0], &dy[0], &x[0], k)
+	}
+	for i := k; i < n; i++ {
+		dx[i] = dy[i] * geluTanhDeriv32(x[i])
+	}
 }
 
 // expShiftRun writes d = exp32(s − shift) (len(s) ≥ len(d)) and returns the
 // sum of d in float64: eight running sums, element i into sum i mod 8,
 // added in order at the end (the same in assembly and Go).
-func expShiftRun(d, s []float32, shift float32) float64 {
+func expShiftRun(d, s []float32, shift float32) float64 { return expShiftOn(CPU, d, s, shift) }
+
+// expShiftOn is expShiftRun on the paths of f.
+func expShiftOn(f Features, d, s []float32, shift float32) float64 {
 	n := len(d)
 	s = s[:n]
 	var acc [8]float64
-	k := 0
-	if CPU.AVX2FMA {
-		k = n &^ 7
-	}
-	if k > 0 {
+	k := asmLen(f, n)
+	switch {
+	case k > 0 && f.AVX512:
+		expShiftF32AVX512(&d[0], &s[0], k, shift, &acc)
+	case k > 0:
 		expShiftF32(&d[0], &s[0], k, shift, &acc)
 	}
 	for i := k; i < n; i++ {
@@ -342,7 +378,10 @@ func expRows(s []float32, ld, rows int, lens []int, shift []float32, sums []floa
 		body[r] = lens[r] &^ 7
 	}
 	asm := CPU.AVX2FMA && rows > 0
-	if asm {
+	switch {
+	case asm && CPU.AVX512:
+		expRowsF32AVX512(unsafe.SliceData(s), ld, rows, &body[0], &shift[0], &sums[0])
+	case asm:
 		expRowsF32(unsafe.SliceData(s), ld, rows, &body[0], &shift[0], &sums[0])
 	}
 	for r := range rows {

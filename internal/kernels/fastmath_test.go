@@ -28,7 +28,7 @@ func ulp32(w float64) float64 {
 type fmCase struct {
 	name string
 	f    func(float32) float32
-	run  func(d, s []float32) // the contiguous run (assembly when the CPU has it)
+	run  func(f Features, d, s []float32) // the contiguous run on the paths of f
 	ref  func(float64) float64
 	ulps float64
 	abs  float64
@@ -58,8 +58,8 @@ func geluDerivRef(x float64) float64 {
 
 func fmCases() []fmCase {
 	g64, dg64 := geluRef, geluDerivRef
-	unaryRun := func(op int) func(d, s []float32) {
-		return func(d, s []float32) { fastUnaryPart(op, d, s) }
+	unaryRun := func(op int) func(f Features, d, s []float32) {
+		return func(f Features, d, s []float32) { fastUnaryOn(f, op, d, s) }
 	}
 	return []fmCase{
 		{name: "exp", f: exp32, run: unaryRun(UExp), ref: math.Exp, ulps: 1.5},
@@ -72,12 +72,12 @@ func fmCases() []fmCase {
 			// the result is 0).
 			cond: func(x float64) float64 { return math.Abs(2 * sqrt2OverPi * (x + geluC*x*x*x) * g64(x)) }},
 		{name: "gelu_tanh_deriv", f: geluTanhDeriv32, ref: dg64,
-			run: func(d, s []float32) {
+			run: func(f Features, d, s []float32) {
 				ones := make([]float32, len(d))
 				for i := range ones {
 					ones[i] = 1
 				}
-				geluTanhGradRun(d, ones, s)
+				geluTanhGradOn(f, d, ones, s)
 			},
 			// Near its zero (x ≈ −0.75) the derivative is a difference of
 			// terms of about 0.2: absolute error 2⁻²³; elsewhere what
@@ -93,9 +93,30 @@ func fmCases() []fmCase {
 	}
 }
 
+// asmPaths returns the assembly paths this CPU can take: as detected and,
+// on an AVX-512 CPU, AVX2 alone.
+func asmPaths() []Features {
+	paths := []Features{CPU}
+	if CPU.AVX512 {
+		paths = append(paths, Features{AVX2FMA: CPU.AVX2FMA, F16C: CPU.F16C})
+	}
+	return paths
+}
+
+// runPieces runs run on d and s cut into pieces of 1 to 200 elements
+// (p-th piece 1 + 37p mod 200), so that every remainder modulo 8, 16 and
+// 64 meets the assembly's tails.
+func runPieces(run func(f Features, d, s []float32), f Features, d, s []float32) {
+	for lo, p := 0, 0; lo < len(d); p++ {
+		hi := min(len(d), lo+1+37*p%200)
+		run(f, d[lo:hi], s[lo:hi])
+		lo = hi
+	}
+}
+
 // fmCheck runs c on the inputs bits(lo), bits(lo+step), … up to hi
-// (inclusive), in batches: the contiguous run must give the scalar
-// function's bits, and the scalar function must meet the bound. It returns
+// (inclusive), in batches: the contiguous run on every path of asmPaths,
+// in whole batches and in pieces, must give the scalar function's bits, and the scalar function must meet the bound. It returns
 // the largest error in ulps (the part beyond abs and cond) and its input.
 func fmCheck(t *testing.T, c fmCase, lo, hi, step uint64) (worst float64, at float32) {
 	t.Helper()
@@ -123,17 +144,26 @@ func fmCheck(t *testing.T, c fmCase, lo, hi, step uint64) (worst float64, at flo
 func fmCheckPart(t *testing.T, c fmCase, lo, hi, step uint64) (worst float64, at float32) {
 	const batch = 4096
 	xs := make([]float32, 0, batch)
-	got := make([]float32, batch)
+	paths := asmPaths()
+	got := make([][]float32, 2*len(paths))
+	for i := range got {
+		got[i] = make([]float32, batch)
+	}
 	fails := 0
 	flush := func() {
-		d := got[:len(xs)]
-		c.run(d, xs)
+		for i, f := range paths {
+			c.run(f, got[2*i][:len(xs)], xs)
+			runPieces(c.run, f, got[2*i+1][:len(xs)], xs)
+		}
 		for i, x := range xs {
 			s := c.f(x)
-			if math.Float32bits(s) != math.Float32bits(d[i]) && !(s != s && d[i] != d[i]) {
-				if fails++; fails <= 5 {
-					t.Errorf("%s(%g [%#08x]): run gives %g [%#08x], scalar %g [%#08x]", c.name, x, math.Float32bits(x),
-						d[i], math.Float32bits(d[i]), s, math.Float32bits(s))
+			for j, g := range got {
+				d := g[i]
+				if math.Float32bits(s) != math.Float32bits(d) && !(s != s && d != d) {
+					if fails++; fails <= 5 {
+						t.Errorf("%s(%g [%#08x]): run on %s (pieces %v) gives %g [%#08x], scalar %g [%#08x]", c.name, x,
+							math.Float32bits(x), paths[j/2].Path(), j%2 == 1, d, math.Float32bits(d), s, math.Float32bits(s))
+					}
 				}
 			}
 			w := c.ref(float64(x))
@@ -264,33 +294,52 @@ func TestExp32Specials(t *testing.T) {
 	}
 }
 
-// TestExpShiftRunSum checks expShiftRun's values and float64 sum for
-// every length up to 40 and an offset start, against the scalar loop.
+// TestExpShiftRunSum checks expShiftRun's values and float64 sum on every
+// assembly path for every length up to 200 and an offset start, against
+// the scalar loop.
 func TestExpShiftRunSum(t *testing.T) {
-	src := make([]float32, 64)
+	src := make([]float32, 208)
 	for i := range src {
 		src[i] = float32(i%13) - 6.5 + float32(i)/64
 	}
-	for n := range 41 {
-		for _, off := range []int{0, 3} {
-			d := make([]float32, n)
-			s := src[off : off+n]
-			sum := expShiftRun(d, s, 1.25)
-			var acc [8]float64
-			for i, x := range s {
-				want := exp32(x - 1.25)
-				if d[i] != want {
-					t.Fatalf("n=%d off=%d: d[%d] = %g, want %g", n, off, i, d[i], want)
-				}
-				acc[i&7] += float64(want)
+	for _, f := range asmPaths() {
+		for n := range 201 {
+			expShiftCheck(t, f, src, n)
+		}
+	}
+}
+
+// expShiftCheck checks expShiftOn(f) on n elements of src at offsets 0
+// and 3, and that it writes nothing past them.
+func expShiftCheck(t *testing.T, f Features, src []float32, n int) {
+	t.Helper()
+	for _, off := range []int{0, 3} {
+		buf := make([]float32, n+64)
+		for i := range buf {
+			buf[i] = -7
+		}
+		d := buf[:n]
+		s := src[off : off+n]
+		sum := expShiftOn(f, d, s, 1.25)
+		for i, v := range buf[n:] {
+			if v != -7 {
+				t.Fatalf("%s n=%d: element %d past the end written", f.Path(), n, n+i)
 			}
-			var ws float64
-			for _, v := range acc {
-				ws += v
+		}
+		var acc [8]float64
+		for i, x := range s {
+			want := exp32(x - 1.25)
+			if d[i] != want {
+				t.Fatalf("%s n=%d off=%d: d[%d] = %g, want %g", f.Path(), n, off, i, d[i], want)
 			}
-			if sum != ws {
-				t.Fatalf("n=%d off=%d: sum = %.17g, want %.17g", n, off, sum, ws)
-			}
+			acc[i&7] += float64(want)
+		}
+		var ws float64
+		for _, v := range acc {
+			ws += v
+		}
+		if sum != ws {
+			t.Fatalf("%s n=%d off=%d: sum = %.17g, want %.17g", f.Path(), n, off, sum, ws)
 		}
 	}
 }
@@ -300,7 +349,7 @@ func TestExpShiftRunSum(t *testing.T) {
 // (exp32; eight running float64 sums over whole groups of 8, added as a
 // tree, then the rest one by one), elements past each
 // row's length are left alone, and the Go twins (CPU features off) give
-// the same bits.
+// the same bits, on every assembly path.
 func TestTileRows(t *testing.T) {
 	const ld, width = 80, 77
 	rows := rowsMax
@@ -315,11 +364,10 @@ func TestTileRows(t *testing.T) {
 		lens[r] = (r * 5) % (width + 1)
 		shift[r] = float32(r%9) - 4
 	}
-	for _, asm := range []bool{true, false} {
+	for _, path := range append(asmPaths(), Features{}) {
+		asm := path.Path()
 		saved := CPU
-		if !asm {
-			CPU = Features{}
-		}
+		CPU = path
 		mx := make([]float32, rows)
 		maxRows(src, ld, rows, lens, mx)
 		s := append([]float32(nil), src...)
@@ -333,14 +381,14 @@ func TestTileRows(t *testing.T) {
 				x := src[r*ld+i]
 				if i >= lens[r] {
 					if s[r*ld+i] != x {
-						t.Fatalf("asm %v: row %d (len %d): element %d changed", asm, r, lens[r], i)
+						t.Fatalf("%s: row %d (len %d): element %d changed", asm, r, lens[r], i)
 					}
 					continue
 				}
 				want = max(want, x)
 				e := exp32(x - shift[r])
 				if s[r*ld+i] != e {
-					t.Fatalf("asm %v: row %d: element %d = %g, want %g", asm, r, i, s[r*ld+i], e)
+					t.Fatalf("%s: row %d: element %d = %g, want %g", asm, r, i, s[r*ld+i], e)
 				}
 				if i < lens[r]&^7 {
 					acc[i&7] += float64(e)
@@ -351,10 +399,10 @@ func TestTileRows(t *testing.T) {
 				ws += float64(s[r*ld+i])
 			}
 			if mx[r] != want {
-				t.Fatalf("asm %v: row %d (len %d): max %g, want %g", asm, r, lens[r], mx[r], want)
+				t.Fatalf("%s: row %d (len %d): max %g, want %g", asm, r, lens[r], mx[r], want)
 			}
 			if sums[r] != ws {
-				t.Fatalf("asm %v: row %d: sum %.17g, want %.17g", asm, r, sums[r], ws)
+				t.Fatalf("%s: row %d: sum %.17g, want %.17g", asm, r, sums[r], ws)
 			}
 		}
 	}
@@ -389,6 +437,49 @@ func TestDSRows(t *testing.T) {
 					t.Fatalf("n=%d asm=%v: element (%d, %d) = %g, want %g", n, asm, r, c, got[i], want)
 				}
 			}
+		}
+	}
+}
+
+// TestFastMathTails runs every fast function on every assembly path for
+// every length up to 200 at offsets 0 and 5: each element equals the
+// scalar function's bits and nothing past the end is written (the
+// AVX-512 loops store their last vectors under masks).
+func TestFastMathTails(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	src := make([]float32, 208)
+	for i := range src {
+		src[i] = float32(4 * rng.NormFloat64())
+	}
+	src[7], src[70], src[150] = float32(math.NaN()), -200, 200
+	for _, c := range fmCases() {
+		for _, f := range asmPaths() {
+			for n := range 201 {
+				for _, off := range []int{0, 5} {
+					tailCheck(t, c, f, src[off:off+n])
+				}
+			}
+		}
+	}
+}
+
+// tailCheck runs c on xs with the features f into a guarded buffer.
+func tailCheck(t *testing.T, c fmCase, f Features, xs []float32) {
+	t.Helper()
+	n := len(xs)
+	buf := make([]float32, n+64)
+	for i := range buf {
+		buf[i] = -7
+	}
+	c.run(f, buf[:n], xs)
+	for i, x := range xs {
+		if w := c.f(x); math.Float32bits(buf[i]) != math.Float32bits(w) && !(w != w && buf[i] != buf[i]) {
+			t.Fatalf("%s on %s, n=%d: element %d = %g, want %g", c.name, f.Path(), n, i, buf[i], w)
+		}
+	}
+	for i, v := range buf[n:] {
+		if v != -7 {
+			t.Fatalf("%s on %s, n=%d: element %d past the end written", c.name, f.Path(), n, n+i)
 		}
 	}
 }
