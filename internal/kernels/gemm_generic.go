@@ -92,6 +92,9 @@ type gemmKernel[T Float] struct {
 	// mode 1 does from C after the driver copied bias into each row; A
 	// read in place from h as fullAt's when h is not nil, else panel a.
 	fullBias func(k int, h []uint16, at, ld int, a, b, bias, c []T, ldc int)
+	// column, when set (the AMX kernel), computes a column of whole tiles
+	// in one call (tileColumn): macro gives it each column of its block.
+	column func(t tileColumn[T])
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
@@ -495,13 +498,18 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 // (mode 1). With aAt ≥ 0 (aAtBlock) whole row panels of A are read in
 // place from there, and only a short last one from pa. In the last kc
 // slice (last) each finished tile is also narrowed to the job's
-// bfloat16 out, if any, while it is in L1.
+// bfloat16 out, if any, while it is in L1. A kernel with a column
+// computes the whole tiles of each column of the block in one call.
 func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode int, bias []T, last bool) {
 	mr, nr := j.kern.mr, j.kern.nr
 	for jr := 0; jr < nc; jr += nr {
 		cols := min(nr, nc-jr)
 		bp := pb[jr*kc : (jr+nr)*kc]
-		for ir := 0; ir < mc; ir += mr {
+		ir0 := 0
+		if cols == nr && j.kern.column != nil {
+			ir0 = j.column(pa, aAt, kc, mc, bp, tmp, co, jr, mode, bias, last)
+		}
+		for ir := ir0; ir < mc; ir += mr {
 			rows := min(mr, mc-ir)
 			at := co + ir*j.g.LdC + jr
 			if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
