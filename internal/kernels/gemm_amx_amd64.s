@@ -80,32 +80,35 @@ DATA amxcfg<>+24(SB)/8, $0x0040004000400040
 DATA amxcfg<>+48(SB)/8, $0x1010101010101010
 GLOBL amxcfg<>(SB), RODATA|NOPTR, $64
 
-// func amxTilesBF16(n, kb int, a unsafe.Pointer, astride, astep, atile int, b, c unsafe.Pointer, ldc int, bias, tmp *float32, beta float32, mode int, out *uint16, ldo int)
+// func amxTilesBF16(n, kb int, a unsafe.Pointer, astride, astep, atile int, b unsafe.Pointer, btile int, c unsafe.Pointer, ldc, ctile int, bias *float32, biastile int, tmp *float32, beta float32, mode int, out *uint16, ldo, otile int)
 //
-// n ≥ 1 whole 32×32 tiles down one column of C, tile i at c + i·32·ldc
-// elements, its A at a + i·atile bytes, all against the one B panel at
-// b; one tile configuration (LDTILECFG, TILERELEASE) for them all. kb ≥ 1
-// 16-pair steps; ldc in elements. A row r of step s is the 64 bytes at
-// a + s·astep + r·astride (a packed panel: 2048 and 64; rows of bfloat16
-// read in place: 64 and their distance in bytes). Mode 0: C = A·B; mode
-// 1: C's tile is loaded into the accumulators and A·B added to it; mode
-// 2: A·B goes to tmp (32×32 float32, rows 32 apart) and C = A·B + beta·C
-// with one rounding (VFMADD231PS); mode 3: the sums start from the row of
-// 32 float32 at bias in every row (a stride-0 load), as mode 1 from a C
-// holding it in every row. With out not nil each finished tile is also
-// narrowed to bfloat16 at out + i·32·ldo elements (rows ldo apart,
-// NARROWROW32), from C, or, when c is nil (modes 0 and 3 only), from tmp,
-// and C is not written. The caller guarantees the kb steps of 32 A rows
-// of every tile, 512·kb dwords at b and whole tiles at c and out.
-TEXT ·amxTilesBF16(SB), NOSPLIT, $0-120
+// n ≥ 1 whole 32×32 tiles of C, one tile configuration (LDTILECFG,
+// TILERELEASE) for them all: tile i at c + i·ctile bytes (rows ldc
+// elements apart), from the A panel at a + i·atile and the B panel at
+// b + i·btile (a column of tiles: atile a panel's, btile 0, ctile 32
+// rows; a row of tiles: atile 0, btile a panel's, ctile 128). kb ≥ 1
+// 16-pair steps. A row r of step s is the 64 bytes at a + s·astep +
+// r·astride (a packed panel: 2048 and 64; rows of bfloat16 read in
+// place: 64 and their distance in bytes). Mode 0: C = A·B; mode 1: C's
+// tile is loaded into the accumulators and A·B added to it; mode 2: A·B
+// goes to tmp (32×32 float32, rows 32 apart) and C = A·B + beta·C with
+// one rounding (VFMADD231PS); mode 3: the sums start from the row of 32
+// float32 at bias + i·biastile in every row (a stride-0 load), as mode 1
+// from a C holding it in every row. With out not nil each finished tile
+// is also narrowed to bfloat16 at out + i·otile bytes (rows ldo elements
+// apart, NARROWROW32), from C, or, when c is nil (modes 0 and 3 only),
+// from tmp, and C is not written. The caller guarantees the kb steps of
+// 32 A rows and 512·kb dwords of B of every tile and whole tiles at c
+// and out.
+TEXT ·amxTilesBF16(SB), NOSPLIT, $0-152
 	LEAQ amxcfg<>(SB), DX
 	LDTILECFG_DX
 	NARROWCONSTS
 	MOVQ astride+24(FP), R9
 	MOVQ astep+32(FP), R13
 	MOVQ $128, R10
-	MOVQ tmp+80(FP), R11
-	MOVQ mode+96(FP), R12
+	MOVQ tmp+104(FP), R11
+	MOVQ mode+120(FP), R12
 
 tile:
 	MOVQ a+16(FP), AX
@@ -119,15 +122,15 @@ tile:
 	CMPQ R12, $3
 	JNE  zero
 	// Mode 3: every row of the accumulators from the bias row (stride 0).
-	MOVQ bias+72(FP), DI
+	MOVQ bias+88(FP), DI
 	XORQ SI, SI
 	MOVQ DI, R8
 	LOADC
 	JMP  loop
 
 loadc:
-	MOVQ c+56(FP), DI
-	MOVQ ldc+64(FP), SI
+	MOVQ c+64(FP), DI
+	MOVQ ldc+72(FP), SI
 	SHLQ $2, SI
 	MOVQ SI, R8
 	SHLQ $4, R8
@@ -148,8 +151,8 @@ loop:
 	ADDQ $2048, BX
 	DECQ CX
 	JNZ  loop
-	MOVQ c+56(FP), DI
-	MOVQ ldc+64(FP), SI
+	MOVQ c+64(FP), DI
+	MOVQ ldc+72(FP), SI
 	SHLQ $2, SI
 	MOVQ SI, R8
 	SHLQ $4, R8
@@ -171,7 +174,7 @@ totmp:
 beta:
 	STORETMP
 	MOVQ         R11, AX
-	VBROADCASTSS beta+88(FP), Z13
+	VBROADCASTSS beta+112(FP), Z13
 	MOVQ         $32, CX
 
 betarow:
@@ -185,14 +188,14 @@ betarow:
 	ADDQ        SI, DI
 	DECQ        CX
 	JNZ         betarow
-	MOVQ        c+56(FP), DI
+	MOVQ        c+64(FP), DI
 
 narrow:
 	// The finished tile is at DI, rows SI bytes apart: narrow it to out.
-	MOVQ  out+104(FP), BX
+	MOVQ  out+128(FP), BX
 	TESTQ BX, BX
 	JEQ   next
-	MOVQ  ldo+112(FP), DX
+	MOVQ  ldo+136(FP), DX
 	SHLQ  $1, DX
 	MOVQ  $32, CX
 
@@ -202,18 +205,22 @@ narrowrow:
 	ADDQ DX, BX
 	DECQ CX
 	JNZ  narrowrow
-	SHLQ $5, DX
-	ADDQ DX, out+104(FP)
+	MOVQ otile+144(FP), DX
+	ADDQ DX, out+128(FP)
 
 next:
 	MOVQ atile+40(FP), AX
 	ADDQ AX, a+16(FP)
-	MOVQ ldc+64(FP), AX
-	SHLQ $7, AX                 // 32 rows of float32
-	MOVQ c+56(FP), DI
+	MOVQ btile+56(FP), AX
+	ADDQ AX, b+48(FP)
+	MOVQ biastile+96(FP), AX
+	ADDQ AX, bias+88(FP)
+
+	MOVQ c+64(FP), DI
 	TESTQ DI, DI
 	JEQ  count
-	ADDQ AX, c+56(FP)
+	MOVQ ctile+80(FP), AX
+	ADDQ AX, c+64(FP)
 
 count:
 	DECQ n+0(FP)
