@@ -14,4 +14,6 @@ func normGradF32(dx, dy, x *float32, n int, mu, a, b, c float64) { panic("kernel
 func lnGradSumsF32(dy, x, w *float32, aw, ab *float64, n int, mu, is float64, sg, sgx *[16]float64) {
 	panic("kernels: no assembly")
 }
-func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64) { panic("kernels: no assembly") }
+func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64) {
+	panic("kernels: no assembly")
+}
