@@ -193,8 +193,8 @@ func (kn *gemmKernel[T]) kcFor(k int) int {
 
 // depthStep is the multiple kcFor rounds slices to: 8, or the AMX
 // kernel's 32-deep step, so that a depth of whole steps is cut into
-// slices of whole steps (1024: 352, 352 and 320), each read in place
-// (fullAt) and summed as one unsliced product would be.
+// slices of whole steps (1056 with kc 512: 352, 352 and 352), each read
+// in place (fullAt) and summed as one unsliced product would be.
 func (kn *gemmKernel[T]) depthStep() int {
 	if kn.amx {
 		return 32
