@@ -49,14 +49,17 @@ func LayerNorm[T Float](y, x, w, b []T, mean, rstd []T, rows, cols int, eps floa
 	})
 }
 
-// layerNormRow writes y = (x-mu)·is·w + b for one row.
+// layerNormRow writes y = (x-mu)·is·w + b for one row, every operation
+// rounded on its own (with w and b, float32, in AVX2 where the CPU has
+// it: lnRowF32).
 func layerNormRow[T Float](y, x, w, b []T, mu, is float64) {
 	y = y[:len(x)]
 	switch {
 	case w != nil && b != nil:
 		w, b = w[:len(x)], b[:len(x)]
-		for j, v := range x {
-			y[j] = T((float64(v)-mu)*is*float64(w[j]) + float64(b[j]))
+		for j := lnRow(y, x, w, b, mu, is); j < len(x); j++ {
+			h := float64((float64(x[j]) - mu) * is)
+			y[j] = T(float64(h*float64(w[j])) + float64(b[j]))
 		}
 	case w != nil:
 		w = w[:len(x)]
@@ -190,6 +193,22 @@ func layerNormGradRow[T Float](dx, dy, x, w []T, aw, ab []float64, mu, is float6
 		h := float64((float64(x[j]) - mu) * is)
 		dx[j] = T(is * (g - mg - float64(h*mgx)))
 	}
+}
+
+// lnRow runs layerNormRow's loop with w and b over the whole groups of 8
+// elements in assembly where it can (float32, AVX2) and returns how many
+// it did.
+func lnRow[T Float](y, x, w, b []T, mu, is float64) int {
+	y32, ok := f32s(y)
+	k := len(y) &^ 7
+	if !ok || !CPU.AVX2FMA || k == 0 {
+		return 0
+	}
+	x32, _ := f32s(x[:k])
+	w32, _ := f32s(w[:k])
+	b32, _ := f32s(b[:k])
+	lnRowF32(&y32[0], &x32[0], &w32[0], &b32[0], k, mu, is)
+	return k
 }
 
 // lnGradSums runs layerNormGradRow's first loop over the whole groups of

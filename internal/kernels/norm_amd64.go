@@ -21,3 +21,6 @@ func lnGradSumsF32(dy, x, w *float32, aw, ab *float64, n int, mu, is float64, sg
 
 //go:noescape
 func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64)
+
+//go:noescape
+func lnRowF32(y, x, w, b *float32, n int, mu, is float64)

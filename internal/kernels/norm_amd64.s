@@ -330,3 +330,41 @@ lndx:
 	JNZ  lndx
 	VZEROUPPER
 	RET
+
+// LNROW4 is one group of 4 elements of lnRowF32 at byte offset f:
+// y = round(((x − mu)·is)·w + b).
+#define LNROW4(f) \
+	VCVTPS2PD  f(SI), Y0    \
+	VSUBPD     Y14, Y0, Y0  \
+	VMULPD     Y15, Y0, Y0  \
+	VCVTPS2PD  f(DX), Y1    \
+	VMULPD     Y1, Y0, Y0   \
+	VCVTPS2PD  f(BX), Y2    \
+	VADDPD     Y2, Y0, Y0   \
+	VCVTPD2PSY Y0, X0       \
+	VMOVUPS    X0, f(DI)
+
+// func lnRowF32(y, x, w, b *float32, n int, mu, is float64)
+//
+// layerNormRow's loop with w and b over n (a positive multiple of 8)
+// float32 elements.
+TEXT ·lnRowF32(SB), NOSPLIT, $0-56
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	MOVQ         b+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSD mu+40(FP), Y14
+	VBROADCASTSD is+48(FP), Y15
+
+lnrow:
+	LNROW4(0)
+	LNROW4(16)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  lnrow
+	VZEROUPPER
+	RET

@@ -17,3 +17,4 @@ func lnGradSumsF32(dy, x, w *float32, aw, ab *float64, n int, mu, is float64, sg
 func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64) {
 	panic("kernels: no assembly")
 }
+func lnRowF32(y, x, w, b *float32, n int, mu, is float64) { panic("kernels: no assembly") }
