@@ -30,6 +30,12 @@ import (
 // 31–58% more GFLOP per CPU second than packing A (fc1, fc2, dfc1, dqkv
 // of BenchmarkGEMMAMXInPlace, one core; qkv within noise).
 //
+// The kernel runs a whole row of tiles per call (tileRows, amxTilesBF16):
+// one tile configuration for all of them, the A panel kept in L1 while
+// the B panels stream from L2, each finished tile narrowed to bfloat16 in
+// the same call when the product has a bfloat16 C. One tile a call paid
+// LDTILECFG and TILERELEASE, about 95 ns, a third of a 256-deep tile.
+//
 // A beta-0 product with a bias starts each tile's sums from the bias row
 // (mode 3: TILELOADD with stride 0 puts it in every row), which is what
 // the driver's copy of the bias into C and mode 1 computed, bit for bit.

@@ -1,6 +1,7 @@
 //go:build !noasm && amd64
 
 #include "textflag.h"
+#include "gemm_half_out_amd64.h"
 
 // The AMX bfloat16 GEMM micro-kernel: one 32×32 float32 tile of C from
 // bfloat16 pair panels with TDPBF16PS (the layouts are in gemm_amx.go).
@@ -79,57 +80,61 @@ DATA amxcfg<>+24(SB)/8, $0x0040004000400040
 DATA amxcfg<>+48(SB)/8, $0x1010101010101010
 GLOBL amxcfg<>(SB), RODATA|NOPTR, $64
 
-// func amxKernelBF16(kb int, a, b, c *float32, ldc int, tmp *float32, beta float32, mode int, astride, astep int)
+// func amxTilesBF16(n, kb int, a unsafe.Pointer, astride, astep, atile int, b unsafe.Pointer, btile int, c unsafe.Pointer, ldc, ctile int, bias *float32, biastile int, tmp *float32, beta float32, mode int, out *uint16, ldo, otile int)
 //
-// kb ≥ 1 16-pair steps; ldc in elements. A row r of step s is the 64
-// bytes at a + s·astep + r·astride (a packed panel: 2048 and 64; rows of
-// bfloat16 read in place: 64 and their distance in bytes). Mode 0:
-// C = A·B; mode 1: C's tile is loaded into the accumulators and A·B added
-// to it; mode 2: A·B goes to tmp (32×32 float32, rows 32 apart) and
-// C = A·B + beta·C with one rounding (VFMADD231PS); mode 3: tmp is a row
-// of 32 float32 (a bias) that every row's sums start from, as mode 1
-// from a C holding it in every row. The caller guarantees
-// the kb steps of 32 A rows at a, 512·kb dwords at b and a whole tile
-// at c.
-TEXT ·amxKernelBF16(SB), NOSPLIT, $0-80
-	MOVQ kb+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
-	SHLQ $2, SI
-	MOVQ tmp+40(FP), R11
-	MOVQ mode+56(FP), R12
+// n ≥ 1 whole 32×32 tiles of C, one tile configuration (LDTILECFG,
+// TILERELEASE) for them all: tile i at c + i·ctile bytes (rows ldc
+// elements apart), from the A panel at a + i·atile and the B panel at
+// b + i·btile (a column of tiles: atile a panel's, btile 0, ctile 32
+// rows; a row of tiles: atile 0, btile a panel's, ctile 128). kb ≥ 1
+// 16-pair steps. A row r of step s is the 64 bytes at a + s·astep +
+// r·astride (a packed panel: 2048 and 64; rows of bfloat16 read in
+// place: 64 and their distance in bytes). Mode 0: C = A·B; mode 1: C's
+// tile is loaded into the accumulators and A·B added to it; mode 2: A·B
+// goes to tmp (32×32 float32, rows 32 apart) and C = A·B + beta·C with
+// one rounding (VFMADD231PS); mode 3: the sums start from the row of 32
+// float32 at bias + i·biastile in every row (a stride-0 load), as mode 1
+// from a C holding it in every row. With out not nil each finished tile
+// is also narrowed to bfloat16 at out + i·otile bytes (rows ldo elements
+// apart, NARROWROW32), from C, or, when c is nil (modes 0 and 3 only),
+// from tmp, and C is not written. The caller guarantees the kb steps of
+// 32 A rows and 512·kb dwords of B of every tile and whole tiles at c
+// and out.
+TEXT ·amxTilesBF16(SB), NOSPLIT, $0-152
 	LEAQ amxcfg<>(SB), DX
 	LDTILECFG_DX
-	MOVQ astride+64(FP), R9
-	MOVQ astep+72(FP), R13
+	NARROWCONSTS
+	MOVQ astride+24(FP), R9
+	MOVQ astep+32(FP), R13
+	MOVQ $128, R10
+	MOVQ tmp+104(FP), R11
+	MOVQ mode+120(FP), R12
+
+tile:
+	MOVQ a+16(FP), AX
 	MOVQ R9, DX
 	SHLQ $4, DX
 	ADDQ AX, DX
-	MOVQ $128, R10
-	MOVQ SI, R8
-	SHLQ $4, R8
-	ADDQ DI, R8
+	MOVQ b+48(FP), BX
+	MOVQ kb+8(FP), CX
 	CMPQ R12, $1
 	JEQ  loadc
 	CMPQ R12, $3
 	JNE  zero
-	// Mode 3: every row of the accumulators from the bias row at tmp
-	// (stride 0), then C's addresses back for the store.
-	MOVQ R11, DI
+	// Mode 3: every row of the accumulators from the bias row (stride 0).
+	MOVQ bias+88(FP), DI
 	XORQ SI, SI
-	MOVQ R11, R8
+	MOVQ DI, R8
 	LOADC
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
+	JMP  loop
+
+loadc:
+	MOVQ c+64(FP), DI
+	MOVQ ldc+72(FP), SI
 	SHLQ $2, SI
 	MOVQ SI, R8
 	SHLQ $4, R8
 	ADDQ DI, R8
-	JMP  loop
-
-loadc:
 	LOADC
 	JMP  loop
 
@@ -146,29 +151,81 @@ loop:
 	ADDQ $2048, BX
 	DECQ CX
 	JNZ  loop
+	MOVQ c+64(FP), DI
+	MOVQ ldc+72(FP), SI
+	SHLQ $2, SI
+	MOVQ SI, R8
+	SHLQ $4, R8
+	ADDQ DI, R8
 	CMPQ R12, $2
 	JEQ  beta
+	TESTQ DI, DI
+	JEQ  totmp
 	STOREC
-	TILERELEASE
-	RET
+	JMP  narrow
+
+totmp:
+	// Only out is written: the tile from tmp, rows 128 bytes apart.
+	STORETMP
+	MOVQ R11, DI
+	MOVQ $128, SI
+	JMP  narrow
 
 beta:
 	STORETMP
-	TILERELEASE
-	VBROADCASTSS beta+48(FP), Z2
+	MOVQ         R11, AX
+	VBROADCASTSS beta+112(FP), Z13
 	MOVQ         $32, CX
 
 betarow:
-	VMOVUPS     (R11), Z0
-	VMOVUPS     64(R11), Z1
-	VFMADD231PS (DI), Z2, Z0
-	VFMADD231PS 64(DI), Z2, Z1
+	VMOVUPS     (AX), Z0
+	VMOVUPS     64(AX), Z1
+	VFMADD231PS (DI), Z13, Z0
+	VFMADD231PS 64(DI), Z13, Z1
 	VMOVUPS     Z0, (DI)
 	VMOVUPS     Z1, 64(DI)
-	ADDQ        $128, R11
+	ADDQ        $128, AX
 	ADDQ        SI, DI
 	DECQ        CX
 	JNZ         betarow
+	MOVQ        c+64(FP), DI
+
+narrow:
+	// The finished tile is at DI, rows SI bytes apart: narrow it to out.
+	MOVQ  out+128(FP), BX
+	TESTQ BX, BX
+	JEQ   next
+	MOVQ  ldo+136(FP), DX
+	SHLQ  $1, DX
+	MOVQ  $32, CX
+
+narrowrow:
+	NARROWROW32(DI, BX)
+	ADDQ SI, DI
+	ADDQ DX, BX
+	DECQ CX
+	JNZ  narrowrow
+	MOVQ otile+144(FP), DX
+	ADDQ DX, out+128(FP)
+
+next:
+	MOVQ atile+40(FP), AX
+	ADDQ AX, a+16(FP)
+	MOVQ btile+56(FP), AX
+	ADDQ AX, b+48(FP)
+	MOVQ biastile+96(FP), AX
+	ADDQ AX, bias+88(FP)
+
+	MOVQ c+64(FP), DI
+	TESTQ DI, DI
+	JEQ  count
+	MOVQ ctile+80(FP), AX
+	ADDQ AX, c+64(FP)
+
+count:
+	DECQ n+0(FP)
+	JNZ  tile
+	TILERELEASE
 	VZEROUPPER
 	RET
 

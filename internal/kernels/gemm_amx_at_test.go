@@ -50,8 +50,8 @@ func words16(p []float32) []uint16 {
 }
 
 // TestGemmHalfAMXInPlace runs products whose A the driver reads in place
-// (not transposed, every kc slice whole 32-deep steps: K = 64, 416, 1024
-// cut into 352, 352, 320) with short last row panels, edge columns,
+// (not transposed, every kc slice whole 32-deep steps: K = 64, 640 and
+// 1024 cut into 320, 320 and 512, 512) with short last row panels, edge columns,
 // offsets, padded rows, bias-free beta 0, 1 and other, and a batch,
 // bit for bit against the driver on the Go twin, which packs every panel.
 func TestGemmHalfAMXInPlace(t *testing.T) {
@@ -59,7 +59,7 @@ func TestGemmHalfAMXInPlace(t *testing.T) {
 	for i, tc := range []gemmCase{
 		{m: 300, n: 100, k: 1024, alpha: 1, beta: 0.3, batch: 1, pad: [3]int{5, 0, 2}, off: [3]int{3, 1, 0}},
 		{m: 64, n: 48, k: 64, alpha: 1, beta: 1, batch: 3, off: [3]int{1, 0, 0}},
-		{tb: true, m: 257, n: 96, k: 416, alpha: 1, beta: 0, batch: 1, pad: [3]int{0, 3, 0}, nanC: true},
+		{tb: true, m: 257, n: 96, k: 640, alpha: 1, beta: 0, batch: 1, pad: [3]int{0, 3, 0}, nanC: true},
 		{m: 600, n: 33, k: 96, alpha: 1, beta: 0, batch: 1},
 	} {
 		if i == 0 && testing.Short() {
@@ -73,7 +73,7 @@ func TestGemmHalfAMXInPlace(t *testing.T) {
 // few as kc allows.
 func TestKcForAMX(t *testing.T) {
 	kn := goAMXKernel()
-	for _, c := range []struct{ k, kc int }{{64, 384}, {384, 384}, {416, 224}, {768, 384}, {1024, 352}, {4096, 384}} {
+	for _, c := range []struct{ k, kc int }{{64, 512}, {512, 512}, {640, 320}, {768, 384}, {1056, 352}, {4096, 512}} {
 		if got := kn.kcFor(c.k); got != c.kc {
 			t.Errorf("kcFor(%d) = %d, want %d", c.k, got, c.kc)
 		}

@@ -18,7 +18,7 @@ func amxOrSkip(t *testing.T) *gemmKernel[float32] {
 
 // goAMXKernel is the AMX kernel's blocking with its Go twin.
 func goAMXKernel() *gemmKernel[float32] {
-	return &gemmKernel[float32]{name: "go-amx-32x32", mr: 32, nr: 32, mc: 256, kc: 384, nc: 2048,
+	return &gemmKernel[float32]{name: "go-amx-32x32", mr: 32, nr: 32, mc: 256, kc: 512, nc: 2048,
 		full: amxGo, pairs: true, amx: true}
 }
 

@@ -92,6 +92,9 @@ type gemmKernel[T Float] struct {
 	// mode 1 does from C after the driver copied bias into each row; A
 	// read in place from h as fullAt's when h is not nil, else panel a.
 	fullBias func(k int, h []uint16, at, ld int, a, b, bias, c []T, ldc int)
+	// tiles, when set (the AMX kernel), computes a run of whole tiles in
+	// one call (tileRun): macro gives it each row of its block's.
+	tiles func(t tileRun[T])
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
@@ -190,8 +193,8 @@ func (kn *gemmKernel[T]) kcFor(k int) int {
 
 // depthStep is the multiple kcFor rounds slices to: 8, or the AMX
 // kernel's 32-deep step, so that a depth of whole steps is cut into
-// slices of whole steps (1024: 352, 352 and 320), each read in place
-// (fullAt) and summed as one unsliced product would be.
+// slices of whole steps (1056 with kc 512: 352, 352 and 352), each read
+// in place (fullAt) and summed as one unsliced product would be.
 func (kn *gemmKernel[T]) depthStep() int {
 	if kn.amx {
 		return 32
@@ -496,34 +499,45 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 // (mode 1). With aAt ≥ 0 (aAtBlock) whole row panels of A are read in
 // place from there, and only a short last one from pa. In the last kc
 // slice (last) each finished tile is also narrowed to the job's
-// bfloat16 out, if any, while it is in L1.
+// bfloat16 out, if any, while it is in L1. A kernel with tiles computes
+// each row of the block's whole tiles in one call first (tileRows).
 func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode int, bias []T, last bool) {
 	mr, nr := j.kern.mr, j.kern.nr
+	ir0, jr0 := 0, 0 // the whole tiles done: rows [0, ir0) × columns [0, jr0)
+	if j.kern.tiles != nil {
+		ir0, jr0 = j.tileRows(pa, aAt, pb, tmp, kc, mc, nc, co, mode, bias, last)
+	}
 	for jr := 0; jr < nc; jr += nr {
-		cols := min(nr, nc-jr)
-		bp := pb[jr*kc : (jr+nr)*kc]
 		for ir := 0; ir < mc; ir += mr {
-			rows := min(mr, mc-ir)
-			at := co + ir*j.g.LdC + jr
-			if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
-				j.tileOut(pa, aAt, ir, kc, bp, bias, jr, tmp, at)
-				continue
-			}
-			mode := mode
-			switch {
-			case bias != nil && mode == 0 && rows == mr && cols == nr && j.kern.fullBias != nil:
-				j.tileBias(pa[ir*kc:(ir+mr)*kc], aAt, ir, kc, bp, bias[jr:], at)
-			case bias != nil:
-				mergeTile(j.c, at, j.g.LdC, rows, bias[jr:], 0, cols, j.beta, mode)
-				mode = 1
-				fallthrough
-			default:
-				j.tileOf(pa, aAt, ir, kc, bp, tmp, at, rows, cols, mode)
-			}
-			if last && j.out != nil {
-				narrowTile(j.out, as[float32](j.c), at, j.g.LdC, rows, cols)
+			if ir >= ir0 || jr >= jr0 {
+				j.macroTile(pa, aAt, pb, tmp, kc, ir, jr, min(mr, mc-ir), min(nr, nc-jr), co, mode, bias, last)
 			}
 		}
+	}
+}
+
+// macroTile is one tile of macro, rows × cols of it valid, at (ir, jr)
+// in the block.
+func (j *gemmJob[T]) macroTile(pa []T, aAt int, pb, tmp []T, kc, ir, jr, rows, cols, co, mode int, bias []T, last bool) {
+	mr, nr := j.kern.mr, j.kern.nr
+	bp := pb[jr*kc : (jr+nr)*kc]
+	at := co + ir*j.g.LdC + jr
+	if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
+		j.tileOut(pa, aAt, ir, kc, bp, bias, jr, tmp, at)
+		return
+	}
+	switch {
+	case bias != nil && mode == 0 && rows == mr && cols == nr && j.kern.fullBias != nil:
+		j.tileBias(pa[ir*kc:(ir+mr)*kc], aAt, ir, kc, bp, bias[jr:], at)
+	case bias != nil:
+		mergeTile(j.c, at, j.g.LdC, rows, bias[jr:], 0, cols, j.beta, mode)
+		mode = 1
+		fallthrough
+	default:
+		j.tileOf(pa, aAt, ir, kc, bp, tmp, at, rows, cols, mode)
+	}
+	if last && j.out != nil {
+		narrowTile(j.out, as[float32](j.c), at, j.g.LdC, rows, cols)
 	}
 }
 

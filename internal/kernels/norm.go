@@ -49,14 +49,17 @@ func LayerNorm[T Float](y, x, w, b []T, mean, rstd []T, rows, cols int, eps floa
 	})
 }
 
-// layerNormRow writes y = (x-mu)·is·w + b for one row.
+// layerNormRow writes y = (x-mu)·is·w + b for one row, every operation
+// rounded on its own (with w and b, float32, in AVX2 where the CPU has
+// it: lnRowF32).
 func layerNormRow[T Float](y, x, w, b []T, mu, is float64) {
 	y = y[:len(x)]
 	switch {
 	case w != nil && b != nil:
 		w, b = w[:len(x)], b[:len(x)]
-		for j, v := range x {
-			y[j] = T((float64(v)-mu)*is*float64(w[j]) + float64(b[j]))
+		for j := lnRow(y, x, w, b, mu, is); j < len(x); j++ {
+			h := float64((float64(x[j]) - mu) * is)
+			y[j] = T(float64(h*float64(w[j])) + float64(b[j]))
 		}
 	case w != nil:
 		w = w[:len(x)]
@@ -150,7 +153,11 @@ const lnChunks = 16
 var lnBufs freeList[convBuf]
 
 // layerNormGradRow writes one row of LayerNormGrad's dx (when dx is not
-// nil) and adds the row's dy·x̂ and dy to aw and ab (when not nil).
+// nil) and adds the row's dw and db terms (dy·x̂ and dy) into aw and ab
+// (when not nil). The row's sums Σ g and Σ g·x̂ (g = dy·w) run in 16
+// float64 lanes, element j in lane j mod 16, then added by lanes16, and
+// every operation is rounded on its own (no fused multiply-add), so that
+// the AVX2 loops (lnGradSums, lnGradDx) give the same bits.
 func layerNormGradRow[T Float](dx, dy, x, w []T, aw, ab []float64, mu, is float64) {
 	n := len(x)
 	dy = dy[:n]
@@ -160,51 +167,80 @@ func layerNormGradRow[T Float](dx, dy, x, w []T, aw, ab []float64, mu, is float6
 	if aw != nil {
 		aw, ab = aw[:n], ab[:n]
 	}
-	// Two running sums each (sg = Σ g, sgx = Σ g·x̂), for two chains of
-	// additions in flight.
-	var sg0, sg1, sgx0, sgx1 float64
-	j := 0
-	for ; j+2 <= n; j += 2 {
-		g0, g1 := float64(dy[j]), float64(dy[j+1])
-		h0, h1 := (float64(x[j])-mu)*is, (float64(x[j+1])-mu)*is
+	var sg, sgx [16]float64
+	for j := lnGradSums(&sg, &sgx, dy, x, w, aw, ab, mu, is); j < n; j++ {
+		g, h := float64(dy[j]), float64((float64(x[j])-mu)*is)
 		if aw != nil {
-			aw[j] += g0 * h0
-			aw[j+1] += g1 * h1
-			ab[j] += g0
-			ab[j+1] += g1
-		}
-		if w != nil {
-			g0, g1 = g0*float64(w[j]), g1*float64(w[j+1])
-		}
-		sg0 += g0
-		sg1 += g1
-		sgx0 += g0 * h0
-		sgx1 += g1 * h1
-	}
-	if j < n {
-		g, h := float64(dy[j]), (float64(x[j])-mu)*is
-		if aw != nil {
-			aw[j] += g * h
+			aw[j] += float64(g * h)
 			ab[j] += g
 		}
 		if w != nil {
-			g *= float64(w[j])
+			g = float64(g * float64(w[j]))
 		}
-		sg0 += g
-		sgx0 += g * h
+		sg[j&15] += g
+		sgx[j&15] += float64(g * h)
 	}
 	if dx == nil {
 		return
 	}
 	dx = dx[:n]
-	mg, mgx := (sg0+sg1)/float64(n), (sgx0+sgx1)/float64(n)
-	for j, v := range x {
+	mg, mgx := lanes16(&sg)/float64(n), lanes16(&sgx)/float64(n)
+	for j := lnGradDx(dx, dy, x, w, mu, is, mg, mgx); j < n; j++ {
 		g := float64(dy[j])
 		if w != nil {
-			g *= float64(w[j])
+			g = float64(g * float64(w[j]))
 		}
-		dx[j] = T(is * (g - mg - (float64(v)-mu)*is*mgx))
+		h := float64((float64(x[j]) - mu) * is)
+		dx[j] = T(is * (g - mg - float64(h*mgx)))
 	}
+}
+
+// lnRow runs layerNormRow's loop with w and b over the whole groups of 8
+// elements in assembly where it can (float32, AVX2) and returns how many
+// it did.
+func lnRow[T Float](y, x, w, b []T, mu, is float64) int {
+	y32, ok := f32s(y)
+	k := len(y) &^ 7
+	if !ok || !CPU.AVX2FMA || k == 0 {
+		return 0
+	}
+	x32, _ := f32s(x[:k])
+	w32, _ := f32s(w[:k])
+	b32, _ := f32s(b[:k])
+	lnRowF32(&y32[0], &x32[0], &w32[0], &b32[0], k, mu, is)
+	return k
+}
+
+// lnGradSums runs layerNormGradRow's first loop over the whole groups of
+// 16 elements in assembly where it can (float32, w and aw given, AVX2)
+// and returns how many it did.
+func lnGradSums[T Float](sg, sgx *[16]float64, dy, x, w []T, aw, ab []float64, mu, is float64) int {
+	d32, ok := f32s(dy)
+	k := len(dy) &^ 15
+	if !ok || !CPU.AVX2FMA || k == 0 || w == nil || aw == nil {
+		return 0
+	}
+	x32, _ := f32s(x[:k])
+	w32, _ := f32s(w[:k])
+	_, _ = aw[k-1], ab[k-1]
+	lnGradSumsF32(&d32[0], &x32[0], &w32[0], &aw[0], &ab[0], k, mu, is, sg, sgx)
+	return k
+}
+
+// lnGradDx runs layerNormGradRow's dx loop over the whole groups of 8
+// elements in assembly where it can (float32, w given, AVX2) and returns
+// how many it did.
+func lnGradDx[T Float](dx, dy, x, w []T, mu, is, mg, mgx float64) int {
+	d32, ok := f32s(dx)
+	k := len(dx) &^ 7
+	if !ok || !CPU.AVX2FMA || k == 0 || w == nil {
+		return 0
+	}
+	g32, _ := f32s(dy[:k])
+	x32, _ := f32s(x[:k])
+	w32, _ := f32s(w[:k])
+	lnGradDxF32(&d32[0], &g32[0], &x32[0], &w32[0], k, mu, is, mg, mgx)
+	return k
 }
 
 // BatchNorm normalises the contiguous x (n, c, hw) per channel:

@@ -15,3 +15,12 @@ func normAffineF32(y, x *float32, n int, scale, shift float64)
 
 //go:noescape
 func normGradF32(dx, dy, x *float32, n int, mu, a, b, c float64)
+
+//go:noescape
+func lnGradSumsF32(dy, x, w *float32, aw, ab *float64, n int, mu, is float64, sg, sgx *[16]float64)
+
+//go:noescape
+func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64)
+
+//go:noescape
+func lnRowF32(y, x, w, b *float32, n int, mu, is float64)

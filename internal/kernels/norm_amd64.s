@@ -226,3 +226,145 @@ loop:                            \
 
 GRAD(·normGradF32, F2PD, 16, 32, PD2F, NOSETUP)
 GRAD(·normGradBF16, BF2PD, 8, 16, PD2BF, BF16CONSTS)
+
+// LNSUMS4 is one group of 4 elements of lnGradSumsF32 at byte offsets
+// f (float32) and d (float64): h = (x − mu)·is, aw += g·h, ab += g,
+// g = g·w, SG += g, SGX += g·h (g = dy widened), lanes in element order.
+#define LNSUMS4(f, d, SG, SGX) \
+	VCVTPS2PD f(SI), Y8       \
+	VCVTPS2PD f(DX), Y9       \
+	VSUBPD    Y14, Y9, Y9     \
+	VMULPD    Y15, Y9, Y9     \
+	VMULPD    Y9, Y8, Y10     \
+	VADDPD    d(R8), Y10, Y10 \
+	VMOVUPD   Y10, d(R8)      \
+	VADDPD    d(R9), Y8, Y11  \
+	VMOVUPD   Y11, d(R9)      \
+	VCVTPS2PD f(BX), Y12      \
+	VMULPD    Y12, Y8, Y8     \
+	VADDPD    Y8, SG, SG      \
+	VMULPD    Y9, Y8, Y8      \
+	VADDPD    Y8, SGX, SGX
+
+// func lnGradSumsF32(dy, x, w *float32, aw, ab *float64, n int, mu, is float64, sg, sgx *[16]float64)
+//
+// layerNormGradRow's first loop over n (a positive multiple of 16)
+// float32 elements: the 16 lanes of sg and sgx in Y0–Y3 and Y4–Y7.
+TEXT ·lnGradSumsF32(SB), NOSPLIT, $0-80
+	MOVQ         dy+0(FP), SI
+	MOVQ         x+8(FP), DX
+	MOVQ         w+16(FP), BX
+	MOVQ         aw+24(FP), R8
+	MOVQ         ab+32(FP), R9
+	MOVQ         n+40(FP), CX
+	VBROADCASTSD mu+48(FP), Y14
+	VBROADCASTSD is+56(FP), Y15
+	MOVQ         sg+64(FP), DI
+	LOADACC
+	MOVQ         sgx+72(FP), DI
+	VMOVUPD      (DI), Y4
+	VMOVUPD      32(DI), Y5
+	VMOVUPD      64(DI), Y6
+	VMOVUPD      96(DI), Y7
+
+lnsums:
+	LNSUMS4(0, 0, Y0, Y4)
+	LNSUMS4(16, 32, Y1, Y5)
+	LNSUMS4(32, 64, Y2, Y6)
+	LNSUMS4(48, 96, Y3, Y7)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, BX
+	ADDQ $128, R8
+	ADDQ $128, R9
+	SUBQ $16, CX
+	JNZ  lnsums
+	VMOVUPD Y4, (DI)
+	VMOVUPD Y5, 32(DI)
+	VMOVUPD Y6, 64(DI)
+	VMOVUPD Y7, 96(DI)
+	MOVQ    sg+64(FP), DI
+	SAVEACC
+	VZEROUPPER
+	RET
+
+// LNDX4 is one group of 4 elements of lnGradDxF32 at byte offset f:
+// dx = round(is·((g·w − mg) − ((x − mu)·is)·mgx)).
+#define LNDX4(f) \
+	VCVTPS2PD  f(SI), Y0    \
+	VCVTPS2PD  f(BX), Y1    \
+	VMULPD     Y1, Y0, Y0   \
+	VSUBPD     Y12, Y0, Y0  \
+	VCVTPS2PD  f(DX), Y2    \
+	VSUBPD     Y14, Y2, Y2  \
+	VMULPD     Y15, Y2, Y2  \
+	VMULPD     Y13, Y2, Y2  \
+	VSUBPD     Y2, Y0, Y0   \
+	VMULPD     Y15, Y0, Y0  \
+	VCVTPD2PSY Y0, X0       \
+	VMOVUPS    X0, f(DI)
+
+// func lnGradDxF32(dx, dy, x, w *float32, n int, mu, is, mg, mgx float64)
+//
+// layerNormGradRow's dx loop over n (a positive multiple of 8) float32
+// elements.
+TEXT ·lnGradDxF32(SB), NOSPLIT, $0-72
+	MOVQ         dx+0(FP), DI
+	MOVQ         dy+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         w+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSD mu+40(FP), Y14
+	VBROADCASTSD is+48(FP), Y15
+	VBROADCASTSD mg+56(FP), Y12
+	VBROADCASTSD mgx+64(FP), Y13
+
+lndx:
+	LNDX4(0)
+	LNDX4(16)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  lndx
+	VZEROUPPER
+	RET
+
+// LNROW4 is one group of 4 elements of lnRowF32 at byte offset f:
+// y = round(((x − mu)·is)·w + b).
+#define LNROW4(f) \
+	VCVTPS2PD  f(SI), Y0    \
+	VSUBPD     Y14, Y0, Y0  \
+	VMULPD     Y15, Y0, Y0  \
+	VCVTPS2PD  f(DX), Y1    \
+	VMULPD     Y1, Y0, Y0   \
+	VCVTPS2PD  f(BX), Y2    \
+	VADDPD     Y2, Y0, Y0   \
+	VCVTPD2PSY Y0, X0       \
+	VMOVUPS    X0, f(DI)
+
+// func lnRowF32(y, x, w, b *float32, n int, mu, is float64)
+//
+// layerNormRow's loop with w and b over n (a positive multiple of 8)
+// float32 elements.
+TEXT ·lnRowF32(SB), NOSPLIT, $0-56
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), DX
+	MOVQ         b+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSD mu+40(FP), Y14
+	VBROADCASTSD is+48(FP), Y15
+
+lnrow:
+	LNROW4(0)
+	LNROW4(16)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  lnrow
+	VZEROUPPER
+	RET

@@ -1,0 +1,70 @@
+package kernels
+
+// tileRun is one call of a kernel's tiles (the AMX kernel's): n whole
+// mr×nr tiles of C, down one column against one B panel or across one
+// row against one A panel, so that the kernel's set-up (for AMX the tile
+// configuration, LDTILECFG and TILERELEASE: about 95 ns a call on this
+// machine, a third of a 256-deep tile) is paid once for them all. Tile i
+// is the tile that full (or fullAt, fullBias, and narrowing as the
+// driver does per tile) would compute there, bit for bit.
+type tileRun[T Float] struct {
+	n, k int
+	// across puts tile i at C's columns i·nr …, against B panel i; else
+	// tile i is at C's rows i·mr …, against A panel i.
+	across bool
+	// A read in place (h not nil): row r of panel i at h[at + (i·mr+r)·ld],
+	// k a multiple of 32; else packed panel i at a[i·mr·k:].
+	h      []uint16
+	at, ld int
+	a      []T
+	b      []T // the B panels, panel i at b[i·nr·k:]
+	// bias, when not nil, is the row every tile's sums start from (tile
+	// i's columns of it; mode is then ignored); else mode 0, 1 or 2 as
+	// full's, with beta.
+	bias []T
+	beta T
+	mode int
+	// c holds C from its first tile's corner (row stride ldc); nil when
+	// only out is written (mode 0 or a bias).
+	c   []T
+	ldc int
+	// out, when not nil, receives each finished tile narrowed to
+	// bfloat16 (as narrowTile): C's element (r, x) at out[oat + r·ldo + x].
+	out      []uint16
+	oat, ldo int
+	tmp      []T // an mr×nr scratch tile
+}
+
+// tileRows runs the kernel's tiles across each row of the block's whole
+// tiles, one call a row, and returns the rows and columns of the block
+// that it did, from 0: none when a bias would start a slice that adds to
+// C (the per-tile path merges it into C first). Each tile is what
+// macroTile computes there. Across a row, the A panel stays in L1 while
+// the B panels stream from L2, which on one core took 9–25% more GFLOP
+// per CPU second than down a column, with the B panel in L1 and the A
+// panels, 32 rows apart in A, from L2 (BenchmarkAMXOrder).
+func (j *gemmJob[T]) tileRows(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode int, bias []T, last bool) (rows, cols int) {
+	mr, nr := j.kern.mr, j.kern.nr
+	rows, cols = mc/mr*mr, nc/nr*nr
+	if rows == 0 || cols == 0 || (bias != nil && mode != 0) {
+		return 0, 0
+	}
+	t := tileRun[T]{n: cols / nr, k: kc, across: true, b: pb, bias: bias, beta: j.beta, mode: mode, ldc: j.g.LdC, tmp: tmp}
+	if last && j.out != nil {
+		t.out, t.ldo = j.out, j.g.LdC
+	}
+	for ir := 0; ir < rows; ir += mr {
+		at := co + ir*j.g.LdC
+		if aAt >= 0 {
+			t.h, t.at, t.ld = j.a.h, aAt+ir*j.g.LdA, j.g.LdA
+		} else {
+			t.a = pa[ir*kc:]
+		}
+		t.c, t.oat = j.c[at:], at
+		if t.out != nil && mode == 0 {
+			t.c = nil // straight from the tile registers to out, by tmp
+		}
+		j.kern.tiles(t)
+	}
+	return rows, cols
+}
