@@ -233,6 +233,7 @@ type gemmJob[T Float] struct {
 	// bpack as ⌈K/kc⌉ slices of kc·ncPad values.
 	bi, jc, nc, ncPad int
 	bpack             []T
+	bpre              []T // op(B) packed by the caller (gemmBlockedPacked), or nil
 	bbuf              []byte
 	bGroup, bGroups   int // B panels per pack task, pack tasks per slice
 	rowChunks         int // compute tasks: chunks of M, in mr panels
@@ -674,9 +675,39 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 	gemmBlockedOut(kn, jobs, g, apack, a, b, bias, c, nil)
 }
 
+// gemmBlockedPacked is gemmBlockedA with op(B) too packed by the caller:
+// bpack holds all of B as one block of the driver's layout (packedBSize;
+// Batch 1, N at most blockCols(K)), and no pack task runs.
+func gemmBlockedPacked[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack, bpack []T, c []T) {
+	if g.Batch > 1 || g.N > kn.blockCols(g.K) || len(bpack) < packedBSize(kn, g.K, g.N) {
+		panic("kernels: gemmBlockedPacked: B does not fit one packed block")
+	}
+	gemmBlockedRun(kn, jobs, g, apack, bpack, operand[T]{}, operand[T]{}, nil, c, nil)
+}
+
+// blockCols is the most columns of C one shared-mode block takes for a
+// depth of k: its packed B holds at most gemmBBudget values.
+func (kn *gemmKernel[T]) blockCols(k int) int {
+	step := kn.kcFor(k)
+	return min(kn.nc, max(kn.nr, gemmBBudget/(ceilDiv(k, step)*step)/kn.nr*kn.nr))
+}
+
+// packedBSize is the elements of one packed block of a K×N op(B): its kc
+// slices (kcFor), each kc·roundUp(N, nr) apart.
+func packedBSize[T Float](kn *gemmKernel[T], k, n int) int {
+	step := kn.kcFor(k)
+	return ceilDiv(k, step) * step * roundUp(n, kn.nr)
+}
+
 // gemmBlockedOut is gemmBlockedBias that also narrows C to bfloat16 in
 // out (nil: none; float32 C only), tile by tile as each is finished.
 func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out []uint16) {
+	gemmBlockedRun(kn, jobs, g, apack, nil, a, b, bias, c, out)
+}
+
+// gemmBlockedRun is gemmBlockedOut with op(B) prepacked in bpack when it
+// is not nil (gemmBlockedPacked).
+func gemmBlockedRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack, bpack []T, a, b operand[T], bias, c []T, out []uint16) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -686,6 +717,7 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 		j.ready.L = &j.mu
 	}
 	j.kern, j.g, j.a, j.b, j.c, j.bias, j.apack, j.out = kn, g, a, b, c, bias, apack, out
+	j.bpre = bpack
 	j.kc = kn.kcFor(g.K)
 	j.aAt = j.readsA()
 	j.alpha, j.beta = T(g.Alpha), T(g.Beta)
@@ -693,7 +725,7 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 	// C matrices that overlap (StrideC 0 accumulates into one C) must be
 	// done in order; so must the batch when it is too short to share out.
 	ordered := batch > 1 && g.StrideC < (g.M-1)*g.LdC+g.N
-	if !ordered && batch >= 2*w {
+	if !ordered && batch >= 2*w && bpack == nil {
 		j.runPhase(batch, min(w, batch*work/gemmPart), j.batchPhase)
 	} else {
 		parts := max(1, min(w, work/gemmPart))
@@ -702,6 +734,7 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 		}
 	}
 	j.a, j.b, j.c, j.bias, j.apack, j.aOwn, j.out = operand[T]{}, operand[T]{}, nil, nil, nil, false, nil // hold no caller memory
+	j.bpre = nil
 	jobs.put(j)
 }
 
@@ -711,7 +744,7 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 	mr, nr := kn.mr, kn.nr
 	j.bi = bi
 	slices := ceilDiv(g.K, j.kc)
-	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*j.kc)/nr*nr))
+	ncMax := kn.blockCols(g.K)
 	// Compute tasks: at least one row chunk per mc rows; more, down to
 	// gemmMinRows, to reach the task target; then columns; and a multiple
 	// of parts in all, so the last round of tasks leaves no worker idle.
@@ -743,13 +776,18 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 		if jc == 0 && j.shareA(cols, ncMax) {
 			j.aRows = r
 		}
-		j.bpack = scratchView[T](&j.bbuf, slices*j.kc*j.ncPad)
-		// Pack tasks: groups of panels small enough to share out.
+		// Pack tasks: groups of panels small enough to share out (none
+		// for a prepacked B).
 		j.bGroup = cp
 		if parts > 1 && g.K*j.ncPad >= gemmPackPar {
 			j.bGroup = ceilDiv(cp, gemmTasksPer*parts)
 		}
 		j.bGroups = ceilDiv(cp, j.bGroup)
+		if j.bpre != nil {
+			j.bpack, j.bGroups = j.bpre, 0
+		} else {
+			j.bpack = scratchView[T](&j.bbuf, slices*j.kc*j.ncPad)
+		}
 		j.nPack = slices * j.perSlice()
 		if len(j.packed) < slices {
 			j.packed = make([]atomic.Int32, slices)

@@ -51,3 +51,40 @@ func packPairLinesAVX512(d []uint32, h []uint16, at, xs, x0, count, w, kc int) {
 		}
 	}
 }
+
+// pairSrc is a pairInput as pairPanelsAVX512 reads it (hi nil: zero).
+type pairSrc struct {
+	lo, hi   *uint16
+	mlo, mhi *uint32
+}
+
+// pairPanelsAVX512 is pairPanels in assembly (pack_pairs_amd64.s) for
+// n ≥ 1 and pairs ≥ 1.
+//
+//go:noescape
+func pairPanelsAVX512(d *uint32, srcs *pairSrc, pairs, n, gap int)
+
+// pairPanelsFast is pairPanels on AVX-512 (at most 32 runs), bounds-checked
+// here; it reports false, having written nothing, without AVX-512.
+func pairPanelsFast(d []uint32, runs []pairInput, n, gap int) bool {
+	if !CPU.AVX512 || len(runs) > 32 {
+		return false
+	}
+	if n == 0 || len(runs) == 0 {
+		return true
+	}
+	var srcs [32]pairSrc
+	np := ceilDiv(n, 32)
+	_ = d[(np-1)*gap+32*len(runs)-1]
+	for i, r := range runs {
+		_, _, _ = r.lo[n-1], r.mlo[np-1], r.mhi[np-1]
+		s := pairSrc{lo: &r.lo[0], mlo: &r.mlo[0], mhi: &r.mhi[0]}
+		if r.hi != nil {
+			_ = r.hi[n-1]
+			s.hi = &r.hi[0]
+		}
+		srcs[i] = s
+	}
+	pairPanelsAVX512(&d[0], &srcs[0], len(runs), n, gap)
+	return true
+}
