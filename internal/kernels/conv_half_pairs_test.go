@@ -27,7 +27,10 @@ func TestPairPanels(t *testing.T) {
 						r.lo[x], r.hi[x] = uint16(rng.Uint32()), uint16(rng.Uint32())
 					}
 					for q := range np {
-						r.mlo[q], r.mhi[q] = rng.Uint32()|rng.Uint32(), ^uint32(0)
+						r.mlo[q], r.mhi[q] = rng.Uint32()|rng.Uint32(), rng.Uint32()|rng.Uint32()
+						if n%3 == 0 {
+							r.mlo[q], r.mhi[q] = ^uint32(0), ^uint32(0)
+						}
 					}
 					if rng.IntN(4) == 0 {
 						r.hi = nil
