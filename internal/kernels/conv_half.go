@@ -22,7 +22,9 @@ import "unsafe"
 // weight gradient) or its float32 col tile (input gradient), plus the
 // float32 output tile a 16-bit output needs; it is carved from ws (viewed
 // as float32 words, whatever the caller's dtype) when ws has room, else
-// taken from the reused per-worker Go-heap buffers, as for float32.
+// taken from the reused per-worker Go-heap buffers, as for float32. A
+// bfloat16 forward unit on the pair kernels holds instead the packed B
+// it writes its im2col into, and a 16 KiB row scratch (conv_half_pairs.go).
 
 // Half16 is an operand of 16-bit floats: bit patterns, bfloat16 when BF16,
 // else IEEE binary16.
