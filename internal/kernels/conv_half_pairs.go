@@ -8,10 +8,11 @@ import "unsafe"
 // pack again: each pair row of a panel interleaves two im2col rows, and
 // the driver, handed the block whole (gemmBlockedPacked), runs no pack
 // task. The rows are built a few at a time in an L1-sized scratch, or not
-// at all where a row is one contiguous run of the input plane (stride 1,
-// OW = W, one sample, away from the top and bottom padding): the run is
-// then paired from x itself (a whole chunk of rows at a time, or none),
-// its padding columns masked off as it is loaded. The packed block is what packB makes of the tile, word for
+// at all for a "same" convolution of one sample per unit (stride 1, OW =
+// W), the only units that take this route (pairPlan): each
+// of its rows is one contiguous run of the input plane, paired from x
+// itself, its padding (columns, and rows above and below the plane)
+// masked off as it is loaded, so never read. The packed block is what packB makes of the tile, word for
 // word (TestIm2colPairs), so the products are unchanged, bit for bit.
 //
 // Scratch: the unit's packed block, packedBSize(kn, crs, nb) float32
@@ -21,6 +22,13 @@ import "unsafe"
 // convPairB turns the direct pair-panel im2col on (a variable so that the
 // tests and benchmarks can compare it with the tile the driver packs).
 var convPairB = true
+
+// pairPanelsAsm lets im2colPairs pair in assembly where the CPU allows
+// (false: in Go, bounds-checked; the tests run both).
+var pairPanelsAsm = true
+
+// convPairDirect is the rows a direct unit pairs per pass over its panels.
+var convPairDirect = 32
 
 // convPairScratch is the 16-bit values of a unit's row scratch (16 KiB).
 const convPairScratch = 8192
@@ -33,8 +41,10 @@ func (j *convJob[T]) pairPlan() (tp, scratch int) {
 	if !convPairB || j.kind != convForward || !j.ha.BF16 || !j.hb.BF16 || (d.pointwise && j.spu == 1) {
 		return 0, 0
 	}
-	if j.bands == 1 && permFits(p) {
-		return 0, 0 // the permutation tables' im2col measured 0.95-0.97x there (4x4x512)
+	if !sameConv(p) || j.spu > 1 {
+		// Built rows (stride 2, samples side by side) measured 0.95-1.02x
+		// the tile route (BenchmarkConvPairB): only direct units take it.
+		return 0, 0
 	}
 	kn := pairKernel(d.crs)
 	nb := j.spu * j.band * p.OW
@@ -63,10 +73,13 @@ func (j *convJob[T]) im2colPairs(kn *gemmKernel[float32], bp []uint32, sc, x []u
 	p, d := &j.p, &j.d
 	nb := ns * (oh1 - oh0) * p.OW
 	step, ncPad := kn.kcFor(d.crs), roundUp(nb, 32)
-	masks, sc := j.pairMasks(sc, nb)
-	np := ncPad / 32
 	direct := sameConv(p) && ns == 1 && !j.usePerm
+	masks, sc := j.pairMasks(sc, nb, direct, oh0, oh1)
+	np := ncPad / 32
 	ch := min(len(sc)/nb&^1, 64)
+	if direct {
+		ch = convPairDirect
+	}
 	var runs [32]pairInput
 	for pc := 0; pc < d.crs; pc += step {
 		kc := min(step, d.crs-pc)
@@ -74,27 +87,27 @@ func (j *convJob[T]) im2colPairs(kn *gemmKernel[float32], bp []uint32, sc, x []u
 		t := firstRow(p, pc)
 		for k0 := pc; k0 < pc+kc; k0 += ch {
 			k1 := min(k0+ch, pc+kc)
-			inPlace := direct && j.directRows(t, k1-k0, oh0, oh1)
-			if !inPlace {
+			if !direct {
 				j.im2colRows(sc, x, ns, k0, k1, oh0, oh1)
 			}
 			for k := k0; k < k1; k++ {
-				r := &runs[(k-k0)/2]
-				run := sc[(k-k0)*nb:][:nb]
-				if inPlace {
-					at, _ := j.directRow(t, oh0, oh1)
-					run = x[at : at+nb]
-				}
-				m := masks[t.s*np:][:np]
-				if (k-k0)%2 == 0 {
-					*r = pairInput{lo: run, mlo: m, mhi: m}
+				var run []uint16
+				skip := 0
+				if direct {
+					run, skip = j.directRun(x, t, oh0, oh1)
 				} else {
-					r.hi, r.mhi = run, m
+					run = sc[(k-k0)*nb:][:nb]
+				}
+				m := masks[(t.r*p.S+t.s)*np:][:np]
+				if r := &runs[(k-k0)/2]; (k-k0)%2 == 0 {
+					*r = pairInput{lo: run, slo: skip, mlo: m, mhi: m}
+				} else {
+					r.hi, r.shi, r.mhi = run, skip, m
 				}
 				t = t.next(p)
 			}
 			row, group := slice[(k0-pc)/2*32:], runs[:ceilDiv(k1-k0, 2)]
-			if !pairPanelsFast(row, group, nb, 32*kc) {
+			if !pairPanelsAsm || !pairPanelsFast(row, group, nb, 32*kc) {
 				pairPanels(row, group, nb, 32*kc)
 			}
 		}
@@ -106,22 +119,27 @@ func (j *convJob[T]) im2colPairs(kn *gemmKernel[float32], bp []uint32, sc, x []u
 }
 
 // pairMasks carves from the front of sc, and fills, the column masks of
-// a band of nb columns: for each kernel column s, ⌈nb/32⌉ words whose
-// bit c%32 of word c/32 says that column c (output column c mod OW) reads
-// the input, not the padding. It returns them and the rest of sc.
-func (j *convJob[T]) pairMasks(sc []uint16, nb int) (masks []uint32, rest []uint16) {
+// a band [oh0, oh1) of nb columns: for each kernel tap (r, s), ⌈nb/32⌉
+// words whose bit c%32 of word c/32 says that column c reads the input,
+// not the padding — by output column (c mod OW) alone, or when direct
+// also by output row. It returns them and the rest of sc.
+func (j *convJob[T]) pairMasks(sc []uint16, nb int, direct bool, oh0, oh1 int) (masks []uint32, rest []uint16) {
 	p := &j.p
-	np := ceilDiv(nb, 32)
-	masks = unsafe.Slice((*uint32)(unsafe.Pointer(&sc[0])), p.S*np) // sc starts on a word
-	for s := range p.S {
-		wt, m := j.taps[p.R+s], masks[s*np:(s+1)*np]
+	np, rs := ceilDiv(nb, 32), p.R*p.S
+	masks = unsafe.Slice((*uint32)(unsafe.Pointer(&sc[0])), rs*np) // sc starts on a word
+	for tap := range rs {
+		ht, wt, m := j.taps[tap/p.S], j.taps[p.R+tap%p.S], masks[tap*np:(tap+1)*np]
 		clear(m)
+		o0, o1 := 0, nb/p.OW
+		if direct {
+			o0, o1 = max(ht.lo, oh0)-oh0, min(ht.hi, oh1)-oh0
+		}
 		lo, hi := max(wt.lo, 0), min(wt.hi, p.OW)
-		for o := 0; o < nb && lo < hi; o += p.OW {
-			setBits(m, o+lo, min(o+hi, nb))
+		for o := o0; o < o1 && lo < hi; o++ {
+			setBits(m, o*p.OW+lo, o*p.OW+hi)
 		}
 	}
-	return masks, sc[2*p.S*np:]
+	return masks, sc[2*rs*np:]
 }
 
 // setBits sets bits [a, b) of the bit string m (bit i: bit i%32 of
@@ -135,35 +153,25 @@ func setBits(m []uint32, a, b int) {
 }
 
 // pairMaskWords is the 16-bit values pairMasks takes for nb columns.
-func pairMaskWords(p *ConvArgs, nb int) int { return 2 * p.S * ceilDiv(nb, 32) }
+func pairMaskWords(p *ConvArgs, nb int) int { return 2 * p.R * p.S * ceilDiv(nb, 32) }
 
-// directRows reports whether the n im2col rows from t of band [oh0,
-// oh1) are all direct (directRow).
-func (j *convJob[T]) directRows(t tileRow, n, oh0, oh1 int) bool {
-	for range n {
-		if _, ok := j.directRow(t, oh0, oh1); !ok {
-			return false
-		}
-		t = t.next(&j.p)
-	}
-	return true
-}
-
-// directRow reports whether im2col row t of band [oh0, oh1) of a "same"
-// convolution is, outside its padding columns, the contiguous run of x at
-// at: its input rows all lie inside the plane.
-func (j *convJob[T]) directRow(t tileRow, oh0, oh1 int) (at int, ok bool) {
+// directRun returns the part of x that im2col row t of band [oh0, oh1)
+// of a "same" convolution (stride 1, OW = W) reads, from its first
+// column inside the input to its last, and the band columns before it
+// (its mask, pairMasks', leaves out the padding between): column c of
+// the row is x[at + c − skip] wherever it lies inside the input.
+func (j *convJob[T]) directRun(x []uint16, t tileRow, oh0, oh1 int) (run []uint16, skip int) {
 	p := &j.p
 	ht, wt := j.taps[t.r], j.taps[p.R+t.s]
-	if ht.lo > oh0 || ht.hi < oh1 {
-		return 0, false
+	hlo, hhi := max(ht.lo, oh0), min(ht.hi, oh1)
+	wlo, whi := max(wt.lo, 0), min(wt.hi, p.OW)
+	if hlo >= hhi || wlo >= whi {
+		return nil, 0
 	}
-	at = (oh0+ht.off)*p.W + wt.off
-	hw := p.H * p.W
-	if at < 0 || at+(oh1-oh0)*p.OW > hw {
-		return 0, false
-	}
-	return t.c*hw + at, true
+	plane := x[t.c*p.H*p.W:]
+	first, last := (hlo-oh0)*p.OW+wlo, (hhi-1-oh0)*p.OW+whi-1
+	at := (hlo+ht.off)*p.W + wt.off + wlo
+	return plane[at : at+last-first+1], first
 }
 
 // clearPanelTail zeroes the columns past nb of the last panel of a kc

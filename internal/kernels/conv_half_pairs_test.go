@@ -10,7 +10,8 @@ const pairSentinel = 0xDEADBEEF
 
 // TestPairPanels checks pairPanelsAVX512 against its Go twin, word for
 // word over the whole buffer, for 1–32 runs (some without a high half)
-// of 1–100 values, random or full masks, and two panel gaps.
+// over 1–100 columns, each run holding only the columns its random or
+// full masks let in (a window, possibly empty), and two panel gaps.
 func TestPairPanels(t *testing.T) {
 	if !CPU.AVX512 {
 		t.Skip("no AVX-512: pairPanels runs in Go only")
@@ -22,15 +23,28 @@ func TestPairPanels(t *testing.T) {
 				np := ceilDiv(n, 32)
 				runs := make([]pairInput, pairs)
 				for i := range runs {
-					r := pairInput{lo: make([]uint16, n), hi: make([]uint16, n), mlo: make([]uint32, np), mhi: make([]uint32, np)}
-					for x := range n {
-						r.lo[x], r.hi[x] = uint16(rng.Uint32()), uint16(rng.Uint32())
+					r := pairInput{mlo: make([]uint32, np), mhi: make([]uint32, np)}
+					// Masks that let in columns [a, b) at most, the runs
+					// holding just those.
+					a, b := rng.IntN(n), n
+					if rng.IntN(2) == 0 {
+						b = a + rng.IntN(n-a+1)
 					}
 					for q := range np {
 						r.mlo[q], r.mhi[q] = rng.Uint32()|rng.Uint32(), rng.Uint32()|rng.Uint32()
 						if n%3 == 0 {
 							r.mlo[q], r.mhi[q] = ^uint32(0), ^uint32(0)
 						}
+					}
+					for c := range 32 * np {
+						if c < a || c >= b {
+							r.mlo[c/32] &^= 1 << (c % 32)
+							r.mhi[c/32] &^= 1 << (c % 32)
+						}
+					}
+					r.lo, r.hi, r.slo, r.shi = make([]uint16, b-a), make([]uint16, b-a), a, a
+					for x := range r.lo {
+						r.lo[x], r.hi[x] = uint16(rng.Uint32()), uint16(rng.Uint32())
 					}
 					if rng.IntN(4) == 0 {
 						r.hi = nil
@@ -70,7 +84,9 @@ var pairLayouts = []*gemmKernel[float32]{
 // im2col tile of every forward unit, slice by slice: over convPathShapes
 // (plus deep and wide ones) and random shapes, tiles of the default size,
 // one row and 100 elements (direct rows, bands, samples side by side,
-// permutation tables), each layout, and scratch of two rows and more.
+// permutation tables), each layout, and scratch of two rows and more,
+// pairing in assembly and in Go (whose bounds checks show that no mask
+// lets in a column outside its run, which the assembly relies on).
 func TestIm2colPairs(t *testing.T) {
 	defer func(shapes []ConvArgs) { convPathShapes = shapes }(convPathShapes)
 	convPathShapes = append(append([]ConvArgs{}, convPathShapes...),
@@ -84,9 +100,13 @@ func TestIm2colPairs(t *testing.T) {
 		for i := range x {
 			x[i] = uint16(rng.Uint32())
 		}
+		defer func() { pairPanelsAsm = true }()
 		for _, kn := range pairLayouts {
 			for _, rows := range []int{2, 6, 0} {
-				checkIm2colPairs(t, p, x, kn, rows)
+				for _, asm := range []bool{true, false} {
+					pairPanelsAsm = asm // in Go, every masked-in column is bounds-checked against its run
+					checkIm2colPairs(t, p, x, kn, rows)
+				}
 			}
 		}
 	})

@@ -142,38 +142,40 @@ func pairRun(d []uint32, gap int, h []uint16, at, step, kc int) {
 }
 
 // pairSpan writes one pair row of a run of panels from two runs of
-// values: column c < len(lo) of the row gets the pair lo[c] | hi[c]<<16
+// values: column c < n of the row gets the pair lo[c−slo] | hi[c−shi]<<16
 // at d[c/32·gap + c%32] — panels of 32 columns, gap words apart — each
 // half zero where bit c%32 of its mask word, mlo[c/32] or mhi[c/32], is
-// clear, and the high half zero when hi is nil.
-func pairSpan(d []uint32, lo, hi []uint16, mlo, mhi []uint32, gap int) {
-	for c, v := range lo {
+// clear (the run is not read there), and the high half zero when hi is
+// nil.
+func pairSpan(d []uint32, r pairInput, n, gap int) {
+	for c := range n {
 		bit := uint(c % 32)
 		var w uint32
-		if mlo[c/32]>>bit&1 != 0 {
-			w = uint32(v)
+		if r.mlo[c/32]>>bit&1 != 0 {
+			w = uint32(r.lo[c-r.slo])
 		}
-		if hi != nil && mhi[c/32]>>bit&1 != 0 {
-			w |= uint32(hi[c]) << 16
+		if r.hi != nil && r.mhi[c/32]>>bit&1 != 0 {
+			w |= uint32(r.hi[c-r.shi]) << 16
 		}
 		d[c/32*gap+c%32] = w
 	}
 }
 
 // pairInput is one pair row's sources for pairPanels: the low and high
-// runs (hi nil: zero) and their column masks (as pairSpan's).
+// runs (hi nil: zero), the columns before each run's first value (slo,
+// shi: lo[0] is column slo) and their column masks (as pairSpan's).
 type pairInput struct {
 	lo, hi   []uint16
+	slo, shi int
 	mlo, mhi []uint32
 }
 
 // pairPanels writes pair rows 0 … len(runs)−1 of the panels at d (32
-// columns each, gap words apart, row i at word 32·i of each), every run
-// n values long: pairSpan of each run, panel by panel so that
-// each panel's rows are written in order. It is the twin of
-// pairPanelsAVX512.
+// columns each, gap words apart, row i at word 32·i of each), n columns:
+// pairSpan of each run, panel by panel so that each panel's rows are
+// written in order. It is the twin of pairPanelsAVX512.
 func pairPanels(d []uint32, runs []pairInput, n, gap int) {
 	for i, r := range runs {
-		pairSpan(d[32*i:], r.lo[:n], r.hi, r.mlo, r.mhi, gap)
+		pairSpan(d[32*i:], r, n, gap)
 	}
 }

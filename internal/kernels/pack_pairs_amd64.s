@@ -277,8 +277,10 @@ stored:
 
 // func pairPanelsAVX512(d *uint32, srcs *pairSrc, pairs, n, gap int)
 //
-// pairSpan (pack_pairs.go) for each of pairs sources {lo, hi, mlo, mhi}
-// (32 bytes each, hi 0: zero high halves), source i's pair row at dword
+// pairSpan (pack_pairs.go) for each of pairs sources {lo, hi, mlo, mhi,
+// slo, shi} (48 bytes each, hi 0: zero high halves; the load of a panel's
+// run starts 64·q − slo bytes from lo, its masked-off words not read),
+// source i's pair row at dword
 // 32·i of every panel, panel by panel: each panel's rows are stored in
 // order. The caller guarantees n, pairs ≥ 1 and that everything named
 // lies in its slice.
@@ -314,7 +316,9 @@ pair:
 	ANDQ R15, AX
 	KMOVQ AX, K4
 	MOVQ (SI), R14
-	VMOVDQU16.Z (R14)(BX*1), K4, Z0
+	ADDQ BX, R14
+	SUBQ 32(SI), R14
+	VMOVDQU16.Z (R14), K4, Z0
 	MOVQ 8(SI), R14
 	TESTQ R14, R14
 	JNZ  hi
@@ -326,7 +330,9 @@ hi:
 	MOVL (AX)(R11*1), AX
 	ANDQ R15, AX
 	KMOVQ AX, K5
-	VMOVDQU16.Z (R14)(BX*1), K5, Z1
+	ADDQ BX, R14
+	SUBQ 40(SI), R14
+	VMOVDQU16.Z (R14), K5, Z1
 
 both:
 	VMOVDQA64 Z0, Z2
@@ -335,7 +341,7 @@ both:
 	VMOVDQU32 Z0, K2, (R12)
 	VMOVDQU32 Z2, K3, 64(R12)
 	ADDQ $128, R12
-	ADDQ $32, SI
+	ADDQ $48, SI
 	DECQ R13
 	JNZ  pair
 	ADDQ R10, DI
