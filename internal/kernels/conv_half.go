@@ -24,7 +24,7 @@ import "unsafe"
 // as float32 words, whatever the caller's dtype) when ws has room, else
 // taken from the reused per-worker Go-heap buffers, as for float32. A
 // bfloat16 forward unit on the pair kernels holds instead the packed B
-// it writes its im2col into, and a 16 KiB row scratch (conv_half_pairs.go).
+// it writes its im2col into, and its column masks (conv_half_pairs.go).
 
 // Half16 is an operand of 16-bit floats: bit patterns, bfloat16 when BF16,
 // else IEEE binary16.
@@ -75,8 +75,8 @@ func runConvHalf(kind convKind, p ConvArgs, out ConvOut, a, b Half16, ws []float
 
 // convHalfTile is the layout of a worker's tile in a 16-bit call, in
 // float32 words: a forward unit's packed pair panels (tp words, first, as
-// im2colPairs writes them), the 16-bit im2col tile or row scratch (t16
-// values), the float32 col tile (tf) and the float32 output tile (fo).
+// im2colPairs writes them), the 16-bit im2col tile or the column masks
+// (t16 values), the float32 col tile (tf) and the float32 output tile (fo).
 type convHalfTile struct{ tp, t16, tf, fo int }
 
 // words returns the tile's size in float32 words, the 16-bit tile rounded

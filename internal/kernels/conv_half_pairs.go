@@ -12,12 +12,13 @@ import "unsafe"
 // W), the only units that take this route (pairPlan): each
 // of its rows is one contiguous run of the input plane, paired from x
 // itself, its padding (columns, and rows above and below the plane)
-// masked off as it is loaded, so never read. The packed block is what packB makes of the tile, word for
-// word (TestIm2colPairs), so the products are unchanged, bit for bit.
+// masked off as it is loaded, so never read. The packed block is what
+// packB makes of the tile, word for word (TestIm2colPairs), so the
+// products are unchanged, bit for bit.
 //
 // Scratch: the unit's packed block, packedBSize(kn, crs, nb) float32
 // words (about twice the 16-bit tile's bytes, half of them never
-// touched), and convPairScratch 16-bit values of rows.
+// touched), and its column masks, pairMaskWords(p, nb) 16-bit values.
 
 // convPairB turns the direct pair-panel im2col on (a variable so that the
 // tests and benchmarks can compare it with the tile the driver packs).
@@ -30,20 +31,22 @@ var pairPanelsAsm = true
 // convPairDirect is the rows a direct unit pairs per pass over its panels.
 var convPairDirect = 32
 
-// convPairScratch is the 16-bit values of a unit's row scratch (16 KiB).
+// convPairScratch is the 16-bit values of row scratch the tests give
+// units that build their rows (16 KiB).
 const convPairScratch = 8192
 
 // pairPlan returns the words of a forward unit's packed B and the 16-bit
-// values of its scratch (column masks, then rows) when the call writes
-// its im2col as pair panels, else 0, 0.
+// values of its scratch (the column masks: direct units build no rows)
+// when the call writes its im2col as pair panels, else 0, 0.
 func (j *convJob[T]) pairPlan() (tp, scratch int) {
 	p, d := &j.p, &j.d
 	if !convPairB || j.kind != convForward || !j.ha.BF16 || !j.hb.BF16 || (d.pointwise && j.spu == 1) {
 		return 0, 0
 	}
-	if !sameConv(p) || j.spu > 1 {
-		// Built rows (stride 2, samples side by side) measured 0.95-1.02x
-		// the tile route (BenchmarkConvPairB): only direct units take it.
+	if !sameConv(p) || j.spu > 1 || (j.bands == 1 && permFits(p)) {
+		// Built rows (stride 2, samples side by side, permutation tables)
+		// measured 0.95-1.03x the tile route (BenchmarkConvPairB): only
+		// direct units take it.
 		return 0, 0
 	}
 	kn := pairKernel(d.crs)
@@ -51,7 +54,7 @@ func (j *convJob[T]) pairPlan() (tp, scratch int) {
 	if kn == nil || kn.nr != 32 || nb == 0 || nb > kn.blockCols(d.crs) {
 		return 0, 0
 	}
-	return packedBSize(kn, d.crs, nb), max(2, convPairScratch/nb&^1)*nb + pairMaskWords(p, nb)
+	return packedBSize(kn, d.crs, nb), pairMaskWords(p, nb)
 }
 
 // im2colRows writes rows [k0, k1) of the forward tile of ns samples'
@@ -79,6 +82,8 @@ func (j *convJob[T]) im2colPairs(kn *gemmKernel[float32], bp []uint32, sc, x []u
 	ch := min(len(sc)/nb&^1, 64)
 	if direct {
 		ch = convPairDirect
+	} else if ch < 2 {
+		panic("kernels: im2colPairs: no room for two rows")
 	}
 	var runs [32]pairInput
 	for pc := 0; pc < d.crs; pc += step {
