@@ -21,7 +21,9 @@ import "unsafe"
 // weight gradient) or its float32 col tile (input gradient), plus the
 // float32 output tile a 16-bit output needs; it is carved from ws (viewed
 // as float32 words, whatever the caller's dtype) as for float32
-// (conv_ws.go).
+// (conv_ws.go). A bfloat16 forward unit on the pair kernels holds instead
+// the packed B it writes its im2col into, and its column masks
+// (conv_half_pairs.go).
 
 // Half16 is an operand of 16-bit floats: bit patterns, bfloat16 when BF16,
 // else IEEE binary16.
@@ -71,16 +73,18 @@ func runConvHalf(kind ConvKind, p ConvArgs, out ConvOut, a, b Half16, ws []float
 }
 
 // convHalfTile is the layout of a worker's tile in a 16-bit call, in
-// float32 words: the 16-bit im2col tile (t16 values), the float32 col
-// tile (tf) and the float32 output tile (fo).
-type convHalfTile struct{ t16, tf, fo int }
+// float32 words: a forward unit's packed pair panels (tp words, first, as
+// im2colPairs writes them), the 16-bit im2col tile or the column masks
+// (t16 values), the float32 col tile (tf) and the float32 output tile (fo).
+type convHalfTile struct{ tp, t16, tf, fo int }
 
 // words returns the tile's size in float32 words, the 16-bit tile rounded
 // up to whole cache lines.
-func (t convHalfTile) words() int { return roundUp((t.t16+1)/2, 16) + t.tf + t.fo }
+func (t convHalfTile) words() int { return t.tp + roundUp((t.t16+1)/2, 16) + t.tf + t.fo }
 
-// split cuts a worker's tile into its parts.
+// split cuts a worker's tile into its parts after the packed panels.
 func (t convHalfTile) split(tile []float32) (col16 []uint16, colF, fo []float32) {
+	tile = tile[t.tp:]
 	n := roundUp((t.t16+1)/2, 16)
 	if t.t16 > 0 {
 		col16 = unsafe.Slice((*uint16)(unsafe.Pointer(&tile[0])), t.t16)
@@ -121,15 +125,20 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	if !direct {
 		c, a.OffC, a.LdC = fo, 0, nb
 	}
-	b := j.ha.Bits
-	if d.pointwise && ns == 1 {
+	switch {
+	case j.htile.tp > 0:
+		bp := tile[:j.htile.tp]
+		j.im2colPairs(any(j.kn).(*gemmKernel[float32]), words(bp), col16, j.ha.Bits[xo:], ns, oh0, oh1)
+		j.gemmWPacked(a, g, as[T](bp), as[T](c))
+	case d.pointwise && ns == 1:
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
-	} else {
-		b = col16[:d.crs*nb]
+		j.gemmW(a, g, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](c))
+	default:
+		b := col16[:d.crs*nb]
 		j.im2col16(b, j.ha.Bits[xo:], ns, d.crs, oh0, oh1)
 		a.LdB = nb
+		j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
 	}
-	j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
 	if !direct {
 		j.storeY(as[T](fo), yo, ns, nb/ns)
 	}
@@ -203,11 +212,7 @@ func (j *convJob[T]) gradWeightHalf(u int, tile []float32) {
 // im2col16 writes the forward tile of ns samples' band [oh0, oh1) (all
 // crs rows) into col: by permutation when the call has a table.
 func (j *convJob[T]) im2col16(col, x []uint16, ns, crs, oh0, oh1 int) {
-	if j.usePerm {
-		j.perm.im2col(col, x, ns*j.d.ohw, j.d.xs, ns, j.p.R*j.p.S, 0, crs)
-		return
-	}
-	im2colSamples(&j.p, j.taps, &j.d, col, x, ns, 0, crs, oh0, oh1)
+	j.im2colRows(col, x, ns, 0, crs, oh0, oh1)
 }
 
 // convPerms are a call's permutation tables for wgradTile: h for 16-bit

@@ -179,6 +179,7 @@ func (j *convJob[T]) run(kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 	if j.units == 0 {
 		return
 	}
+	j.takePairs()
 	lay := convLayoutFor(kind, p, j.half, j.filterSize())
 	ws, buf := convScratch(kind.String(), ws, lay.total())
 	j.carve(lay, ws)

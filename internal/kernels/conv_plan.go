@@ -168,4 +168,25 @@ func (c *convPlan) planHalf(p *ConvArgs, d *convDims) {
 	if w := t.words(); t.t16+t.tf+t.fo > 0 {
 		c.tile = w
 	}
+	if pt, ok := c.pairTile(p, d); ok {
+		c.tile = max(c.tile, pt.words())
+	}
+}
+
+// pairNR is the nr of both bfloat16 pair kernels (AMX, VDPBF16PS).
+const pairNR = 32
+
+// pairTile is the layout of a bfloat16 forward unit that writes its
+// im2col as pair panels (conv_half_pairs.go) where the call's shape
+// allows it, whatever the CPU: the whole packed B for nr 32 (both pair
+// kernels') and the column masks in place of the 16-bit tile. The job
+// takes it at run time (pairPlan) where its kernel and operands do.
+func (c *convPlan) pairTile(p *ConvArgs, d *convDims) (convHalfTile, bool) {
+	if c.kind != ConvForward || c.spu > 1 || d.pointwise || !sameConv(p) {
+		return convHalfTile{}, false
+	}
+	nb := c.band * p.OW
+	t := c.htile
+	t.tp, t.t16 = roundUp(nb, pairNR)*d.crs, pairMaskWords(p, nb)
+	return t, true
 }

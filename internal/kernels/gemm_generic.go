@@ -689,6 +689,13 @@ func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g G
 	gemmBlockedOut(kn, jobs, g, apack, a, b, bias, c, nil)
 }
 
+// blockCols is the most columns of C one shared-mode block takes for a
+// depth of k: its packed B holds at most gemmBBudget values.
+func (kn *gemmKernel[T]) blockCols(k int) int {
+	step := kn.kcFor(k)
+	return min(kn.nc, max(kn.nr, gemmBBudget/(ceilDiv(k, step)*step)/kn.nr*kn.nr))
+}
+
 // gemmBlockedOut is gemmBlockedBias that also narrows C to bfloat16 in
 // out (nil: none; float32 C only), tile by tile as each is finished.
 func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out []uint16) {
@@ -726,7 +733,7 @@ func gemmRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs,
 	// C matrices that overlap (StrideC 0 accumulates into one C) must be
 	// done in order; so must the batch when it is too short to share out.
 	ordered := batch > 1 && g.StrideC < (g.M-1)*g.LdC+g.N
-	if !ordered && batch >= 2*w {
+	if !ordered && batch >= 2*w && bpack == nil {
 		j.runPhase(batch, min(w, batch*work/gemmPart), j.batchPhase)
 	} else {
 		parts := max(1, min(w, work/gemmPart))
@@ -745,7 +752,7 @@ func (j *gemmJob[T]) shared(bi, parts int) {
 	mr, nr := kn.mr, kn.nr
 	j.bi = bi
 	slices := ceilDiv(g.K, j.kc)
-	ncMax := min(kn.nc, max(nr, gemmBBudget/(slices*j.kc)/nr*nr))
+	ncMax := kn.blockCols(g.K)
 	if j.bIn != nil {
 		ncMax = roundUp(g.N, nr) // one block, packed by the caller
 	}

@@ -140,3 +140,42 @@ func pairRun(d []uint32, gap int, h []uint16, at, step, kc int) {
 		d[p*gap] = uint32(h[at+2*p*step])
 	}
 }
+
+// pairSpan writes one pair row of a run of panels from two runs of
+// values: column c < n of the row gets the pair lo[c−slo] | hi[c−shi]<<16
+// at d[c/32·gap + c%32] — panels of 32 columns, gap words apart — each
+// half zero where bit c%32 of its mask word, mlo[c/32] or mhi[c/32], is
+// clear (the run is not read there), and the high half zero when hi is
+// nil.
+func pairSpan(d []uint32, r pairInput, n, gap int) {
+	for c := range n {
+		bit := uint(c % 32)
+		var w uint32
+		if r.mlo[c/32]>>bit&1 != 0 {
+			w = uint32(r.lo[c-r.slo])
+		}
+		if r.hi != nil && r.mhi[c/32]>>bit&1 != 0 {
+			w |= uint32(r.hi[c-r.shi]) << 16
+		}
+		d[c/32*gap+c%32] = w
+	}
+}
+
+// pairInput is one pair row's sources for pairPanels: the low and high
+// runs (hi nil: zero), the columns before each run's first value (slo,
+// shi: lo[0] is column slo) and their column masks (as pairSpan's).
+type pairInput struct {
+	lo, hi   []uint16
+	slo, shi int
+	mlo, mhi []uint32
+}
+
+// pairPanels writes pair rows 0 … len(runs)−1 of the panels at d (32
+// columns each, gap words apart, row i at word 32·i of each), n columns:
+// pairSpan of each run, panel by panel so that each panel's rows are
+// written in order. It is the twin of pairPanelsAVX512.
+func pairPanels(d []uint32, runs []pairInput, n, gap int) {
+	for i, r := range runs {
+		pairSpan(d[32*i:], r, n, gap)
+	}
+}

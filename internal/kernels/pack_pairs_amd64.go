@@ -51,3 +51,52 @@ func packPairLinesAVX512(d []uint32, h []uint16, at, xs, x0, count, w, kc int) {
 		}
 	}
 }
+
+// pairSrc is a pairInput as pairPanelsAVX512 reads it (hi nil: zero;
+// slo, shi in bytes).
+type pairSrc struct {
+	lo, hi   *uint16
+	mlo, mhi *uint32
+	slo, shi int
+}
+
+// pairPanelsAVX512 is pairPanels in assembly (pack_pairs_amd64.s) for
+// n ≥ 1 and pairs ≥ 1.
+//
+//go:noescape
+func pairPanelsAVX512(d *uint32, srcs *pairSrc, pairs, n, gap int)
+
+// pairPanelsFast is pairPanels on AVX-512 (at most 32 runs); it reports
+// false, having written nothing, without AVX-512. The caller guarantees
+// that every column a mask lets in lies inside its run (c − slo <
+// len(lo)), as pairPanels' bounds checks would see: the masked loads then
+// read nothing outside the runs.
+func pairPanelsFast(d []uint32, runs []pairInput, n, gap int) bool {
+	if !CPU.AVX512 || len(runs) > 32 {
+		return false
+	}
+	if n == 0 || len(runs) == 0 {
+		return true
+	}
+	var srcs [32]pairSrc
+	np := ceilDiv(n, 32)
+	_ = d[(np-1)*gap+32*len(runs)-1]
+	for i, r := range runs {
+		_, _ = r.mlo[np-1], r.mhi[np-1]
+		s := pairSrc{lo: runStart(r.lo), mlo: &r.mlo[0], mhi: &r.mhi[0], slo: 2 * r.slo, shi: 2 * r.shi}
+		if r.hi != nil {
+			s.hi = runStart(r.hi)
+		}
+		srcs[i] = s
+	}
+	pairPanelsAVX512(&d[0], &srcs[0], len(runs), n, gap)
+	return true
+}
+
+// runStart is &run[0], or nil for an empty run (one nothing is read from).
+func runStart(run []uint16) *uint16 {
+	if len(run) == 0 {
+		return nil
+	}
+	return &run[0]
+}

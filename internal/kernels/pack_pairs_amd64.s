@@ -274,3 +274,80 @@ stored:
 	JG   block
 	VZEROUPPER
 	RET
+
+// func pairPanelsAVX512(d *uint32, srcs *pairSrc, pairs, n, gap int)
+//
+// pairSpan (pack_pairs.go) for each of pairs sources {lo, hi, mlo, mhi,
+// slo, shi} (48 bytes each, hi 0: zero high halves; the load of a panel's
+// run starts 64·q − slo bytes from lo, its masked-off words not read),
+// source i's pair row at dword
+// 32·i of every panel, panel by panel: each panel's rows are stored in
+// order. The caller guarantees n, pairs ≥ 1 and that everything named
+// lies in its slice.
+TEXT ·pairPanelsAVX512(SB), NOSPLIT, $0-40
+	MOVQ d+0(FP), DI
+	MOVQ srcs+8(FP), R8
+	MOVQ pairs+16(FP), R9
+	MOVQ n+24(FP), DX
+	MOVQ gap+32(FP), R10
+	SHLQ $2, R10 // bytes from one panel to the next
+	VMOVDQU64 pairRowsIdx<>+0(SB), Z30
+	VMOVDQU64 pairRowsIdx<>+64(SB), Z31
+	XORQ BX, BX // bytes into each run
+	XORQ R11, R11 // bytes into each mask
+
+panel:
+	MOVQ $32, CX
+	CMPQ CX, DX
+	JLE  2(PC)
+	MOVQ DX, CX // columns in this panel
+	LOWMASK(K1)
+	KMOVQ AX, K2 // pairs 0..15
+	MOVQ AX, R15
+	SHRQ $16, AX
+	KMOVQ AX, K3 // pairs 16..31
+	MOVQ R8, SI
+	MOVQ DI, R12
+	MOVQ R9, R13
+
+pair:
+	MOVQ 16(SI), AX
+	MOVL (AX)(R11*1), AX
+	ANDQ R15, AX
+	KMOVQ AX, K4
+	MOVQ (SI), R14
+	ADDQ BX, R14
+	SUBQ 32(SI), R14
+	VMOVDQU16.Z (R14), K4, Z0
+	MOVQ 8(SI), R14
+	TESTQ R14, R14
+	JNZ  hi
+	VPXORD Z1, Z1, Z1
+	JMP  both
+
+hi:
+	MOVQ 24(SI), AX
+	MOVL (AX)(R11*1), AX
+	ANDQ R15, AX
+	KMOVQ AX, K5
+	ADDQ BX, R14
+	SUBQ 40(SI), R14
+	VMOVDQU16.Z (R14), K5, Z1
+
+both:
+	VMOVDQA64 Z0, Z2
+	VPERMT2W Z1, Z30, Z0
+	VPERMT2W Z1, Z31, Z2
+	VMOVDQU32 Z0, K2, (R12)
+	VMOVDQU32 Z2, K3, 64(R12)
+	ADDQ $128, R12
+	ADDQ $48, SI
+	DECQ R13
+	JNZ  pair
+	ADDQ R10, DI
+	ADDQ $64, BX
+	ADDQ $4, R11
+	SUBQ $32, DX
+	JG   panel
+	VZEROUPPER
+	RET

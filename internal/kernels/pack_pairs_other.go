@@ -12,3 +12,6 @@ func packPairRowsAVX512([]uint32, []uint16, int, int, int, int, int) {
 func packPairLinesAVX512([]uint32, []uint16, int, int, int, int, int, int) {
 	panic("kernels: no assembly")
 }
+
+// pairPanelsFast reports false: no assembly in this build.
+func pairPanelsFast([]uint32, []pairInput, int, int) bool { return false }
