@@ -1,5 +1,6 @@
 // Macros shared by the assembly that narrows float32 GEMM tiles to
-// bfloat16 (gemm_half_out_amd64.s, gemm_amx_amd64.s).
+// bfloat16 (gemm_half_out_amd64.s, gemm_amx_amd64.s) and by the bfloat16
+// norm kernels (norm_half_amd64.s: NARROWCONSTS).
 
 // NARROWCONSTS loads NARROWROW32's constants (clobbers AX): Z8 0x7fff,
 // Z9 1, Z10 0x40, Z11 0x7fffffff, Z12 0x7f800000 in every lane.

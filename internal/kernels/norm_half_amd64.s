@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "gemm_half_out_amd64.h"
 
 // AVX-512 twins of the bfloat16 batch-norm loops of norm_amd64.s (…BF16),
 // for norm_half.go: the same float64 operations in the same order, eight
@@ -12,19 +13,6 @@
 // ZLD8 widens the 8 bfloat16 at m to the float64 in z (y scratch, z's
 // register number or any other).
 #define ZLD8(m, y, z) VPMOVZXWD m, y; VPSLLD $16, y, y; VCVTPS2PD y, z
-
-// ZCONSTS loads ZROUND's constants into Z8..Z12 (clobbers AX).
-#define ZCONSTS \
-	MOVL         $0x7fff, AX      \
-	VPBROADCASTD AX, Z8           \
-	MOVL         $1, AX           \
-	VPBROADCASTD AX, Z9           \
-	MOVL         $0x40, AX        \
-	VPBROADCASTD AX, Z10          \
-	MOVL         $0x7fffffff, AX  \
-	VPBROADCASTD AX, Z11          \
-	MOVL         $0x7f800000, AX  \
-	VPBROADCASTD AX, Z12
 
 // ZSTORE16 rounds the float64 in Z0 (elements 0–7) and Z1 (8–15) to
 // float32, then to bfloat16 as BF16ROUND does ((x + 0x7fff + ((x>>16)&1))
@@ -139,7 +127,7 @@ TEXT name(SB), NOSPLIT, $0-40 \
 	VBROADCASTSD scale+24(FP), Z14  \
 	VBROADCASTSD shift+32(FP), Z15  \
 	VPXORD       Z13, Z13, Z13      \
-	ZCONSTS                         \
+	NARROWCONSTS                    \
 affloop:                            \
 	ZLD8((SI), Y0, Z0)              \
 	ZLD8(16(SI), Y1, Z1)            \
@@ -177,7 +165,7 @@ TEXT ·normGradBF16Z(SB), NOSPLIT, $0-64
 	VBROADCASTSD a+40(FP), Z14
 	VBROADCASTSD b+48(FP), Z15
 	VBROADCASTSD c+56(FP), Z7
-	ZCONSTS
+	NARROWCONSTS
 gradloop:
 	ZLD8((SI), Y0, Z0)
 	ZLD8(16(SI), Y1, Z1)
