@@ -32,7 +32,7 @@ const convStage = 1 << 12
 // stage returns the staging block at the end of a worker's tile (plan
 // reserves stageSize values there).
 func (j *convJob[T]) stage(tile []T) []T {
-	return tile[len(tile)-j.stageSize(&j.p):]
+	return tile[len(tile)-j.stageSize(&j.p, &j.d):]
 }
 
 // floatGemm returns the kernel and jobs Gemm runs T on.

@@ -71,18 +71,19 @@ func (c *convPlan) plan(p *ConvArgs, d *convDims) {
 		c.tile += d.kg * c.spu * c.band * p.OW
 	}
 	if c.tile > 0 && !c.half && c.kind != ConvGradInput {
-		c.tile += c.panelPad(p, d, convPanelNR) + c.stageSize(p)
+		c.tile += c.panelPad(p, d, convPanelNR) + c.stageSize(p, d)
 	}
 }
 
 // stageSize is the values of a float forward or weight-gradient tile's
 // staging block, at the tile's end (conv_panel.go): convStage (or a
-// row of the unit's columns, when longer) for the forward pass,
+// row of the unit's columns, when longer; at most its whole im2col matrix)
+// for the forward pass,
 // convPanelNR rows of them for the weight gradient.
-func (c *convPlan) stageSize(p *ConvArgs) int {
+func (c *convPlan) stageSize(p *ConvArgs, d *convDims) int {
 	nb := c.spu * c.band * p.OW
 	if c.kind == ConvForward {
-		return max(convStage, nb)
+		return min(max(convStage, nb), d.crs*nb) // a block of rows, at most the whole matrix
 	}
 	return convPanelNR * nb
 }
