@@ -79,7 +79,9 @@ func TestActivationBudgetUnderCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Capacity = free.Ranks[0].AllocatedPeak // the chosen step's, which plain's exceeds
-	if under, err := Predict(small.with(c.Capacity)); err != nil || under.OOM == nil {
+	plainUnder := small
+	plainUnder.Capacity = c.Capacity
+	if under, err := Predict(plainUnder); err != nil || under.OOM == nil {
 		t.Fatalf("plain under %d B: %v, OOM %v; want out of memory", c.Capacity, err, under.OOM)
 	}
 	got, err := Predict(c)
@@ -91,6 +93,3 @@ func TestActivationBudgetUnderCapacity(t *testing.T) {
 		t.Errorf("under capacity %d B: modes %v, peak %d B, OOM %v; without it %v, %d B", c.Capacity, have, got.ActivationBudget.Peak, got.OOM, want, free.ActivationBudget.Peak)
 	}
 }
-
-// with returns c with capacity n.
-func (c Config) with(n int64) Config { c.Capacity = n; return c }
