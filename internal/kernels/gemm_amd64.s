@@ -56,18 +56,31 @@
 	VMOVUPS     hi, 32(DI);      \
 	ADDQ        SI, DI
 
-// func sgemmKernelAVX2(k int, a, b, c *float32, ldc int, beta float32, mode int)
+// func sgemmTilesAVX2(n, k int, a *float32, astep int, b *float32, bstep int, c *float32, ldc, cstep int, beta float32, mode int)
 //
-// mode 0: C = A·B; mode 1: C += A·B; mode 2: C = A·B + beta·C. ldc is in
-// elements. The caller guarantees k ≥ 0, 6k floats at a, 16k at b and a
-// full 6×16 tile at c.
-TEXT ·sgemmKernelAVX2(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DI
-	MOVQ ldc+32(FP), SI
+// A run of n whole 6×16 tiles: tile i from the A panel at a + i·astep and
+// the B panel at b + i·bstep into the C tile at c + i·cstep (steps in
+// bytes), each computed as a lone call would: mode 0: C = A·B; mode 1:
+// C += A·B; mode 2: C = A·B + beta·C. ldc is in elements. The caller
+// guarantees n ≥ 1, k ≥ 0, 6k floats in each A panel, 16k in each B panel
+// and a full 6×16 tile at each C.
+//
+// Registers across the run: R9 tiles left, R10, R11, R12 the current
+// tile's A, B and C; within a tile AX, BX walk the panels and DI the rows
+// of C.
+TEXT ·sgemmTilesAVX2(SB), NOSPLIT, $0-88
+	MOVQ n+0(FP), R9
+	MOVQ a+16(FP), R10
+	MOVQ b+32(FP), R11
+	MOVQ c+48(FP), R12
+	MOVQ ldc+56(FP), SI
 	SHLQ $2, SI
+
+tile:
+	MOVQ k+8(FP), CX
+	MOVQ R10, AX
+	MOVQ R11, BX
+	MOVQ R12, DI
 
 	// Touch the C tile early so its lines arrive during the k loop.
 	MOVQ      DI, R8
@@ -129,7 +142,7 @@ loop1:
 	JNZ  loop1
 
 store:
-	MOVQ mode+48(FP), DX
+	MOVQ mode+80(FP), DX
 	CMPQ DX, $1
 	JEQ  add
 	CMPQ DX, $2
@@ -141,8 +154,7 @@ store:
 	STORE(Y6, Y7)
 	STORE(Y8, Y9)
 	STORE(Y10, Y11)
-	VZEROUPPER
-	RET
+	JMP next
 
 add:
 	ADDROW(Y0, Y1)
@@ -151,16 +163,22 @@ add:
 	ADDROW(Y6, Y7)
 	ADDROW(Y8, Y9)
 	ADDROW(Y10, Y11)
-	VZEROUPPER
-	RET
+	JMP next
 
 beta:
-	VBROADCASTSS beta+40(FP), Y12
+	VBROADCASTSS beta+72(FP), Y12
 	BETAROW(Y0, Y1)
 	BETAROW(Y2, Y3)
 	BETAROW(Y4, Y5)
 	BETAROW(Y6, Y7)
 	BETAROW(Y8, Y9)
 	BETAROW(Y10, Y11)
+
+next:
+	ADDQ astep+24(FP), R10
+	ADDQ bstep+40(FP), R11
+	ADDQ cstep+64(FP), R12
+	DECQ R9
+	JNZ  tile
 	VZEROUPPER
 	RET

@@ -92,9 +92,14 @@ type gemmKernel[T Float] struct {
 	// mode 1 does from C after the driver copied bias into each row; A
 	// read in place from h as fullAt's when h is not nil, else panel a.
 	fullBias func(k int, h []uint16, at, ld int, a, b, bias, c []T, ldc int)
-	// tiles, when set (the AMX kernel), computes a run of whole tiles in
-	// one call (tileRun): macro gives it each row of its block's.
-	tiles func(t tileRun[T])
+	// tiles, when set, computes a run of whole tiles in one call
+	// (tileRun): the AMX kernel's take every block of macro's (what
+	// tileRows does not decline), a call for each row of its whole tiles;
+	// any other kernel's take blocks of packed A without a bias or a
+	// bfloat16 out (runsTiles), a call down each column of whole tiles
+	// when tilesDown (tileCol), else across each row.
+	tiles     func(t tileRun[T])
+	tilesDown bool
 }
 
 // The pure-Go kernels: the float32 twin of the assembly kernel's 6×16
@@ -500,18 +505,27 @@ func (j *gemmJob[T]) matrix(s *gemmScratch, bi int) {
 // place from there, and only a short last one from pa. In the last kc
 // slice (last) each finished tile is also narrowed to the job's
 // bfloat16 out, if any, while it is in L1. A kernel with tiles computes
-// each row of the block's whole tiles in one call first (tileRows).
+// the block's whole tiles in runs where runsTiles allows: each row of
+// them in one call first (tileRows), or, with tilesDown, each column's
+// in one call before that column's edge tiles (tileCol).
 func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode int, bias []T, last bool) {
 	mr, nr := j.kern.mr, j.kern.nr
-	ir0, jr0 := 0, 0 // the whole tiles done: rows [0, ir0) × columns [0, jr0)
-	if j.kern.tiles != nil {
+	runs := j.runsTiles(aAt, bias, last)
+	down := runs && j.kern.tilesDown
+	ir0, jr0 := 0, 0 // the whole tiles done by rows: rows [0, ir0) × columns [0, jr0)
+	if runs && !down {
 		ir0, jr0 = j.tileRows(pa, aAt, pb, tmp, kc, mc, nc, co, mode, bias, last)
 	}
 	for jr := 0; jr < nc; jr += nr {
-		for ir := 0; ir < mc; ir += mr {
-			if ir >= ir0 || jr >= jr0 {
-				j.macroTile(pa, aAt, pb, tmp, kc, ir, jr, min(mr, mc-ir), min(nr, nc-jr), co, mode, bias, last)
-			}
+		ir := 0 // the first row of this column left to do tile by tile
+		switch {
+		case jr < jr0:
+			ir = ir0
+		case down && jr+nr <= nc:
+			ir = j.tileCol(pa, pb, kc, mc, jr, co, mode)
+		}
+		for ; ir < mc; ir += mr {
+			j.macroTile(pa, aAt, pb, tmp, kc, ir, jr, min(mr, mc-ir), min(nr, nc-jr), co, mode, bias, last)
 		}
 	}
 }

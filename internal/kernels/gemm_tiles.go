@@ -1,12 +1,13 @@
 package kernels
 
-// tileRun is one call of a kernel's tiles (the AMX kernel's): n whole
-// mr×nr tiles of C, down one column against one B panel or across one
-// row against one A panel, so that the kernel's set-up (for AMX the tile
-// configuration, LDTILECFG and TILERELEASE: about 95 ns a call on this
-// machine, a third of a 256-deep tile) is paid once for them all. Tile i
-// is the tile that full (or fullAt, fullBias, and narrowing as the
-// driver does per tile) would compute there, bit for bit.
+// tileRun is one call of a kernel's tiles: n whole mr×nr tiles of C,
+// down one column against one B panel or across one row against one A
+// panel, so that the kernel's set-up is paid once for them all (for AMX
+// the tile configuration, LDTILECFG and TILERELEASE: about 95 ns a call
+// on this machine, a third of a 256-deep tile; for AVX2 the Go driver's
+// path to each 1.3 µs tile). Tile i is the tile that full (or fullAt,
+// fullBias, and narrowing as the driver does per tile) would compute
+// there, bit for bit.
 type tileRun[T Float] struct {
 	n, k int
 	// across puts tile i at C's columns i·nr …, against B panel i; else
@@ -67,4 +68,38 @@ func (j *gemmJob[T]) tileRows(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode
 		j.kern.tiles(t)
 	}
 	return rows, cols
+}
+
+// runsTiles says whether macro's block goes to the kernel's tiles: with
+// every block for the AMX kernel's (tileRows declines what it cannot
+// take), else only for packed A, no bias and no bfloat16 out now; never
+// when gemmTileRuns is off.
+func (j *gemmJob[T]) runsTiles(aAt int, bias []T, last bool) bool {
+	kn := j.kern
+	if kn.tiles == nil || !gemmTileRuns {
+		return false
+	}
+	return kn.amx || (aAt < 0 && bias == nil && (!last || j.out == nil))
+}
+
+// gemmTileRuns turns the kernels' runs of tiles on (a variable so that
+// the benchmarks and tests can compare with the per-tile path: false).
+var gemmTileRuns = true
+
+// tileCol runs the kernel's tiles down the block's column of whole tiles
+// at column jr (all nr columns of it in the block), packed A, one call,
+// and returns the rows it did from 0: the block's whole row panels (none
+// when mc < mr). Each tile is what macroTile computes there. Down a
+// column the B panel stays in L1 while the A panels stream from L2, as
+// the per-tile loop had them.
+func (j *gemmJob[T]) tileCol(pa, pb []T, kc, mc, jr, co, mode int) int {
+	mr, nr := j.kern.mr, j.kern.nr
+	rows := mc / mr * mr
+	if rows == 0 {
+		return 0
+	}
+	at := co + jr
+	j.kern.tiles(tileRun[T]{n: rows / mr, k: kc, a: pa, b: pb[jr*kc : (jr+nr)*kc], beta: j.beta, mode: mode,
+		c: j.c[at:], ldc: j.g.LdC})
+	return rows
 }
