@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -90,8 +91,8 @@ func TestGemmTileRunsMatchPerTile(t *testing.T) {
 	}
 	base := sgemm
 	defer func() { sgemm, gemmTileRuns = base, true }()
-	calls := 0
-	counted := func(t tileRun[float32]) { calls++; base.tiles(t) }
+	var calls atomic.Int64 // the workers run tiles at once
+	counted := func(t tileRun[float32]) { calls.Add(1); base.tiles(t) }
 	r := rand.New(rand.NewPCG(68, 69))
 	for i, f := range tileRunCases(r) {
 		gemmTileRuns = false
@@ -99,10 +100,10 @@ func TestGemmTileRunsMatchPerTile(t *testing.T) {
 		for _, down := range []bool{true, false} {
 			sgemm, gemmTileRuns = base, true
 			sgemm.tiles, sgemm.tilesDown = counted, down
-			before := calls
+			before := calls.Load()
 			got := f()
 			sgemm = base
-			if i < tileRunCasesRun && calls == before {
+			if i < tileRunCasesRun && calls.Load() == before {
 				t.Errorf("case %d down=%v: no run of tiles taken", i, down)
 			}
 			for x := range got {
