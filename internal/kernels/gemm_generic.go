@@ -95,9 +95,9 @@ type gemmKernel[T Float] struct {
 	// tiles, when set, computes a run of whole tiles in one call
 	// (tileRun): the AMX kernel's take every block of macro's (what
 	// tileRows does not decline), a call for each row of its whole tiles;
-	// any other kernel's take blocks of packed A without a bias or a
-	// bfloat16 out (runsTiles), a call down each column of whole tiles
-	// when tilesDown (tileCol), else across each row.
+	// any other kernel's take blocks of packed A without a bfloat16 out
+	// (runsTiles), a call down each column of whole tiles when tilesDown
+	// (tileCol, bias too), else across each row (no bias).
 	tiles     func(t tileRun[T])
 	tilesDown bool
 }
@@ -522,7 +522,7 @@ func (j *gemmJob[T]) macro(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode in
 		case jr < jr0:
 			ir = ir0
 		case down && jr+nr <= nc:
-			ir = j.tileCol(pa, pb, kc, mc, jr, co, mode)
+			ir = j.tileCol(pa, pb, kc, mc, jr, co, mode, bias)
 		}
 		for ; ir < mc; ir += mr {
 			j.macroTile(pa, aAt, pb, tmp, kc, ir, jr, min(mr, mc-ir), min(nr, nc-jr), co, mode, bias, last)

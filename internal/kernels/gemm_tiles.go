@@ -70,16 +70,20 @@ func (j *gemmJob[T]) tileRows(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode
 	return rows, cols
 }
 
-// runsTiles says whether macro's block goes to the kernel's tiles: with
-// every block for the AMX kernel's (tileRows declines what it cannot
-// take), else only for packed A, no bias and no bfloat16 out now; never
-// when gemmTileRuns is off.
+// runsTiles says whether macro's block goes to the kernel's tiles: every
+// block for the AMX kernel's (tileRows declines what it cannot take);
+// for any other kernel's, blocks of packed A with no bfloat16 out now,
+// and with a bias only down columns (tileCol merges it into C first);
+// never when gemmTileRuns is off.
 func (j *gemmJob[T]) runsTiles(aAt int, bias []T, last bool) bool {
 	kn := j.kern
-	if kn.tiles == nil || !gemmTileRuns {
+	switch {
+	case kn.tiles == nil || !gemmTileRuns:
 		return false
+	case kn.amx:
+		return true
 	}
-	return kn.amx || (aAt < 0 && bias == nil && (!last || j.out == nil))
+	return aAt < 0 && (!last || j.out == nil) && (bias == nil || kn.tilesDown)
 }
 
 // gemmTileRuns turns the kernels' runs of tiles on (a variable so that
@@ -89,16 +93,21 @@ var gemmTileRuns = true
 // tileCol runs the kernel's tiles down the block's column of whole tiles
 // at column jr (all nr columns of it in the block), packed A, one call,
 // and returns the rows it did from 0: the block's whole row panels (none
-// when mc < mr). Each tile is what macroTile computes there. Down a
-// column the B panel stays in L1 while the A panels stream from L2, as
-// the per-tile loop had them.
-func (j *gemmJob[T]) tileCol(pa, pb []T, kc, mc, jr, co, mode int) int {
+// when mc < mr). Each tile is what macroTile computes there: with a bias
+// (the block's columns of it), C first becomes beta·C + bias and the
+// tiles add to it (mode 1). Down a column the B panel stays in L1 while
+// the A panels stream from L2, as the per-tile loop had them.
+func (j *gemmJob[T]) tileCol(pa, pb []T, kc, mc, jr, co, mode int, bias []T) int {
 	mr, nr := j.kern.mr, j.kern.nr
 	rows := mc / mr * mr
 	if rows == 0 {
 		return 0
 	}
 	at := co + jr
+	if bias != nil {
+		mergeTile(j.c, at, j.g.LdC, rows, bias[jr:], 0, nr, j.beta, mode)
+		mode = 1
+	}
 	j.kern.tiles(tileRun[T]{n: rows / mr, k: kc, a: pa, b: pb[jr*kc : (jr+nr)*kc], beta: j.beta, mode: mode,
 		c: j.c[at:], ldc: j.g.LdC})
 	return rows

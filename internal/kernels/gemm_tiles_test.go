@@ -84,7 +84,7 @@ func checkSgemmTiles(t *testing.T, kn gemmKernel[float32], r *rand.Rand, name st
 // across rows, and checks every result bit for bit against the per-tile
 // path (gemmTileRuns off): random shapes not multiples of the tile,
 // depths of several kc slices, beta 0, 1 and other, both transposes,
-// batches. It also checks that the runs were taken.
+// batches, a bias. It also checks that the runs were taken.
 func TestGemmTileRunsMatchPerTile(t *testing.T) {
 	if sgemm.tiles == nil || sgemm.amx {
 		t.Skipf("the float32 kernel %s has no runs of tiles", sgemm.name)
@@ -103,7 +103,7 @@ func TestGemmTileRunsMatchPerTile(t *testing.T) {
 			before := calls.Load()
 			got := f()
 			sgemm = base
-			if i < tileRunCasesRun && calls.Load() == before {
+			if calls.Load() == before {
 				t.Errorf("case %d down=%v: no run of tiles taken", i, down)
 			}
 			for x := range got {
@@ -115,14 +115,10 @@ func TestGemmTileRunsMatchPerTile(t *testing.T) {
 	}
 }
 
-// tileRunCasesRun is how many of tileRunCases' first cases must take a
-// run of tiles (the others are bias products, which never do).
-const tileRunCasesRun = 24
-
 // tileRunCases returns closures that each compute one product from fixed
 // inputs into a fresh output, returned as float32s: random Gemm shapes
 // first, then GemmHalf, GemmHalfBF16 and the three convolution passes,
-// then GemmBias.
+// then GemmBias. Every case takes runs of tiles.
 func tileRunCases(r *rand.Rand) []func() []float32 {
 	var fs []func() []float32
 	for i := range 18 {
@@ -144,7 +140,11 @@ func tileRunCases(r *rand.Rand) []func() []float32 {
 		func() []float32 { dx := make([]float32, len(x)); Conv2dGradInput(p, dx, dy, w, ws); return dx },
 		func() []float32 { dw := make([]float32, len(w)); Conv2dGradWeight(p, dw, dy, x, ws); return dw },
 		gemmClosure(r, gemmCase{m: 40, n: 90, k: 300, alpha: 1, beta: 0.5, batch: 1}, false))
-	return append(fs, gemmClosure(r, gemmCase{m: 40, n: 90, k: 300, alpha: 1, beta: 0.5, batch: 1}, true))
+	for i, beta := range []float64{0, 1, 0.5} { // with a bias: down columns in every slice, across in later ones
+		tc := gemmCase{tb: i == 1, m: 40 + 7*i, n: 90 - 5*i, k: 300, alpha: 1, beta: beta, batch: 1 + i%2, off: [3]int{0, 1, 2}}
+		fs = append(fs, gemmClosure(r, tc, true))
+	}
+	return fs
 }
 
 // gemmClosure returns case tc on fixed random inputs through Gemm, or
