@@ -29,9 +29,9 @@ import (
 // each output is one unit's, so results do not depend on the workers.
 //
 // Workspace (float32 words, from the first 64-byte boundary of ws):
-// convAlign + roundUp(16·convRows(K)·C, 16) for V, then
-// min(ConvSlots(), units) slots of roundUp(16·(roundUp(nt, 32)·C +
-// K·nt), 16), units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉ and nt = winoTiles(C, K,
+// convAlign + 16·(roundUp(convRows(K)·C, 16) + 16) for V, then
+// min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
+// roundUp(K·nt, 16) + 32), units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉ and nt = winoTiles(C, K,
 // tiles) (winoLayoutFor). C and K are those of the forward convolution
 // that runs: for the input gradient C is dy's K channels and K is dx's C.
 
@@ -142,11 +142,22 @@ func winoLayoutFor(q ConvArgs) winoLayout {
 	l.tiles = q.N * l.th * l.tw
 	l.nt = winoTiles(q.C, q.K, l.tiles)
 	l.units = ceilDiv(l.tiles, l.nt)
-	l.filters = roundUp(16*convRows(q.K)*q.C, 16)
-	l.slot = roundUp(16*(roundUp(l.nt, convPanelNR)*q.C+q.K*l.nt), 16)
+	l.filters = 16 * l.vStride(&q)
+	l.slot = 16 * (l.uStride(&q) + l.mStride(&q))
 	l.slots = min(ConvSlots(), l.units)
 	return l
 }
+
+// vStride is the words between the packed V_ξ, and uStride and mStride
+// those between a unit's U_ξ and between its M_ξ: each rounded up to 16
+// words, plus 16 so that the 16 streams the transforms write or read do
+// not fall into the same L1 sets (strides of a power of two, 16 KiB for
+// U over 64 channels, thrashed an 8-way L1).
+func (l winoLayout) vStride(q *ConvArgs) int { return roundUp(convRows(q.K)*q.C, 16) + 16 }
+
+func (l winoLayout) uStride(q *ConvArgs) int { return roundUp(roundUp(l.nt, convPanelNR)*q.C, 16) + 16 }
+
+func (l winoLayout) mStride(q *ConvArgs) int { return roundUp(q.K*l.nt, 16) + 16 }
 
 // total is the words of ws the layout takes, alignment included.
 func (l winoLayout) total() int { return convAlign + l.filters + l.slots*l.slot }
@@ -170,7 +181,7 @@ type winoJob struct {
 	// y (N, K, OH, OW) of q from x (N, C, H, W) of q and the caller's w.
 	y, x, w    []float32
 	v, slots   []float32 // the packed V_ξ, aper words apart; the slots
-	aper, step int       // words of one V_ξ; depth of the GEMMs' kc slices
+	aper, step int       // words between the V_ξ (vStride); depth of the GEMMs' kc slices
 	kn         *gemmKernel[float32]
 	next       atomic.Int64
 	units      func(lo, hi int)
@@ -189,8 +200,8 @@ func runWino(kind ConvKind, p, q ConvArgs, out, a, w, ws []float32) {
 	}
 	j.q, j.flip, j.lay = q, kind == ConvGradInput, winoLayoutFor(q)
 	j.y, j.x, j.w, j.kn = out, a, w, &sgemm
-	j.aper, j.step = wholeASize(j.kn, q.K, q.C), j.kn.kcFor(q.C)
-	j.v = ws[:16*j.aper]
+	j.aper, j.step = j.lay.vStride(&q), j.kn.kcFor(q.C)
+	j.v = ws[:j.lay.filters]
 	j.slots = ws[j.lay.filters:][:j.lay.slots*j.lay.slot]
 	panels := ceilDiv(q.K, j.kn.mr)
 	ParallelFor(panels, max(1, convPart/(16*9*j.kn.mr*q.C)), j.filt)
@@ -228,14 +239,14 @@ func (j *winoJob) unit(u int, slot []float32) {
 	q, l := &j.q, &j.lay
 	t0 := u * l.nt
 	nu := min(l.nt, l.tiles-t0)
-	usz := roundUp(l.nt, convPanelNR) * q.C
-	ub, mb := slot[:16*usz], slot[16*usz:][:16*q.K*l.nt]
+	usz, msz := l.uStride(q), l.mStride(q)
+	ub, mb := slot[:16*usz], slot[16*usz:][:16*msz]
 	j.inputs(ub, usz, t0, nu)
-	bsz := wholeBSize(j.kn, q.C, nu)
+	asz, bsz := wholeASize(j.kn, q.K, q.C), wholeBSize(j.kn, q.C, nu)
 	for xi := range 16 {
 		g := GemmArgs{M: q.K, N: nu, K: q.C, Alpha: 1, LdA: q.C, LdB: nu, LdC: nu}
-		gemmPackedB(j.kn, &sgemmJobs, g, j.v[xi*j.aper:(xi+1)*j.aper], operand[float32]{},
-			ub[xi*usz:][:bsz], mb[xi*q.K*l.nt:][:q.K*nu])
+		gemmPackedB(j.kn, &sgemmJobs, g, j.v[xi*j.aper:][:asz], operand[float32]{},
+			ub[xi*usz:][:bsz], mb[xi*msz:][:q.K*nu])
 	}
-	j.outputs(mb, q.K*l.nt, t0, nu)
+	j.outputs(mb, msz, t0, nu)
 }

@@ -101,6 +101,8 @@ var winoShapes = []ConvArgs{
 	{N: 1, C: 7, H: 3, W: 3, K: 2, PadH: 0, PadW: 0},
 	{N: 4, C: 9, H: 11, W: 13, K: 10, PadH: 2, PadW: 0},
 	{N: 37, C: 5, H: 2, W: 3, K: 4, PadH: 1, PadW: 1},
+	{N: 2, C: 6, H: 33, W: 31, K: 7, PadH: 1, PadW: 1}, // runs of eight tiles, clipped and padded
+	{N: 1, C: 4, H: 6, W: 40, K: 3, PadH: 2, PadW: 2},
 }
 
 // TestConv2dWinograd compares the Winograd forward pass and input
@@ -214,7 +216,7 @@ func TestConv2dWinogradDeterministic(t *testing.T) {
 func TestConvWorkspaceWinograd(t *testing.T) {
 	p := convShape(ConvArgs{N: 32, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, PadH: 1, PadW: 1})
 	slots := min(ConvSlots(), 128)
-	want := 16 + 16*72*64 + slots*16*(64*64+64*64)
+	want := 16 + 16*(72*64+16) + slots*16*(64*64+16+64*64+16)
 	for _, kind := range []ConvKind{ConvForward, ConvGradInput} {
 		if got := winoWorkspace(kind, p); got != want {
 			t.Errorf("%v: Winograd workspace %d, want %d", kind, got, want)
@@ -284,4 +286,38 @@ func TestConvAlgoFrom(t *testing.T) {
 		}
 	}()
 	convAlgoFrom("fast")
+}
+
+// TestWinoTransforms8 checks the eight-tile transforms (the assembly
+// where the CPU has it) against their Go twins, bit for bit, at every
+// column offset of the panel.
+func TestWinoTransforms8(t *testing.T) {
+	if !winoAsm {
+		t.Skip("no assembly on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(67, 68))
+	const ld = 21
+	src := to32(randSlice(rng, 3*ld+18))
+	var in winoPanel
+	for r := range in {
+		for c := range in[r] {
+			in[r][c] = float32(2*rng.Float64() - 1)
+		}
+	}
+	for i := 0; i <= 24; i++ {
+		var got, want winoPanel
+		winoInput8AVX2(&got, i, &src[0], ld)
+		winoInput8Go(&want, i, src, ld)
+		if got != want {
+			t.Fatalf("winoInput8 at column %d: assembly %v, Go %v", i, got, want)
+		}
+		out, ref := make([]float32, ld+16), make([]float32, ld+16)
+		winoOutput8AVX2(&in, i, &out[0], ld)
+		winoOutput8Go(&in, i, ref, ld)
+		for e := range out {
+			if math.Float32bits(out[e]) != math.Float32bits(ref[e]) {
+				t.Fatalf("winoOutput8 at column %d: [%d] = %v by the assembly, %v by Go", i, e, out[e], ref[e])
+			}
+		}
+	}
 }

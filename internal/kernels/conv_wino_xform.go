@@ -24,8 +24,10 @@ func winoFilter(v *[16]float32, g *[9]float32) {
 	}
 }
 
-// winoInput writes U = Bᵀ·d·B of the 4×4 window d (row-major).
-func winoInput(u, d *[16]float32) {
+// winoInput writes U = Bᵀ·d·B of the 4×4 window d (row-major) into
+// column i (mod 32) of u.
+func winoInput(u *winoPanel, i int, d *[16]float32) {
+	i &= 31
 	var e [16]float32 // Bᵀ·d
 	for c := range 4 {
 		d0, d1, d2, d3 := d[c], d[4+c], d[8+c], d[12+c]
@@ -33,15 +35,17 @@ func winoInput(u, d *[16]float32) {
 	}
 	for r := range 4 {
 		e0, e1, e2, e3 := e[4*r], e[4*r+1], e[4*r+2], e[4*r+3]
-		u[4*r], u[4*r+1], u[4*r+2], u[4*r+3] = e0-e2, e1+e2, e2-e1, e1-e3
+		u[4*r][i], u[4*r+1][i], u[4*r+2][i], u[4*r+3][i] = e0-e2, e1+e2, e2-e1, e1-e3
 	}
 }
 
-// winoOutput writes Y = Aᵀ·m·A (2×2, row-major) of the 4×4 products m.
-func winoOutput(y *[4]float32, m *[16]float32) {
+// winoOutput writes Y = Aᵀ·m·A (2×2, row-major) of the 4×4 products m,
+// column i (mod 32) of m.
+func winoOutput(y *[4]float32, m *winoPanel, i int) {
+	i &= 31
 	var s [8]float32 // Aᵀ·m, 2×4
 	for c := range 4 {
-		m0, m1, m2, m3 := m[c], m[4+c], m[8+c], m[12+c]
+		m0, m1, m2, m3 := m[c][i], m[4+c][i], m[8+c][i], m[12+c][i]
 		s[c], s[4+c] = m0+m1+m2, m1-m2-m3
 	}
 	for r := range 2 {
@@ -60,17 +64,18 @@ func (j *winoJob) filters(lo, hi int) {
 	var v [16]float32
 	for o := lo * mr; o < min(hi*mr, mp); o++ {
 		rb, om := o/mr*mr, o%mr
-		for i := range q.C {
-			if o < q.K {
-				j.filter(&g, o, i)
-				winoFilter(&v, &g)
-			} else {
+		for pc := 0; pc < q.C; pc += j.step {
+			kc := min(j.step, q.C-pc)
+			at := pc*mp + rb*kc + om
+			for i := pc; i < pc+kc; i, at = i+1, at+mr {
 				v = [16]float32{}
-			}
-			pc := i / j.step * j.step
-			at := pc*mp + rb*min(j.step, q.C-pc) + (i-pc)*mr + om
-			for xi := range 16 {
-				j.v[xi*j.aper+at] = v[xi]
+				if o < q.K {
+					j.filter(&g, o, i)
+					winoFilter(&v, &g)
+				}
+				for xi := range 16 {
+					j.v[xi*j.aper+at] = v[xi]
+				}
 			}
 		}
 	}
@@ -89,37 +94,138 @@ func (j *winoJob) filter(g *[9]float32, o, i int) {
 	}
 }
 
+// winoPanel is a run of up to 32 tiles' values at the 16 positions:
+// one packed B panel's row (nr ≤ 32) of each U_ξ, or one row of M_ξ.
+type winoPanel [16][32]float32
+
+// winoCursor walks tiles in order: sample n, tile row ty, column tx.
+type winoCursor struct{ n, ty, tx, th, tw int }
+
+// winoAt returns the cursor at tile t of layout l.
+func winoAt(l *winoLayout, t int) winoCursor {
+	tp := l.th * l.tw
+	return winoCursor{n: t / tp, ty: t % tp / l.tw, tx: t % l.tw, th: l.th, tw: l.tw}
+}
+
+// skip moves the cursor n tiles on along its tile row (tx+n ≤ tw).
+func (c *winoCursor) skip(n int) {
+	if c.tx += n; c.tx == c.tw {
+		if c.tx, c.ty = 0, c.ty+1; c.ty == c.th {
+			c.ty, c.n = 0, c.n+1
+		}
+	}
+}
+
+// next moves the cursor to the following tile.
+func (c *winoCursor) next() { c.skip(1) }
+
 // inputs transforms the input windows of tiles [t0, t0+nu) into the
 // packed B panels of U_ξ (usz words apart): channel c of tile l at
-// depth c, column l, in gemmPackedB's layout; columns past nu are zero.
+// depth c, column l, in gemmPackedB's layout (nr-column panels of each
+// kc slice); columns past nu are zero. A panel row of each U_ξ is built
+// in blk, eight tiles of one tile row at a time where the panel and the
+// row allow (run8), then copied.
 func (j *winoJob) inputs(ub []float32, usz, t0, nu int) {
 	q, nr := &j.q, j.kn.nr
 	np := roundUp(nu, nr)
-	var d, u [16]float32
+	var blk winoPanel
+	var d [16]float32
+	var pad [4 * 24]float32
 	for c := range q.C {
 		pc := c / j.step * j.step
 		kc := min(j.step, q.C-pc)
-		base := pc*np + (c-pc)*nr
-		tp := j.lay.th * j.lay.tw
-		n, ty, tx := t0/tp, t0%tp/j.lay.tw, t0%j.lay.tw
-		for l := range np {
-			if l < nu {
-				plane := j.x[(n*q.C+c)*q.H*q.W:][:q.H*q.W]
-				j.window(&d, plane, 2*ty-q.PadH, 2*tx-q.PadW)
-				winoInput(&u, &d)
-				if tx++; tx == j.lay.tw {
-					if tx, ty = 0, ty+1; ty == j.lay.th {
-						ty, n = 0, n+1
-					}
+		at := pc*np + (c-pc)*nr
+		t := winoAt(&j.lay, t0)
+		for l0 := 0; l0 < nu; l0, at = l0+nr, at+nr*kc {
+			cnt := min(nr, nu-l0)
+			for i := 0; i < cnt; {
+				plane := j.x[(t.n*q.C+c)*q.H*q.W:][:q.H*q.W]
+				h0, w0 := 2*t.ty-q.PadH, 2*t.tx-q.PadW
+				if i+8 <= cnt && t.tx+8 <= t.tw {
+					src, ld := j.rows8(&pad, plane, h0, w0)
+					winoInput8(&blk, i, src, ld)
+					t.skip(8)
+					i += 8
+					continue
 				}
-			} else {
-				u = [16]float32{}
+				j.window(&d, plane, h0, w0)
+				winoInput(&blk, i, &d)
+				t.next()
+				i++
 			}
-			at := base + l/nr*nr*kc + l%nr
 			for xi := range 16 {
-				ub[xi*usz+at] = u[xi]
+				dst := ub[xi*usz+at:][:nr]
+				copy(dst, blk[xi][:cnt])
+				clear(dst[cnt:])
 			}
 		}
+	}
+}
+
+// rows8 returns the four rows of 18 values from row h0 and column w0 of
+// plane that eight tiles side by side read, and their stride: in place
+// when they lie inside the plane, else copied into pad (24 apart) with
+// zeros outside it.
+func (j *winoJob) rows8(pad *[4 * 24]float32, plane []float32, h0, w0 int) ([]float32, int) {
+	H, W := j.q.H, j.q.W
+	if h0 >= 0 && h0+4 <= H && w0 >= 0 && w0+18 <= W {
+		return plane[h0*W+w0 : (h0+3)*W+w0+18], W
+	}
+	clear(pad[:])
+	for r := range 4 {
+		if h := h0 + r; h >= 0 && h < H {
+			lo, hi := max(0, -w0), min(18, W-w0)
+			if lo < hi {
+				copy(pad[24*r+lo:24*r+hi], plane[h*W+w0+lo:])
+			}
+		}
+	}
+	return pad[:], 24
+}
+
+// winoInput8 writes U of the eight windows src[r·ld + 2t + c] (t < 8,
+// r, c < 4) into columns i … i+7 of blk: the assembly where the CPU has
+// it, else winoInput8Go.
+func winoInput8(blk *winoPanel, i int, src []float32, ld int) {
+	_ = src[3*ld+17]
+	_ = blk[0][i+7]
+	if winoAsm {
+		winoInput8AVX2(blk, i, &src[0], ld)
+		return
+	}
+	winoInput8Go(blk, i, src, ld)
+}
+
+// winoInput8Go is winoInput8's Go twin: winoInput tile by tile.
+func winoInput8Go(blk *winoPanel, i int, src []float32, ld int) {
+	var d [16]float32
+	for t := range 8 {
+		for r := range 4 {
+			copy(d[4*r:4*r+4], src[r*ld+2*t:])
+		}
+		winoInput(blk, i+t, &d)
+	}
+}
+
+// winoOutput8 writes Y of the products in columns i … i+7 of blk into
+// dst[r·ld + 2t + c] (t < 8, r, c < 2): the assembly where the CPU has
+// it, else winoOutput8Go.
+func winoOutput8(blk *winoPanel, i int, dst []float32, ld int) {
+	_ = dst[ld+15]
+	_ = blk[0][i+7]
+	if winoAsm {
+		winoOutput8AVX2(blk, i, &dst[0], ld)
+		return
+	}
+	winoOutput8Go(blk, i, dst, ld)
+}
+
+// winoOutput8Go is winoOutput8's Go twin: winoOutput tile by tile.
+func winoOutput8Go(blk *winoPanel, i int, dst []float32, ld int) {
+	var y [4]float32
+	for t := range 8 {
+		winoOutput(&y, blk, i+t)
+		dst[2*t], dst[2*t+1], dst[ld+2*t], dst[ld+2*t+1] = y[0], y[1], y[2], y[3]
 	}
 }
 
@@ -146,31 +252,68 @@ func (j *winoJob) window(d *[16]float32, plane []float32, h0, w0 int) {
 }
 
 // outputs transforms the products of tiles [t0, t0+nu) (M_ξ, msz words
-// apart, K × nu each) into y, clipping tiles past the plane's edge.
+// apart, K × nu each) into y, clipping tiles past the plane's edge: a
+// run of up to 32 tiles' products is copied into blk, then transformed,
+// eight tiles of one tile row at a time where the run and the row allow.
 func (j *winoJob) outputs(mb []float32, msz, t0, nu int) {
 	q := &j.q
-	var m [16]float32
+	var blk winoPanel
 	var y [4]float32
-	tp := j.lay.th * j.lay.tw
+	var pad [2 * 16]float32
 	for k := range q.K {
-		n, ty, tx := t0/tp, t0%tp/j.lay.tw, t0%j.lay.tw
-		for l := range nu {
+		t := winoAt(&j.lay, t0)
+		for l0 := 0; l0 < nu; l0 += 32 {
+			cnt := min(32, nu-l0)
 			for xi := range 16 {
-				m[xi] = mb[xi*msz+k*nu+l]
+				copy(blk[xi][:cnt], mb[xi*msz+k*nu+l0:][:cnt])
 			}
-			winoOutput(&y, &m)
-			plane := j.y[(n*q.K+k)*q.OH*q.OW:][:q.OH*q.OW]
-			h, w := 2*ty, 2*tx
-			for r := range min(2, q.OH-h) {
-				for c := range min(2, q.OW-w) {
-					plane[(h+r)*q.OW+w+c] = y[2*r+c]
+			for i := 0; i < cnt; {
+				if i+8 <= cnt && t.tx+8 <= t.tw {
+					j.store8(&blk, &pad, i, k, &t)
+					t.skip(8)
+					i += 8
+					continue
 				}
+				winoOutput(&y, &blk, i)
+				j.store(&y, k, &t)
+				t.next()
+				i++
 			}
-			if tx++; tx == j.lay.tw {
-				if tx, ty = 0, ty+1; ty == j.lay.th {
-					ty, n = 0, n+1
-				}
-			}
+		}
+	}
+}
+
+// store8 writes the outputs of filter k at the eight tiles from t (one
+// tile row), columns i … i+7 of blk: in place when they lie inside the
+// plane, else through pad, clipped.
+func (j *winoJob) store8(blk *winoPanel, pad *[2 * 16]float32, i, k int, t *winoCursor) {
+	q := &j.q
+	plane := j.y[(t.n*q.K+k)*q.OH*q.OW:][:q.OH*q.OW]
+	h, w := 2*t.ty, 2*t.tx
+	if h+2 <= q.OH && w+16 <= q.OW {
+		winoOutput8(blk, i, plane[h*q.OW+w:(h+1)*q.OW+w+16], q.OW)
+		return
+	}
+	winoOutput8(blk, i, pad[:], 16)
+	for r := range min(2, q.OH-h) {
+		copy(plane[(h+r)*q.OW+w:(h+r+1)*q.OW], pad[16*r:16*r+min(16, q.OW-w)])
+	}
+}
+
+// store writes the 2×2 outputs y of filter k at tile t into y of q,
+// clipped to the plane.
+func (j *winoJob) store(y *[4]float32, k int, t *winoCursor) {
+	q := &j.q
+	plane := j.y[(t.n*q.K+k)*q.OH*q.OW:][:q.OH*q.OW]
+	h, w := 2*t.ty, 2*t.tx
+	if h+2 <= q.OH && w+2 <= q.OW {
+		r0, r1 := plane[h*q.OW+w:][:2], plane[(h+1)*q.OW+w:][:2]
+		r0[0], r0[1], r1[0], r1[1] = y[0], y[1], y[2], y[3]
+		return
+	}
+	for r := range min(2, q.OH-h) {
+		for c := range min(2, q.OW-w) {
+			plane[(h+r)*q.OW+w+c] = y[2*r+c]
 		}
 	}
 }
