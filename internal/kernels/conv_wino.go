@@ -60,12 +60,16 @@ func convAlgoFrom(v string) int {
 	panic(fmt.Sprintf("kernels: HEADROOM_CONV_ALGO=%q, want direct, winograd or auto", v))
 }
 
-// winoMinChannels is the fewest input and output channels (of the
-// forward convolution that runs) for which auto picks Winograd, and
-// winoAutoKernel the float32 GEMM kernel it was measured on: auto picks
-// the direct route everywhere else (see internal/kernels/doc.go).
+// Auto picks Winograd from winoMinChannels input and output channels
+// (of the forward convolution that runs) and winoAutoTiles tiles in all
+// (N·⌈OH/2⌉·⌈OW/2⌉: over fewer, as ResNet-18's 4×4×512 layer at batch
+// 32 with 128, transforming the K·C filters costs about what the fewer
+// products save), and only where the float32 GEMM kernel is
+// winoAutoKernel, the one it was measured on (BenchmarkConvWinograd): the
+// direct route everywhere else (see internal/kernels/doc.go).
 const (
 	winoMinChannels = 32
+	winoAutoTiles   = 256
 	winoAutoKernel  = "avx2-6x16"
 )
 
@@ -105,7 +109,9 @@ func useWino(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
 	case convAlgo == convAlgoWinograd:
 		return q, true
 	}
-	return q, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels
+	tiles := q.N * ceilDiv(q.OH, 2) * ceilDiv(q.OW, 2)
+	return q, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels &&
+		tiles >= winoAutoTiles
 }
 
 // winoBudget is the bytes a unit's U and M aim at (half a Zen 3 core's

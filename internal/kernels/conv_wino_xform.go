@@ -57,24 +57,28 @@ func winoOutput(y *[4]float32, m *winoPanel, i int) {
 // filters transforms the filters of the row panels [lo, hi) of every
 // V_ξ (mr output channels each) into their packed A layout (packWholeA's
 // for the GEMM kernel: kc slices of mr-row panels, rows past K zero).
+// The panel's rows are innermost, so that both w[o][i] (mr streams along
+// i) and the input gradient's w[i][o] (a run of mr filters) are read in
+// order.
 func (j *winoJob) filters(lo, hi int) {
 	q, mr := &j.q, j.kn.mr
 	mp := roundUp(q.K, mr)
 	var g [9]float32
 	var v [16]float32
-	for o := lo * mr; o < min(hi*mr, mp); o++ {
-		rb, om := o/mr*mr, o%mr
+	for rb := lo * mr; rb < min(hi*mr, mp); rb += mr {
 		for pc := 0; pc < q.C; pc += j.step {
 			kc := min(j.step, q.C-pc)
-			at := pc*mp + rb*kc + om
-			for i := pc; i < pc+kc; i, at = i+1, at+mr {
-				v = [16]float32{}
-				if o < q.K {
-					j.filter(&g, o, i)
-					winoFilter(&v, &g)
-				}
-				for xi := range 16 {
-					j.v[xi*j.aper+at] = v[xi]
+			for i := pc; i < pc+kc; i++ {
+				at := pc*mp + rb*kc + (i-pc)*mr
+				for o := rb; o < rb+mr; o, at = o+1, at+1 {
+					v = [16]float32{}
+					if o < q.K {
+						j.filter(&g, o, i)
+						winoFilter(&v, &g)
+					}
+					for xi := range 16 {
+						j.v[xi*j.aper+at] = v[xi]
+					}
 				}
 			}
 		}
