@@ -178,6 +178,16 @@ func winoWorkspace(kind ConvKind, p ConvArgs) int {
 	return winoLayoutFor(q).total()
 }
 
+// winoCheckWorkspace panics, as convScratch does, when a float32 call
+// of kind over p that the Winograd route could run takes the direct
+// route with a ws shorter than ConvWorkspace (the larger of the two
+// routes), so that a short workspace fails whichever route runs.
+func winoCheckWorkspace(kind ConvKind, p ConvArgs, ws []float32) {
+	if n := winoWorkspace(kind, p); ws != nil && len(ws) < n {
+		convScratch(kind.String(), ws, ConvWorkspace(kind, p, ConvF32))
+	}
+}
+
 // winoJob is one Winograd call in flight; jobs are reused and their
 // phases built once, so a warm call allocates nothing.
 type winoJob struct {
