@@ -135,6 +135,8 @@ func (j *winoJob) inputs(ub []float32, usz, t0, nu int) {
 	var blk winoPanel
 	var d [16]float32
 	var pad [4 * 24]float32
+	pp := winoPadded{n: -1}
+	small := (q.H+2*q.PadH+1)*(q.W+2*q.PadW+1) <= winoPadWords
 	for c := range q.C {
 		pc := c / j.step * j.step
 		kc := min(j.step, q.C-pc)
@@ -152,7 +154,12 @@ func (j *winoJob) inputs(ub []float32, usz, t0, nu int) {
 					i += 8
 					continue
 				}
-				j.window(&d, plane, h0, w0)
+				if small {
+					pp.load(q, plane, t.n, c)
+					pp.window(&d, t.ty, t.tx)
+				} else {
+					j.window(&d, plane, h0, w0)
+				}
 				winoInput(&blk, i, &d)
 				t.next()
 				i++
@@ -230,6 +237,42 @@ func winoOutput8Go(blk *winoPanel, i int, dst []float32, ld int) {
 	for t := range 8 {
 		winoOutput(&y, blk, i+t)
 		dst[2*t], dst[2*t+1], dst[ld+2*t], dst[ld+2*t+1] = y[0], y[1], y[2], y[3]
+	}
+}
+
+// winoPadWords bounds winoPadded's plane (4 KiB on the stack).
+const winoPadWords = 1024
+
+// winoPadded is a zero-padded copy of one input plane (sample n, channel
+// c), (H+2·PadH+1) × (W+2·PadW+1), for planes that fit winoPadWords:
+// every tile's window lies inside it, so the tiles that do not run eight
+// at a time (all of them over planes narrower than 16) read it without
+// bounds tests.
+type winoPadded struct {
+	v     [winoPadWords]float32
+	pw    int // row length
+	n, ch int // the plane held (n −1: none)
+}
+
+// load copies plane (sample n, channel c of q) into pp unless it holds it.
+func (pp *winoPadded) load(q *ConvArgs, plane []float32, n, c int) {
+	if pp.n == n && pp.ch == c {
+		return
+	}
+	pw := q.W + 2*q.PadW + 1
+	clear(pp.v[:pw*(q.H+2*q.PadH+1)])
+	for h := range q.H {
+		copy(pp.v[(h+q.PadH)*pw+q.PadW:], plane[h*q.W:(h+1)*q.W])
+	}
+	pp.pw, pp.n, pp.ch = pw, n, c
+}
+
+// window reads tile (ty, tx)'s 4×4 window from the padded plane.
+func (pp *winoPadded) window(d *[16]float32, ty, tx int) {
+	at := 2*ty*pp.pw + 2*tx
+	for r := range 4 {
+		row := pp.v[at+r*pp.pw:][:4]
+		d[4*r], d[4*r+1], d[4*r+2], d[4*r+3] = row[0], row[1], row[2], row[3]
 	}
 }
 
