@@ -62,14 +62,15 @@ func convAlgoFrom(v string) int {
 
 // Auto picks Winograd from winoMinChannels input and output channels
 // (of the forward convolution that runs) and winoAutoTiles tiles in all
-// (N·⌈OH/2⌉·⌈OW/2⌉: over fewer, as ResNet-18's 4×4×512 layer at batch
-// 32 with 128, transforming the K·C filters costs about what the fewer
-// products save), and only where the float32 GEMM kernel is
-// winoAutoKernel, the one it was measured on (BenchmarkConvWinograd): the
-// direct route everywhere else (see internal/kernels/doc.go).
+// (N·⌈OH/2⌉·⌈OW/2⌉; ResNet-18's 4×4×512 layer at batch 32 has 128 and
+// measured 1.10–1.17× faster: over fewer, transforming the K·C filters
+// takes a growing share of what the fewer products save), and only where
+// the float32 GEMM kernel is winoAutoKernel, the one it was measured on
+// (BenchmarkConvWinograd): the direct route everywhere else (see
+// internal/kernels/doc.go).
 const (
 	winoMinChannels = 32
-	winoAutoTiles   = 256
+	winoAutoTiles   = 128
 	winoAutoKernel  = "avx2-6x16"
 )
 
