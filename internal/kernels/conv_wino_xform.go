@@ -11,17 +11,17 @@ package kernels
 // input window d), Y = Aᵀ·m·A (2×2 from the 4×4 products m); position
 // ξ = 4·row + column.
 
-// winoFilter writes V = G·g·Gᵀ of the 3×3 filter g (row-major).
+// winoFilter writes V = G·g·Gᵀ of the 3×3 filter g (row-major): t = G·g
+// (t0 … t11, row by row), then each row of t times Gᵀ.
 func winoFilter(v *[16]float32, g *[9]float32) {
-	var t [12]float32 // G·g, 4×3
-	for c := range 3 {
-		a, b, e := g[c], g[3+c], g[6+c]
-		t[c], t[3+c], t[6+c], t[9+c] = a, 0.5*(a+b+e), 0.5*(a-b+e), e
-	}
-	for r := range 4 {
-		a, b, e := t[3*r], t[3*r+1], t[3*r+2]
-		v[4*r], v[4*r+1], v[4*r+2], v[4*r+3] = a, 0.5*(a+b+e), 0.5*(a-b+e), e
-	}
+	t0, t1, t2 := g[0], g[1], g[2]   // row 0 of G·g
+	t9, t10, t11 := g[6], g[7], g[8] // row 3
+	t3, t4, t5 := 0.5*(g[0]+g[3]+g[6]), 0.5*(g[1]+g[4]+g[7]), 0.5*(g[2]+g[5]+g[8])
+	t6, t7, t8 := 0.5*(g[0]-g[3]+g[6]), 0.5*(g[1]-g[4]+g[7]), 0.5*(g[2]-g[5]+g[8])
+	v[0], v[1], v[2], v[3] = t0, 0.5*(t0+t1+t2), 0.5*(t0-t1+t2), t2
+	v[4], v[5], v[6], v[7] = t3, 0.5*(t3+t4+t5), 0.5*(t3-t4+t5), t5
+	v[8], v[9], v[10], v[11] = t6, 0.5*(t6+t7+t8), 0.5*(t6-t7+t8), t8
+	v[12], v[13], v[14], v[15] = t9, 0.5*(t9+t10+t11), 0.5*(t9-t10+t11), t11
 }
 
 // winoInput writes U = Bᵀ·d·B of the 4×4 window d (row-major) into
@@ -89,7 +89,7 @@ func (j *winoJob) filters(lo, hi int) {
 // of q: w[o][i] forward, w[i][o] rotated 180° for the input gradient.
 func (j *winoJob) filter(g *[9]float32, o, i int) {
 	if !j.flip {
-		copy(g[:], j.w[(o*j.q.C+i)*9:][:9])
+		*g = [9]float32(j.w[(o*j.q.C+i)*9:][:9]) // inline, not a memmove call
 		return
 	}
 	src := j.w[(i*j.q.K+o)*9:][:9]
@@ -166,6 +166,10 @@ func (j *winoJob) inputs(ub []float32, usz, t0, nu int) {
 			}
 			for xi := range 16 {
 				dst := ub[xi*usz+at:][:nr]
+				if cnt == 16 && nr == 16 { // the AVX2 kernel's whole panel, inline
+					*(*[16]float32)(dst) = [16]float32(blk[xi][:16])
+					continue
+				}
 				copy(dst, blk[xi][:cnt])
 				clear(dst[cnt:])
 			}
@@ -312,7 +316,12 @@ func (j *winoJob) outputs(mb []float32, msz, t0, nu int) {
 		for l0 := 0; l0 < nu; l0 += 32 {
 			cnt := min(32, nu-l0)
 			for xi := range 16 {
-				copy(blk[xi][:cnt], mb[xi*msz+k*nu+l0:][:cnt])
+				src := mb[xi*msz+k*nu+l0:][:cnt]
+				if cnt == 32 { // inline, not a memmove call
+					blk[xi] = [32]float32(src)
+					continue
+				}
+				copy(blk[xi][:cnt], src)
 			}
 			for i := 0; i < cnt; {
 				if i+8 <= cnt && t.tx+8 <= t.tw {
