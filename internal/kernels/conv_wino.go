@@ -24,21 +24,23 @@ import (
 // kernel's columns: a unit transforms its tiles' inputs straight into
 // the packed B panels U_ξ (C × nt, gemmPackedB's), runs the 16 GEMMs
 // M_ξ (K × nt) = V_ξ·U_ξ and transforms M back into y, clipping the
-// edge tiles. The GEMMs are the existing kernel's; the transforms are
-// plain Go (conv_wino_xform.go). Units depend on the shape alone and
-// each output is one unit's, so results do not depend on the workers.
+// edge tiles. The GEMMs are the existing kernel's; the transforms are in
+// Go (conv_wino_xform.go), eight tiles of a tile row at a time in AVX2
+// assembly where the CPU has it (conv_wino_amd64.s, bit for bit the Go
+// twins'). Units depend on the shape alone and each output is one
+// unit's, so results do not depend on the workers.
 //
 // Workspace (float32 words, from the first 64-byte boundary of ws):
 // convAlign + 16·(roundUp(convRows(K)·C, 16) + 16) for V, then
 // min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
-// roundUp(K·nt, 16) + 32), units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉ and nt = winoTiles(C, K,
-// tiles) (winoLayoutFor). C and K are those of the forward convolution
+// roundUp(K·nt, 16) + 32), units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉ and
+// nt = winoTiles(C, K, tiles) (winoLayoutFor). C and K are those of the forward convolution
 // that runs: for the input gradient C is dy's K channels and K is dx's C.
 
 // The convolution algorithms HEADROOM_CONV_ALGO selects for float32
 // convolutions the Winograd route can run.
 const (
-	convAlgoAuto     = iota // Winograd where measured faster (winoAuto)
+	convAlgoAuto     = iota // Winograd where measured faster (useWino)
 	convAlgoDirect          // never Winograd
 	convAlgoWinograd        // Winograd for every eligible shape
 )
