@@ -87,4 +87,13 @@
 // That host scratch is an artefact of this CPU implementation, not tensor
 // memory: the device allocator does not see it, and a meta device
 // predicts none of it.
+//
+// HEADROOM_CONV_ALGO (direct, winograd or auto, the default; read once at
+// start-up) picks how F32 3×3 stride-1 convolutions and their input
+// gradients run: direct (im2col + GEMM) or Winograd F(2×2, 3×3), 2.25×
+// fewer products at a somewhat larger rounding error. Auto takes Winograd
+// from 32 channels and 128 output tiles where the F32 GEMM is the AVX2
+// kernel (measured faster there, on Zen 3; unmeasured on AVX-512, so
+// direct). The workspace counts the larger of the two routes either way
+// (internal/kernels/doc.go).
 package cpu

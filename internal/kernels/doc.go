@@ -92,4 +92,32 @@
 // (conv_unperm.go), from tables of 1,256 and 2,480 bytes
 // held in the call's reused job (one job per call in flight; no other
 // memory).
+//
+// Winograd (conv_wino.go). A float32 Conv2d or Conv2dGradInput with 3×3
+// filters, stride 1, dilation 1, one group and padding at most 2 may run
+// as Winograd F(2×2, 3×3): 16 products per 2×2 output tile and channel
+// pair instead of 36, on the same GEMM kernel (16 GEMMs of K × tiles ×
+// C), the input gradient as the forward convolution of dy by the
+// rotated, transposed filters (padding 2−p). Its error is larger than
+// direct summation's (the transforms add and halve; bounded by a small
+// multiple of 2⁻²⁴·Σ_c ‖w_kc‖₁·‖d_c‖₁ over the output's 4×4 input
+// window, TestConv2dWinograd); float64 and 16-bit calls never take it.
+// HEADROOM_CONV_ALGO, read once at start-up, picks the route: direct
+// (never Winograd), winograd (every eligible call) or auto (the default;
+// any other value panics): Winograd where it measured faster on an AVX2
+// Zen 3 (BenchmarkConvWinograd, one core) — at least 32 input and output channels and 128
+// tiles (N·⌈OH/2⌉·⌈OW/2⌉) — and only where the float32 GEMM runs the
+// AVX2 6×16 kernel. On AVX-512 that kernel is twice as fast and the
+// transforms (AVX2 in conv_wino_amd64.s, eight tiles a call, Go
+// elsewhere) take a larger share, so the decision there is unmeasured and
+// auto keeps the direct route. Its workspace, in float32 words, is
+// 16 + 16·(roundUp(rows(K)·C, 16) + 16) for the transformed filters plus
+// min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
+// roundUp(K·nt, 16) + 32) for a unit's transformed inputs and products,
+// with nt = min(512, max(64, ⌊2¹⁹/(64·(C+K))⌋ rounded down to 32),
+// tiles rounded up to 32) tiles a unit and units = ⌈tiles/nt⌉ (C and K
+// the channels of the forward convolution that runs: dy's and dx's for
+// the input gradient); ConvWorkspace(kind, p, ConvF32) is the larger of
+// that and the direct layout for every eligible shape, whatever the CPU
+// and HEADROOM_CONV_ALGO, so the meta device plans the same bytes.
 package kernels
