@@ -179,13 +179,7 @@ func (p Conv2d) Workspace() int {
 // (kernels.ConvWorkspace: the packed filters, G·rows(K/G)·C/G·R·S with
 // rows(m) = max(⌈m/12⌉·12, ⌈m/32⌉·32), and one tile for each of at most
 // kernels.ConvSlots() workers, 8 up to 8 cores, plus 16 for alignment) and Workspace(),
-// what the cuda kernels use. For F32 operands of a 3×3, stride-1,
-// undilated, ungrouped convolution with padding ≤ 2 the cpu count is the
-// larger of that and the Winograd route's (internal/kernels/doc.go):
-// 16 + 16·(roundUp(rows(K)·C, 16) + 16) for the transformed filters plus
-// min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
-// roundUp(K·nt, 16) + 32), nt tiles a unit (64 for ResNet's layers), whether or not the
-// route runs. It depends on the convolution and dt alone,
+// what the cuda kernels use. It depends on the convolution and dt alone,
 // not on the backend or the machine, so meta accounts the same bytes.
 func (p Conv2d) ForwardWorkspace(dt dtype.DType) int {
 	return max(p.Workspace(), p.cpuWorkspace(kernels.ConvForward, dt))
@@ -195,9 +189,7 @@ func (p Conv2d) ForwardWorkspace(dt dtype.DType) int {
 // kernels' packed filters are G·blocks·rows(block·R·S)·K/G elements (a
 // block of channels per unit), and a BF16 or F16 input gradient that may
 // run as the forward convolution by flipped filters takes the larger of
-// the two routes, and so does an F32 one the Winograd route may run (its
-// layout as ForwardWorkspace's, over the flipped convolution: C and K
-// swapped).
+// the two routes.
 func (p Conv2d) GradInputWorkspace(dt dtype.DType) int {
 	return max(p.Workspace(), p.cpuWorkspace(kernels.ConvGradInput, dt))
 }

@@ -94,8 +94,12 @@ func TestReadHTMLRefuses(t *testing.T) {
 	s := page.String()
 	i := strings.Index(s, `id="data0">`) + len(`id="data0">`)
 	cut := s[:i+400] + s[strings.Index(s[i:], "</script>")+i:]
-	if _, err := device.ReadHTML(strings.NewReader(cut)); err == nil || !strings.Contains(err.Error(), "malformed") {
-		t.Errorf("ReadHTML of a cut stream: %v, want an event named malformed", err)
+	// The events' time deltas vary in length from run to run, so the cut
+	// falls inside an event (malformed) or, now and then, just after one
+	// (the stream ends before the events the page declares): both refuse.
+	if _, err := device.ReadHTML(strings.NewReader(cut)); err == nil ||
+		!strings.Contains(err.Error(), "malformed") && !strings.Contains(err.Error(), "stream ends at event") {
+		t.Errorf("ReadHTML of a cut stream: %v, want an event named malformed or the stream's early end", err)
 	}
 }
 

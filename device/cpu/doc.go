@@ -94,6 +94,7 @@
 // fewer products at a somewhat larger rounding error. Auto takes Winograd
 // from 32 channels and 128 output tiles where the F32 GEMM is the AVX2
 // kernel (measured faster there, on Zen 3; unmeasured on AVX-512, so
-// direct). The workspace counts the larger of the two routes either way
-// (internal/kernels/doc.go).
+// direct). Winograd runs within the direct route's workspace (fewer
+// slots, or the direct route where none fits), so the workspace and a
+// step's peak are the same either way (internal/kernels/doc.go).
 package cpu

@@ -152,7 +152,6 @@ func runConvJob[T Float](kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 			runWino(kind, p, q, as[float32](out), as[float32](a), as[float32](b), as[float32](ws))
 			return
 		}
-		winoCheckWorkspace(kind, p, as[float32](ws))
 		j := convJobs32.get()
 		j.run(kind, p, as[float32](out), as[float32](a), as[float32](b), as[float32](ws))
 		convJobs32.put(j)

@@ -31,11 +31,16 @@ import (
 // unit's, so results do not depend on the workers.
 //
 // Workspace (float32 words, from the first 64-byte boundary of ws):
-// convAlign + 16·(roundUp(convRows(K)·C, 16) + 16) for V, then
-// min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
-// roundUp(K·nt, 16) + 32), units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉ and
-// nt = winoTiles(C, K, tiles) (winoLayoutFor). C and K are those of the forward convolution
-// that runs: for the input gradient C is dy's K channels and K is dx's C.
+// convAlign + 16·(roundUp(convRows(K)·C, 16) + 16) for V, then s slots
+// of 16·(roundUp(roundUp(nt, 32)·C, 16) + roundUp(K·nt, 16) + 32),
+// units = ⌈N·⌈OH/2⌉·⌈OW/2⌉ / nt⌉, nt = winoTiles(C, K, tiles) and
+// s = min(ConvSlots(), units, the slots that fit in the direct route's
+// layout after V) (winoLayoutFor). C and K are those of the forward
+// convolution that runs: for the input gradient C is dy's K channels and
+// K is dx's C. The route never takes more than the direct layout, which
+// is what ConvWorkspace returns: it runs only where at least one slot
+// fits, and auto only where there are slots for every worker it could
+// use, so Winograd never raises a step's peak.
 
 // The convolution algorithms HEADROOM_CONV_ALGO selects for float32
 // convolutions the Winograd route can run.
@@ -93,13 +98,14 @@ func winoArgs(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
 	if !winoEligible(p) || kind == ConvGradWeight {
 		return p, false
 	}
-	if kind == ConvForward {
-		return p, true
+	q := p
+	if kind == ConvGradInput {
+		q = ConvArgs{
+			N: p.N, C: p.K, H: p.OH, W: p.OW, K: p.C, R: 3, S: 3, StrideH: 1, StrideW: 1,
+			PadH: 2 - p.PadH, PadW: 2 - p.PadW, DilH: 1, DilW: 1, Groups: 1, OH: p.H, OW: p.W,
+		}
 	}
-	return ConvArgs{
-		N: p.N, C: p.K, H: p.OH, W: p.OW, K: p.C, R: 3, S: 3, StrideH: 1, StrideW: 1,
-		PadH: 2 - p.PadH, PadW: 2 - p.PadW, DilH: 1, DilW: 1, Groups: 1, OH: p.H, OW: p.W,
-	}, true
+	return q, winoLayoutFor(kind, p, q).slots > 0
 }
 
 // useWino says whether a float32 call of kind over p takes the Winograd
@@ -112,9 +118,9 @@ func useWino(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
 	case convAlgo == convAlgoWinograd:
 		return q, true
 	}
-	tiles := q.N * ceilDiv(q.OH, 2) * ceilDiv(q.OW, 2)
+	l := winoLayoutFor(kind, p, q)
 	return q, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels &&
-		tiles >= winoAutoTiles
+		l.tiles >= winoAutoTiles && l.slots >= min(Workers(), l.units)
 }
 
 // winoBudget is the bytes a unit's U and M aim at (half a Zen 3 core's
@@ -144,16 +150,22 @@ type winoLayout struct {
 	filters, slot, slots     int
 }
 
-// winoLayoutFor returns the layout of the Winograd route over q (the
-// forward convolution it runs, winoEligible).
-func winoLayoutFor(q ConvArgs) winoLayout {
+// winoLayoutFor returns the layout of the Winograd route for a call of
+// kind over p that runs q (the forward convolution, winoEligible).
+// Memory first: the route never takes more of ws than the direct route's
+// layout (convLayoutFor), so that choosing it never raises a step's
+// peak: its slots are as many as fit there after V (at most
+// min(ConvSlots(), units)), and none (the route cannot run) when not
+// even one fits.
+func winoLayoutFor(kind ConvKind, p, q ConvArgs) winoLayout {
 	l := winoLayout{th: ceilDiv(q.OH, 2), tw: ceilDiv(q.OW, 2)}
 	l.tiles = q.N * l.th * l.tw
 	l.nt = winoTiles(q.C, q.K, l.tiles)
 	l.units = ceilDiv(l.tiles, l.nt)
 	l.filters = 16 * l.vStride(&q)
 	l.slot = 16 * (l.uStride(&q) + l.mStride(&q))
-	l.slots = min(ConvSlots(), l.units)
+	room := convLayoutFor(kind, p, false, 4).total() - convAlign - l.filters
+	l.slots = max(0, min(ConvSlots(), l.units, room/l.slot))
 	return l
 }
 
@@ -178,17 +190,7 @@ func winoWorkspace(kind ConvKind, p ConvArgs) int {
 	if !ok {
 		return 0
 	}
-	return winoLayoutFor(q).total()
-}
-
-// winoCheckWorkspace panics, as convScratch does, when a float32 call
-// of kind over p that the Winograd route could run takes the direct
-// route with a ws shorter than ConvWorkspace (the larger of the two
-// routes), so that a short workspace fails whichever route runs.
-func winoCheckWorkspace(kind ConvKind, p ConvArgs, ws []float32) {
-	if n := winoWorkspace(kind, p); ws != nil && len(ws) < n {
-		convScratch(kind.String(), ws, ConvWorkspace(kind, p, ConvF32))
-	}
+	return winoLayoutFor(kind, p, q).total()
 }
 
 // winoJob is one Winograd call in flight; jobs are reused and their
@@ -217,7 +219,7 @@ func runWino(kind ConvKind, p, q ConvArgs, out, a, w, ws []float32) {
 	if j.units == nil {
 		j.units, j.filt = j.work, j.filters
 	}
-	j.q, j.flip, j.lay = q, kind == ConvGradInput, winoLayoutFor(q)
+	j.q, j.flip, j.lay = q, kind == ConvGradInput, winoLayoutFor(kind, p, q)
 	j.y, j.x, j.w, j.kn = out, a, w, &sgemm
 	j.aper, j.step = j.lay.vStride(&q), j.kn.kcFor(q.C)
 	j.v = ws[:j.lay.filters]

@@ -210,24 +210,45 @@ func TestConv2dWinogradDeterministic(t *testing.T) {
 
 // TestConvWorkspaceWinograd checks the Winograd layout's closed form on
 // ResNet-18's 64-channel 32×32 layer at batch 32 (nt = 2¹⁹/(64·128) = 64
-// tiles a unit, 32·16·16/64 = 128 units) and its flipped input gradient,
-// and that ConvWorkspace is the larger of the two routes whatever
-// convAlgo says.
+// tiles a unit, 32·16·16/64 = 128 units, as many slots as fit in the
+// direct layout after V) and its flipped input gradient; that over
+// ResNet-18's 3×3 stride-1 layers at several batches the route never
+// takes more than the direct layout and ConvWorkspace is the direct
+// layout whatever convAlgo says (memory first); and that its 4×4×512
+// layer at batch 32, where not one slot fits beside V, runs direct even
+// when Winograd is asked for.
 func TestConvWorkspaceWinograd(t *testing.T) {
 	p := convShape(ConvArgs{N: 32, C: 64, H: 32, W: 32, K: 64, R: 3, S: 3, PadH: 1, PadW: 1})
-	slots := min(ConvSlots(), 128)
-	want := 16 + 16*(72*64+16) + slots*16*(64*64+16+64*64+16)
+	v, slot := 16*(72*64+16), 16*(64*64+16+64*64+16)
 	for _, kind := range []ConvKind{ConvForward, ConvGradInput} {
+		direct := convLayoutFor(kind, p, false, 4).total()
+		want := 16 + v + min(ConvSlots(), 128, (direct-16-v)/slot)*slot
 		if got := winoWorkspace(kind, p); got != want {
 			t.Errorf("%v: Winograd workspace %d, want %d", kind, got, want)
 		}
-		direct := convLayoutFor(kind, p, false, 4).total()
-		for _, algo := range []int{convAlgoDirect, convAlgoAuto, convAlgoWinograd} {
-			withConvAlgo(t, algo)
-			if got := ConvWorkspace(kind, p, ConvF32); got != max(want, direct) {
-				t.Errorf("%v algo %d: ConvWorkspace %d, want max(%d, %d)", kind, algo, got, want, direct)
+	}
+	for _, batch := range []int{1, 8, 32, 128} {
+		for _, l := range []struct{ c, hw int }{{64, 32}, {128, 16}, {256, 8}, {512, 4}} {
+			q := convShape(ConvArgs{N: batch, C: l.c, H: l.hw, W: l.hw, K: l.c, R: 3, S: 3, PadH: 1, PadW: 1})
+			for _, kind := range []ConvKind{ConvForward, ConvGradInput} {
+				direct := convLayoutFor(kind, q, false, 4).total()
+				if n := winoWorkspace(kind, q); n > direct {
+					t.Errorf("%v %+v: Winograd workspace %d > the direct layout's %d", kind, q, n, direct)
+				}
+				for _, algo := range []int{convAlgoDirect, convAlgoAuto, convAlgoWinograd} {
+					withConvAlgo(t, algo)
+					if got := ConvWorkspace(kind, q, ConvF32); got != direct {
+						t.Errorf("%v %+v algo %d: ConvWorkspace %d, want the direct layout's %d", kind, q, algo, got, direct)
+					}
+				}
 			}
 		}
+	}
+	withConvAlgo(t, convAlgoWinograd)
+	deep := convShape(ConvArgs{N: 32, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, PadH: 1, PadW: 1})
+	if _, ok := useWino(ConvForward, deep); ok || winoWorkspace(ConvForward, deep) != 0 {
+		t.Errorf("%+v: Winograd runs (workspace %d) where V (%d words) leaves no slot in the direct layout (%d)",
+			deep, winoWorkspace(ConvForward, deep), 16*(516*512+16), convLayoutFor(ConvForward, deep, false, 4).total())
 	}
 	if n := winoWorkspace(ConvGradWeight, p); n != 0 {
 		t.Errorf("weight gradient: Winograd workspace %d, want 0", n)

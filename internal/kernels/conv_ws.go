@@ -72,9 +72,6 @@ func ConvWorkspace(kind ConvKind, p ConvArgs, op ConvOperands) int {
 		size = 8
 	}
 	n := convLayoutFor(kind, p, op == ConvHalf, size).total()
-	if op == ConvF32 {
-		n = max(n, winoWorkspace(kind, p))
-	}
 	if q, ok := p.flipGradInput(); ok && kind == ConvGradInput && op == ConvHalf {
 		n = max(n, convAlign+flipWords(p)+ConvWorkspace(ConvForward, q, ConvHalf))
 	}

@@ -76,12 +76,8 @@ func TestConvWorkspaceClosedForm(t *testing.T) {
 		// values (73728 words).
 		{ConvGradWeight, s1, ConvHalf, 16 + 8*64*576 + 8*73728},
 		// crs 4608, one band of 4×4: 4 samples a unit (8 units), tile
-		// 4608·64 + 512·64 + 4096 staging; filters rows(512) = 516 by 4608
-		// (5031952 words). The Winograd layout is larger: 16 transformed
-		// filters of 516·512 + 16, and 128 tiles in 2 units of 64, each
-		// slot 16·(64·512 + 16 + 512·64 + 16) (6325520 words).
-		{ConvForward, s4, ConvF32, max(16+516*4608+8*(4608*64+512*64+4096),
-			16+16*(516*512+16)+2*16*(64*512+16+512*64+16))},
+		// 4608·64 + 512·64 + 4096 staging; filters rows(512) = 516 by 4608.
+		{ConvForward, s4, ConvF32, 16 + 516*4608 + 8*(4608*64+512*64+4096)},
 		// Pointwise over 64 outputs: no tile, the packed filters only
 		// (2 groups of rows(5) = 32 by 3).
 		{ConvForward, pw, ConvF32, 16 + 2*32*3},

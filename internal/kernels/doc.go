@@ -112,12 +112,17 @@
 // elsewhere) take a larger share, so the decision there is unmeasured and
 // auto keeps the direct route. Its workspace, in float32 words, is
 // 16 + 16·(roundUp(rows(K)·C, 16) + 16) for the transformed filters plus
-// min(ConvSlots(), units) slots of 16·(roundUp(roundUp(nt, 32)·C, 16) +
-// roundUp(K·nt, 16) + 32) for a unit's transformed inputs and products,
-// with nt = min(512, max(64, ⌊2¹⁹/(64·(C+K))⌋ rounded down to 32),
-// tiles rounded up to 32) tiles a unit and units = ⌈tiles/nt⌉ (C and K
-// the channels of the forward convolution that runs: dy's and dx's for
-// the input gradient); ConvWorkspace(kind, p, ConvF32) is the larger of
-// that and the direct layout for every eligible shape, whatever the CPU
-// and HEADROOM_CONV_ALGO, so the meta device plans the same bytes.
+// s slots of 16·(roundUp(roundUp(nt, 32)·C, 16) + roundUp(K·nt, 16) +
+// 32) for a unit's transformed inputs and products, with nt = min(512,
+// max(64, ⌊2¹⁹/(64·(C+K))⌋ rounded down to 32), tiles rounded up to 32)
+// tiles a unit, units = ⌈tiles/nt⌉ (C and K the channels of the forward
+// convolution that runs: dy's and dx's for the input gradient) and s =
+// min(ConvSlots(), units, the slots that fit in the direct route's layout
+// after the filters). Memory first: the route never takes more than the
+// direct layout, so ConvWorkspace is the direct route's whatever the CPU
+// and HEADROOM_CONV_ALGO and choosing Winograd never raises a step's
+// peak; a shape where not one slot fits (ResNet-18's 4×4×512 layer at
+// batch 32: its 16 transformed filter matrices are 16/9 of the packed
+// ones) runs direct, and auto takes Winograd only where there is a slot
+// for every worker it could use.
 package kernels
