@@ -88,7 +88,8 @@
 // memory: the device allocator does not see it, and a meta device
 // predicts none of it.
 //
-// HEADROOM_CONV_ALGO (direct, winograd or auto, the default; read once at
+// HEADROOM_CONV_ALGO (direct, winograd or auto, the default, which any
+// other value gets, with a warning on stderr naming it; read once at
 // start-up) picks how F32 3×3 stride-1 convolutions and their input
 // gradients run: direct (im2col + GEMM) or Winograd F(2×2, 3×3), 2.25×
 // fewer products at a somewhat larger rounding error. Auto takes Winograd

@@ -148,8 +148,8 @@ var (
 func runConvJob[T Float](kind ConvKind, p ConvArgs, out, a, b, ws []T) {
 	var z T
 	if unsafe.Sizeof(z) == 4 {
-		if q, ok := useWino(kind, p); ok {
-			runWino(kind, p, q, as[float32](out), as[float32](a), as[float32](b), as[float32](ws))
+		if q, l, ok := useWino(kind, p); ok {
+			runWino(kind, p, q, l, as[float32](out), as[float32](a), as[float32](b), as[float32](ws))
 			return
 		}
 		j := convJobs32.get()

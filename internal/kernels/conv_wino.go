@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 )
@@ -52,10 +53,14 @@ const (
 
 // convAlgo is the algorithm choice, read once from HEADROOM_CONV_ALGO
 // (a variable so that the tests and benchmarks can switch it).
-var convAlgo = convAlgoFrom(os.Getenv("HEADROOM_CONV_ALGO"))
+var convAlgo = convAlgoFrom(os.Getenv("HEADROOM_CONV_ALGO"), os.Stderr)
 
-// convAlgoFrom parses HEADROOM_CONV_ALGO's value.
-func convAlgoFrom(v string) int {
+// convAlgoFrom parses HEADROOM_CONV_ALGO's value. Any other value is
+// named in one line on warn, before any work, and the choice is auto:
+// the knob changes speed and rounding, never what is computed, so a
+// misspelt value is not worth stopping a program (or a panic trace at
+// start-up) for.
+func convAlgoFrom(v string, warn io.Writer) int {
 	switch v {
 	case "", "auto":
 		return convAlgoAuto
@@ -64,7 +69,8 @@ func convAlgoFrom(v string) int {
 	case "winograd":
 		return convAlgoWinograd
 	}
-	panic(fmt.Sprintf("kernels: HEADROOM_CONV_ALGO=%q, want direct, winograd or auto", v))
+	fmt.Fprintf(warn, "headroom: HEADROOM_CONV_ALGO=%q: want direct, winograd or auto; using auto\n", v)
+	return convAlgoAuto
 }
 
 // Auto picks Winograd from winoMinChannels input and output channels
@@ -92,11 +98,11 @@ func winoEligible(p ConvArgs) bool {
 
 // winoArgs returns the forward convolution the Winograd route runs for
 // kind over p (the input gradient's: dy by the flipped filters, padding
-// 2−p, yielding dx), and whether the route can run it; never for the
-// weight gradient.
-func winoArgs(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
+// 2−p, yielding dx), its layout, and whether the route can run it; never
+// for the weight gradient.
+func winoArgs(kind ConvKind, p ConvArgs) (ConvArgs, winoLayout, bool) {
 	if !winoEligible(p) || kind == ConvGradWeight {
-		return p, false
+		return p, winoLayout{}, false
 	}
 	q := p
 	if kind == ConvGradInput {
@@ -105,21 +111,21 @@ func winoArgs(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
 			PadH: 2 - p.PadH, PadW: 2 - p.PadW, DilH: 1, DilW: 1, Groups: 1, OH: p.H, OW: p.W,
 		}
 	}
-	return q, winoLayoutFor(kind, p, q).slots > 0
+	l := winoLayoutFor(kind, p, q)
+	return q, l, l.slots > 0
 }
 
 // useWino says whether a float32 call of kind over p takes the Winograd
-// route, and returns the convolution it runs.
-func useWino(kind ConvKind, p ConvArgs) (ConvArgs, bool) {
-	q, ok := winoArgs(kind, p)
+// route, and returns the convolution it runs and its layout.
+func useWino(kind ConvKind, p ConvArgs) (ConvArgs, winoLayout, bool) {
+	q, l, ok := winoArgs(kind, p)
 	switch {
 	case !ok || convAlgo == convAlgoDirect:
-		return q, false
+		return q, l, false
 	case convAlgo == convAlgoWinograd:
-		return q, true
+		return q, l, true
 	}
-	l := winoLayoutFor(kind, p, q)
-	return q, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels &&
+	return q, l, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels &&
 		l.tiles >= winoAutoTiles && l.slots >= min(Workers(), l.units)
 }
 
@@ -186,11 +192,11 @@ func (l winoLayout) total() int { return convAlign + l.filters + l.slots*l.slot 
 // winoWorkspace returns the words the Winograd route takes for kind over
 // p, or 0 where it cannot run it.
 func winoWorkspace(kind ConvKind, p ConvArgs) int {
-	q, ok := winoArgs(kind, p)
+	_, l, ok := winoArgs(kind, p)
 	if !ok {
 		return 0
 	}
-	return winoLayoutFor(kind, p, q).total()
+	return l.total()
 }
 
 // winoJob is one Winograd call in flight; jobs are reused and their
@@ -212,14 +218,14 @@ type winoJob struct {
 var winoJobs freeList[winoJob]
 
 // runWino runs a float32 call of kind over p through the Winograd route
-// for q (useWino's): out is y or dx, a is x or dy.
-func runWino(kind ConvKind, p, q ConvArgs, out, a, w, ws []float32) {
+// for q with layout lay (useWino's): out is y or dx, a is x or dy.
+func runWino(kind ConvKind, p, q ConvArgs, lay winoLayout, out, a, w, ws []float32) {
 	ws, buf := convScratch(kind.String(), ws, ConvWorkspace(kind, p, ConvF32))
 	j := winoJobs.get()
 	if j.units == nil {
 		j.units, j.filt = j.work, j.filters
 	}
-	j.q, j.flip, j.lay = q, kind == ConvGradInput, winoLayoutFor(kind, p, q)
+	j.q, j.flip, j.lay = q, kind == ConvGradInput, lay
 	j.y, j.x, j.w, j.kn = out, a, w, &sgemm
 	j.aper, j.step = j.lay.vStride(&q), j.kn.kcFor(q.C)
 	j.v = ws[:j.lay.filters]

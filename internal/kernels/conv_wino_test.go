@@ -246,7 +246,7 @@ func TestConvWorkspaceWinograd(t *testing.T) {
 	}
 	withConvAlgo(t, convAlgoWinograd)
 	deep := convShape(ConvArgs{N: 32, C: 512, H: 4, W: 4, K: 512, R: 3, S: 3, PadH: 1, PadW: 1})
-	if _, ok := useWino(ConvForward, deep); ok || winoWorkspace(ConvForward, deep) != 0 {
+	if _, _, ok := useWino(ConvForward, deep); ok || winoWorkspace(ConvForward, deep) != 0 {
 		t.Errorf("%+v: Winograd runs (workspace %d) where V (%d words) leaves no slot in the direct layout (%d)",
 			deep, winoWorkspace(ConvForward, deep), 16*(516*512+16), convLayoutFor(ConvForward, deep, false, 4).total())
 	}
@@ -297,16 +297,16 @@ func TestConv2dWinogradNoHeap(t *testing.T) {
 // any other.
 func TestConvAlgoFrom(t *testing.T) {
 	for v, want := range map[string]int{"": convAlgoAuto, "auto": convAlgoAuto, "direct": convAlgoDirect, "winograd": convAlgoWinograd} {
-		if got := convAlgoFrom(v); got != want {
-			t.Errorf("convAlgoFrom(%q) = %d, want %d", v, got, want)
+		var warn strings.Builder
+		if got := convAlgoFrom(v, &warn); got != want || warn.Len() != 0 {
+			t.Errorf("convAlgoFrom(%q) = %d (warning %q), want %d and no warning", v, got, warn.String(), want)
 		}
 	}
-	defer func() {
-		if msg, _ := recover().(string); !strings.Contains(msg, `HEADROOM_CONV_ALGO="fast"`) {
-			t.Errorf("convAlgoFrom(\"fast\"): panic %q, want one naming the value", msg)
-		}
-	}()
-	convAlgoFrom("fast")
+	var warn strings.Builder
+	if got := convAlgoFrom("fast", &warn); got != convAlgoAuto ||
+		!strings.Contains(warn.String(), `HEADROOM_CONV_ALGO="fast": want direct, winograd or auto`) {
+		t.Errorf("convAlgoFrom(\"fast\") = %d, warning %q: want auto and a warning naming the value", got, warn.String())
+	}
 }
 
 // TestWinoTransforms8 checks the eight-tile transforms (the assembly

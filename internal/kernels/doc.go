@@ -104,7 +104,8 @@
 // window, TestConv2dWinograd); float64 and 16-bit calls never take it.
 // HEADROOM_CONV_ALGO, read once at start-up, picks the route: direct
 // (never Winograd), winograd (every eligible call) or auto (the default;
-// any other value panics): Winograd where it measured faster on an AVX2
+// any other value is named in a warning on stderr and taken as auto):
+// Winograd where it measured faster on an AVX2
 // Zen 3 (BenchmarkConvWinograd, one core) — at least 32 input and output channels and 128
 // tiles (N·⌈OH/2⌉·⌈OW/2⌉) — and only where the float32 GEMM runs the
 // AVX2 6×16 kernel. On AVX-512 that kernel is twice as fast and the
