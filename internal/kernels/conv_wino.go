@@ -74,18 +74,29 @@ func convAlgoFrom(v string, warn io.Writer) int {
 }
 
 // Auto picks Winograd from winoMinChannels input and output channels
-// (of the forward convolution that runs) and winoAutoTiles tiles in all
-// (N·⌈OH/2⌉·⌈OW/2⌉; ResNet-18's 4×4×512 layer at batch 32 has 128 and
-// measured 1.10–1.17× faster: over fewer, transforming the K·C filters
-// takes a growing share of what the fewer products save), and only where
-// the float32 GEMM kernel is winoAutoKernel, the one it was measured on
-// (BenchmarkConvWinograd): the direct route everywhere else (see
+// (of the forward convolution that runs) and a number of tiles in all
+// (N·⌈OH/2⌉·⌈OW/2⌉) that depends on the float32 GEMM kernel, the ones it
+// was measured on (BenchmarkConvWinograd): over fewer tiles, transforming
+// the K·C filters takes a growing share of what the fewer products save.
+// On the AVX2 6×16 kernel (Zen 3) from 128 tiles (ResNet-18's 4×4×512
+// layer at batch 32 has 128 and measured 1.10–1.17× faster); on the
+// AVX-512 12×32 kernel, twice as fast, from 1024 (Zen 5, batch 32: planes
+// of 16×16 and more 1.22–1.65×, the 8×8 planes 0.93–1.06× at 512 tiles,
+// 4×4 0.98–1.02×). Any other kernel runs direct (see
 // internal/kernels/doc.go).
-const (
-	winoMinChannels = 32
-	winoAutoTiles   = 128
-	winoAutoKernel  = "avx2-6x16"
-)
+const winoMinChannels = 32
+
+// winoAutoTiles returns the fewest tiles from which auto takes Winograd
+// on the float32 GEMM kernel named kernel, 0 for never.
+func winoAutoTiles(kernel string) int {
+	switch kernel {
+	case "avx2-6x16":
+		return 128
+	case "avx512-12x32":
+		return 1024
+	}
+	return 0
+}
 
 // winoEligible says whether the Winograd route can compute p (as a
 // forward convolution).
@@ -125,8 +136,9 @@ func useWino(kind ConvKind, p ConvArgs) (ConvArgs, winoLayout, bool) {
 	case convAlgo == convAlgoWinograd:
 		return q, l, true
 	}
-	return q, l, sgemm.name == winoAutoKernel && q.C >= winoMinChannels && q.K >= winoMinChannels &&
-		l.tiles >= winoAutoTiles && l.slots >= min(Workers(), l.units)
+	least := winoAutoTiles(sgemm.name)
+	return q, l, least > 0 && q.C >= winoMinChannels && q.K >= winoMinChannels &&
+		l.tiles >= least && l.slots >= min(Workers(), l.units)
 }
 
 // winoBudget is the bytes a unit's U and M aim at (half a Zen 3 core's

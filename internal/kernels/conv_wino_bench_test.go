@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// BenchmarkConvWinograd times ResNet-18's stride-1 3×3 layers (CIFAR stem,
-// batch 32: 64@32×32, 128@16×16, 256@8×8, 512@4×4), forward and input
+// BenchmarkConvWinograd times ResNet-18's stride-1 3×3 layers (small stem,
+// batch 32, 32×32 inputs: 64@32×32, 128@16×16, 256@8×8, 512@4×4; with
+// size=64 the 64×64 inputs of bench's resnet18-64), forward and input
 // gradient, by the direct route and the Winograd route alternately in one
 // loop, best of each: it reports the Winograd route's effective GFLOP/s
 // (counting the direct convolution's 2·N·K·C·9·OH·OW), the direct
@@ -17,7 +18,7 @@ import (
 func BenchmarkConvWinograd(b *testing.B) {
 	defer func(algo int) { convAlgo = algo }(convAlgo)
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, c := range resnetStages(32, 32) {
+	for _, c := range append(resnetStages(32, 32), resnetStages64()...) {
 		if c.p.StrideH != 1 {
 			continue
 		}
@@ -45,4 +46,14 @@ func BenchmarkConvWinograd(b *testing.B) {
 			})
 		}
 	}
+}
+
+// resnetStages64 is resnetStages(32, 64) with each name prefixed by
+// "size=64/".
+func resnetStages64() []*convBench {
+	cs := resnetStages(32, 64)
+	for _, c := range cs {
+		c.name = "size=64/" + c.name
+	}
+	return cs
 }

@@ -342,3 +342,34 @@ func TestWinoTransforms8(t *testing.T) {
 		}
 	}
 }
+
+// TestConvAlgoAuto checks auto's choice over ResNet-18's stride-1 3×3
+// layers at batch 32 (tiles N·⌈OH/2⌉·⌈OW/2⌉: 8192, 2048, 512, 128) for
+// each float32 GEMM kernel it was measured on: the AVX2 kernel from 128
+// tiles (the 4×4×512 layer still runs direct, no unit slot fits the
+// direct layout), the AVX-512 kernel from 1024, any other kernel never;
+// and never with fewer unit slots than the workers it could use.
+func TestConvAlgoAuto(t *testing.T) {
+	defer func(saved gemmKernel[float32], algo int) { sgemm, convAlgo = saved, algo }(sgemm, convAlgo)
+	convAlgo = convAlgoAuto
+	want := map[string][]bool{
+		"avx2-6x16":    {true, true, true, false},
+		"avx512-12x32": {true, true, false, false},
+		"go-4x4":       {false, false, false, false},
+	}
+	for name, takes := range want {
+		sgemm.name = name
+		for i, h := range []int{32, 16, 8, 4} {
+			c := 64 * 32 / h
+			p := conv3x3(32, h, c, c, 1)
+			for _, kind := range []ConvKind{ConvForward, ConvGradInput} {
+				_, l, ok := useWino(kind, p)
+				short := l.slots < min(Workers(), l.units) // too few slots for every worker: direct
+				if ok != (takes[i] && !short) {
+					t.Errorf("kernel %s, %s over %d×%d×%d (%d tiles, %d slots): Winograd %v, want %v",
+						name, kind, h, h, c, l.tiles, l.slots, ok, takes[i])
+				}
+			}
+		}
+	}
+}

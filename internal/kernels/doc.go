@@ -105,13 +105,14 @@
 // HEADROOM_CONV_ALGO, read once at start-up, picks the route: direct
 // (never Winograd), winograd (every eligible call) or auto (the default;
 // any other value is named in a warning on stderr and taken as auto):
-// Winograd where it measured faster on an AVX2
-// Zen 3 (BenchmarkConvWinograd, one core) — at least 32 input and output channels and 128
-// tiles (N·⌈OH/2⌉·⌈OW/2⌉) — and only where the float32 GEMM runs the
-// AVX2 6×16 kernel. On AVX-512 that kernel is twice as fast and the
-// transforms (AVX2 in conv_wino_amd64.s, eight tiles a call, Go
-// elsewhere) take a larger share, so the decision there is unmeasured and
-// auto keeps the direct route. Its workspace, in float32 words, is
+// Winograd where it measured faster (BenchmarkConvWinograd) — at least 32
+// input and output channels and, on the AVX2 6×16 float32 kernel (Zen 3),
+// 128 tiles (N·⌈OH/2⌉·⌈OW/2⌉), on the AVX-512 12×32 kernel (Zen 5), twice
+// as fast, whose products the transforms (AVX2 in conv_wino_amd64.s,
+// eight tiles a call) save less of, 1024 tiles (ResNet-18's planes of
+// 16×16 and more at batch 32); any other kernel (the Go one of -tags
+// noasm) runs direct. Intel's AVX-512 is assumed to behave as Zen 5's
+// (unmeasured). Its workspace, in float32 words, is
 // 16 + 16·(roundUp(rows(K)·C, 16) + 16) for the transformed filters plus
 // s slots of 16·(roundUp(roundUp(nt, 32)·C, 16) + roundUp(K·nt, 16) +
 // 32) for a unit's transformed inputs and products, with nt = min(512,
