@@ -113,7 +113,11 @@ func (c *convPlan) planGradWeight(p *ConvArgs, d *convDims) {
 	case p.K*d.crs <= convDWSmall:
 		c.chunks = min(p.N, ceilDiv(convUnits, p.Groups))
 	case d.crs >= 2*convMinDW:
-		per := max(convMinDW, ceilDiv(d.crs, ceilDiv(convUnits, p.Groups)))
+		blocks := convWGradBlocks
+		if c.samplesPerUnit(d, p.N) > 1 {
+			blocks = max(1, blocks/2) // each block gathers dy's rows, then packs them
+		}
+		per := max(convMinDW, ceilDiv(d.crs, ceilDiv(blocks, p.Groups)))
 		c.block = roundUp(per, 16) // whole panels of the GEMM's B
 	}
 	c.blocks = ceilDiv(d.crs, max(c.block, 1))

@@ -443,3 +443,37 @@ func TestGatherRows2(t *testing.T) {
 		}
 	}
 }
+
+// TestConv2dGradWeightBlocks checks that the weight gradient gives the
+// same bits, float32 and bfloat16, whatever the blocks of dw's columns
+// its units take (convWGradBlocks 2, 4 and 16 against the default): each
+// block's columns are the same dot products over the samples in the same
+// order, so the plan may choose the blocks by speed alone.
+func TestConv2dGradWeightBlocks(t *testing.T) {
+	defer func(b int) { convWGradBlocks = b }(convWGradBlocks)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, p := range []ConvArgs{conv3x3(8, 16, 128, 256, 2), conv3x3(6, 8, 64, 128, 1), conv3x3(4, 12, 48, 160, 2)} {
+		x, dy := to32(randSlice(rng, p.N*p.C*p.H*p.W)), to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
+		hx, hdy := Half16{Bits: make([]uint16, len(x)), BF16: true}, Half16{Bits: make([]uint16, len(dy)), BF16: true}
+		F32ToBF16(hx.Bits, x)
+		F32ToBF16(hdy.Bits, dy)
+		var want []float32
+		var hwant []uint16
+		for _, blocks := range []int{convUnits, 2, 4, 16} {
+			convWGradBlocks = blocks
+			dw, hdw := make([]float32, p.K*p.C*9), make([]uint16, p.K*p.C*9)
+			Conv2dGradWeight(p, dw, dy, x, convWS[float32](ConvGradWeight, p))
+			Conv2dGradWeightHalf(p, ConvOut{H: Half16{Bits: hdw, BF16: true}}, hdy, hx, nil)
+			if want == nil {
+				want, hwant = dw, hdw
+				continue
+			}
+			for e := range dw {
+				if math.Float32bits(dw[e]) != math.Float32bits(want[e]) || hdw[e] != hwant[e] {
+					t.Fatalf("%+v, %d blocks: dw[%d] = %v (bf16 %#04x), want %v (%#04x) as with %d",
+						p, blocks, e, dw[e], hdw[e], want[e], hwant[e], convUnits)
+				}
+			}
+		}
+	}
+}
