@@ -16,7 +16,9 @@
 #   OPENBLAS_CORETYPE  OpenBLAS kernel; default SkylakeX on any CPU with
 #                      AVX-512 (Intel or AMD Zen 4/5), Zen on other AMD,
 #                      else Haswell; the line "OpenBLAS core" says which
-#                      ran and why
+#                      ran and why, and a core from the environment that
+#                      is not an AVX-512 one on an AVX-512 CPU is named in a
+#                      warning beside every median (the ratio flatters)
 #   RUNS               interleaved rounds (default 3)
 #   BENCH_SECONDS      minimum seconds per measurement (default 2)
 #
@@ -44,6 +46,16 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
 	fi
 fi
 export OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=$threads GOMAXPROCS=$threads BENCH_SECONDS=$secs
+# A core set by the environment that is not one of OpenBLAS's AVX-512
+# cores, on a CPU with AVX-512, measures headroom against a reference
+# about half as fast as it could be: say so beside every result.
+flatters=""
+if grep -qw avx512f /proc/cpuinfo; then
+	case "$OPENBLAS_CORETYPE" in
+	SkylakeX | Cooperlake | SapphireRapids) ;;
+	*) flatters="WARNING: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE ($coretype_from) runs OpenBLAS's non-AVX-512 kernels on this AVX-512 CPU: the ratio flatters headroom; unset it (the script then picks SkylakeX)" ;;
+	esac
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,6 +70,10 @@ go test -c -o "$tmp/kernels.test" ./internal/kernels
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), threads=$threads"
 echo "OpenBLAS core: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (from: $coretype_from)"
 echo "go: $(go version | cut -d' ' -f3-)"
+if [ -n "$flatters" ]; then
+	echo "$flatters"
+	echo "bench-blas: $flatters" >&2
+fi
 
 ours() { # GFLOP/s of BenchmarkGEMM/f32/$1
 	"$tmp/kernels.test" -test.run '^$' -test.bench "^BenchmarkGEMM\$/^f32\$/^$1\$" \
@@ -86,5 +102,5 @@ for size in "${sizes[@]}"; do
 		printf '%s run %d: headroom %s GFLOP/s, OpenBLAS %s GFLOP/s, ratio %s\n' "$label" "$r" "$a" "$b" "$ratio"
 	done
 	median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-	printf '%s median ratio headroom/OpenBLAS over %d runs: %s\n' "$label" "$runs" "$median"
+	printf '%s median ratio headroom/OpenBLAS over %d runs: %s%s\n' "$label" "$runs" "$median" "${flatters:+ ($flatters)}"
 done
