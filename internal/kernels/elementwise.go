@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Unary op codes, in the order of device.UnaryOp.
 const (
@@ -445,7 +448,76 @@ func Fill[T any](dst []T, dl Layout, v T) {
 }
 
 // Copy copies src[sl] into dst[dl] over dl's shape (same element type).
+// A copy of at least copyParallelBytes whose source and destination do
+// not overlap is split across the workers along its outermost dimension
+// (a strided copy, as a permutation of attention heads, is otherwise one
+// core's walk while the others wait).
 func Copy[T any](dst []T, dl Layout, src []T, sl Layout) {
+	size := int(unsafe.Sizeof(*new(T)))
+	if d := outerDim(dl.Shape); d >= 0 && len(sl.Shape) == len(dl.Shape) && dl.Len()*size >= copyParallelBytes &&
+		Workers() > 1 && !overlaps(dst, dl, src, sl) {
+		grain := max(1, copyGrainBytes/max(1, dl.Len()/dl.Shape[d]*size))
+		ParallelFor(dl.Shape[d], grain, func(lo, hi int) {
+			copyWalk(dst, rowsOf(dl, d, lo, hi), src, rowsOf(sl, d, lo, hi))
+		})
+		return
+	}
+	copyWalk(dst, dl, src, sl)
+}
+
+// copyParallelBytes is the size from which Copy splits across workers,
+// and copyGrainBytes the least a worker takes.
+const (
+	copyParallelBytes = 1 << 20
+	copyGrainBytes    = 1 << 18
+)
+
+// outerDim returns the first dimension of shape longer than 1, or −1.
+func outerDim(shape []int) int {
+	for i, s := range shape {
+		if s > 1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// rowsOf is l restricted to [lo, hi) of dimension d.
+func rowsOf(l Layout, d, lo, hi int) Layout {
+	st := stridesOf(l)
+	shape := append([]int(nil), l.Shape...)
+	shape[d] = hi - lo
+	return Layout{Off: l.Off + lo*st[d], Shape: shape, Strides: st}
+}
+
+// overlaps says whether the elements dl and sl reach in dst and src may
+// share memory (or a stride is negative, which Copy does not split).
+func overlaps[T any](dst []T, dl Layout, src []T, sl Layout) bool {
+	d0, d1, okd := span(dst, dl)
+	s0, s1, oks := span(src, sl)
+	return !okd || !oks || (d0 < s1 && s0 < d1)
+}
+
+// span returns the addresses [first, past the last) of the elements l
+// reaches in s, and false for a negative stride or an empty layout.
+func span[T any](s []T, l Layout) (lo, hi uintptr, ok bool) {
+	if len(s) == 0 || l.Len() == 0 {
+		return 0, 0, false
+	}
+	last := l.Off
+	for i, st := range stridesOf(l) {
+		if st < 0 {
+			return 0, 0, false
+		}
+		last += (l.Shape[i] - 1) * st
+	}
+	size := unsafe.Sizeof(s[0])
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return base + uintptr(l.Off)*size, base + uintptr(last+1)*size, true
+}
+
+// copyWalk is Copy on the calling goroutine.
+func copyWalk[T any](dst []T, dl Layout, src []T, sl Layout) {
 	walk(dl.Shape, []Layout{dl, sl}, func(o []int, n int, inc []int) {
 		d, s, di, si := o[0], o[1], inc[0], inc[1]
 		if di == 1 && si == 1 {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkUnary measures float32 Unary and UnaryGrad of the ops with a
@@ -123,4 +124,26 @@ func BenchmarkFastMathLoops(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCopyHeads times the permutation of a GPT's attention heads,
+// (B, T, 3, H, D) → (3, B, H, T, D) in 16 bits at B 16, T 256, H 4, D 64
+// (bench's gpt6x256), by the walk on one goroutine and by Copy (split
+// across the workers), alternately, best of each.
+func BenchmarkCopyHeads(b *testing.B) {
+	const bb, tt, h, d = 16, 256, 4, 64
+	src, dst := make([]uint16, 3*bb*tt*h*d), make([]uint16, 3*bb*tt*h*d)
+	dl := Layout{Shape: []int{3, bb, h, tt, d}}
+	sl := Layout{Shape: []int{3, bb, h, tt, d}, Strides: []int{h * d, tt * 3 * h * d, d, 3 * h * d, 1}}
+	best := [2]time.Duration{1 << 62, 1 << 62}
+	for b.Loop() {
+		for i, f := range []func([]uint16, Layout, []uint16, Layout){copyWalk[uint16], Copy[uint16]} {
+			t0 := time.Now()
+			f(dst, dl, src, sl)
+			best[i] = min(best[i], time.Since(t0))
+		}
+	}
+	b.ReportMetric(float64(best[0].Microseconds()), "walk-us")
+	b.ReportMetric(float64(best[1].Microseconds()), "copy-us")
+	b.ReportMetric(float64(best[0])/float64(best[1]), "speedup")
 }

@@ -119,3 +119,66 @@ func TestUnaryGradFastPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyParallel checks Copy of copies large enough to split across the
+// workers — a (B, T, 3, H, D) → (3, B, H, T, D) permutation of attention
+// heads in 16 bits, a contiguous run, and a source with a broadcast
+// (stride 0) dimension — element by element against the index formula,
+// and that an overlapping copy (not split) matches the walk on one
+// goroutine.
+func TestCopyParallel(t *testing.T) {
+	const b, tt, h, d = 4, 64, 4, 64 // 3·b·tt·h·d 16-bit values: 1.5 MiB
+	src := make([]uint16, 3*b*tt*h*d)
+	for i := range src {
+		src[i] = uint16(i*7 + i>>16)
+	}
+	// dst[q][bi][hi][ti][di] = src[bi][ti][q][hi][di].
+	dl := Layout{Shape: []int{3, b, h, tt, d}}
+	sl := Layout{Shape: []int{3, b, h, tt, d}, Strides: []int{h * d, tt * 3 * h * d, d, 3 * h * d, 1}}
+	dst := make([]uint16, len(src))
+	Copy(dst, dl, src, sl)
+	for q := range 3 {
+		for bi := range b {
+			for hi := range h {
+				for ti := range tt {
+					for di := range d {
+						got := dst[(((q*b+bi)*h+hi)*tt+ti)*d+di]
+						want := src[(((bi*tt+ti)*3+q)*h+hi)*d+di]
+						if got != want {
+							t.Fatalf("permuted copy [%d %d %d %d %d] = %d, want %d", q, bi, hi, ti, di, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	flat := make([]float32, 1<<19)
+	for i := range flat {
+		flat[i] = float32(i)
+	}
+	out := make([]float32, len(flat)+5)
+	Copy(out, Layout{Off: 5, Shape: []int{len(flat)}}, flat, Layout{Shape: []int{len(flat)}})
+	row := flat[:512]
+	bcast := make([]float32, 1024*512)
+	Copy(bcast, Layout{Shape: []int{1024, 512}}, row, Layout{Shape: []int{1024, 512}, Strides: []int{0, 1}})
+	for i := range flat {
+		if out[5+i] != flat[i] || bcast[i] != row[i%512] {
+			t.Fatalf("element %d: contiguous %v, broadcast %v; want %v and %v", i, out[5+i], bcast[i], flat[i], row[i%512])
+		}
+	}
+	// An overlapping copy shifts the buffer one row down, as the walk does.
+	buf, ref := make([]float32, 1025*512), make([]float32, 1025*512)
+	for i := range buf {
+		buf[i], ref[i] = float32(i), float32(i)
+	}
+	shift := func(s []float32, f func([]float32, Layout, []float32, Layout)) {
+		f(s, Layout{Off: 512, Shape: []int{1024, 512}}, s, Layout{Shape: []int{1024, 512}})
+	}
+	shift(buf, Copy[float32])
+	shift(ref, copyWalk[float32])
+	for i := range buf {
+		if buf[i] != ref[i] {
+			t.Fatalf("overlapping copy [%d] = %v, want %v as on one goroutine", i, buf[i], ref[i])
+		}
+	}
+}
