@@ -83,17 +83,24 @@ func sharedAKernel[T Float](t *testing.T, r *rand.Rand, kn gemmKernel[T], eps fl
 func TestGemmSharedA(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	asm, _ := sgemmAsmKernels()
-	for _, kn := range append([]gemmKernel[float32]{sgemmGoKernel, go12x32}, asm...) {
+	kernels := []gemmKernel[float32]{sgemmGoKernel, go12x32}
+	if raceEnabled {
+		kernels = kernels[:1] // the Go 12×32 tile's sweep is the slowest part under -race
+	}
+	for _, kn := range append(kernels, asm...) {
 		sharedAKernel(t, r, kn, gemmEps32)
 	}
 	sharedAKernel(t, r, dgemmKernel, gemmEps64)
 	// The pair kernel's Go twin is slow: it stands in only where the
 	// assembly is missing (the other tests compare the two bit for bit).
-	kn := sbgemm
+	kn, cases := sbgemm, sharedACases
 	if kn == nil {
 		kn = goPairKernel(&gemmKernel[float32]{mr: 12, nr: 32, mc: 240, kc: 384, nc: 2048, pairs: true})
+		if raceEnabled {
+			cases = cases[2:] // the shortest depth: the twin is slowest under -race
+		}
 	}
-	for _, tc := range sharedACases {
+	for _, tc := range cases {
 		g, la, lb, lc := tc.args()
 		ah, bh := gemmHalfBits(r, la, true), gemmHalfBits(r, lb, true)
 		c := gemmToT[float32](gemmRand(r, lc))
