@@ -1,0 +1,92 @@
+//go:build !noasm && amd64
+
+#include "textflag.h"
+#include "gemm_avx512_amd64.h"
+#include "gemm_bf16_amd64.h"
+
+// The direct bfloat16 3×3 convolution's micro-kernel (conv_dx.go): a 12×32
+// tile of C in Z0..Z23 from the filter pairs at AX (12 dwords per tap and
+// pair, taps outer) and two vectors of 16 pixels of the interleaved copy,
+// based at R8 and R9. Per tap row r the bases step by W words (R13 in
+// bytes); per tap column s the loads start s−1 words away, zero-masked by
+// K1..K3 (first vector) and K4..K6 (second); per pair the loads step by
+// the plane stride (R12 in bytes) and A by 48 bytes.
+
+// DXSTEP(klo, khi) does one pair step of one tap: two masked loads at R10
+// and R11, the twelve rows' pairs, and the pointers' advance.
+#define DXSTEP(klo, khi) \
+	VMOVDQU32.Z (R10), klo, Z24; \
+	VMOVDQU32.Z (R11), khi, Z25; \
+	PAIRROW(0, Z26, 26, 0, 1); \
+	PAIRROW(4, Z27, 27, 2, 3); \
+	PAIRROW(8, Z28, 28, 4, 5); \
+	PAIRROW(12, Z29, 29, 6, 7); \
+	PAIRROW(16, Z30, 30, 8, 9); \
+	PAIRROW(20, Z31, 31, 10, 11); \
+	PAIRROW(24, Z26, 26, 12, 13); \
+	PAIRROW(28, Z27, 27, 14, 15); \
+	PAIRROW(32, Z28, 28, 16, 17); \
+	PAIRROW(36, Z29, 29, 18, 19); \
+	PAIRROW(40, Z30, 30, 20, 21); \
+	PAIRROW(44, Z31, 31, 22, 23); \
+	ADDQ $48, AX; \
+	ADDQ R12, R10; \
+	ADDQ R12, R11
+
+// func convDXKernelAVX512BF16(np int, a, b0, b1 *uint32, c *float32, ldc, mode, w, ps int, m *[6]uint16)
+//
+// The caller guarantees np ≥ 1, 9·np groups of 12 dwords at a, the words
+// each load reads (masked lanes included) and a full 12×32 tile at c.
+TEXT ·convDXKernelAVX512BF16(SB), NOSPLIT, $0-80
+	MOVQ  np+0(FP), BX
+	MOVQ  a+8(FP), AX
+	MOVQ  b0+16(FP), R8
+	MOVQ  b1+24(FP), R9
+	MOVQ  w+56(FP), R13
+	SHLQ  $2, R13
+	MOVQ  ps+64(FP), R12
+	SHLQ  $2, R12
+	MOVQ  m+72(FP), DX
+	KMOVW 0(DX), K1
+	KMOVW 2(DX), K2
+	KMOVW 4(DX), K3
+	KMOVW 6(DX), K4
+	KMOVW 8(DX), K5
+	KMOVW 10(DX), K6
+	ZERO24
+	MOVQ  $3, R14
+
+taprow:
+	LEAQ -4(R8), R10
+	LEAQ -4(R9), R11
+	MOVQ BX, CX
+
+tap0:
+	DXSTEP(K1, K4)
+	DECQ CX
+	JNZ  tap0
+	MOVQ R8, R10
+	MOVQ R9, R11
+	MOVQ BX, CX
+
+tap1:
+	DXSTEP(K2, K5)
+	DECQ CX
+	JNZ  tap1
+	LEAQ 4(R8), R10
+	LEAQ 4(R9), R11
+	MOVQ BX, CX
+
+tap2:
+	DXSTEP(K3, K6)
+	DECQ CX
+	JNZ  tap2
+	ADDQ R13, R8
+	ADDQ R13, R9
+	DECQ R14
+	JNZ  taprow
+
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), SI
+	SHLQ $2, SI
+	JMP  ·gemmStore12x32AVX512(SB)

@@ -1,0 +1,8 @@
+//go:build noasm || !amd64
+
+package kernels
+
+// dxAsm: without assembly there is no direct kernel; the direct
+// convolution runs its Go twin (only tests call it; the product keeps
+// Conv2dHalf's route).
+func dxAsm() dxKernel { return nil }
