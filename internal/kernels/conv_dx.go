@@ -40,14 +40,17 @@ const (
 	dxGuard = 16 // zero words before a sample's first plane
 	dxPad   = 16 // zero words after each plane
 	dxPairs = 32 // channel pairs per pass
+
+	dxUnitPixels = 256 // pixels a unit of samples should hold
 )
 
 // dxKernel computes one 12×32 tile: np pairs of A's 9·np groups of 12
 // words at a, the two vectors' pixels at xi[b0:] and xi[b1:] (plane
 // stride ps, row stride w), masks m[:6] (m[s] for the first vector's
-// tap column s, m[3+s] for the second's), into c (row stride ldc) as mode
-// says (0 store, 1 accumulate).
-type dxKernel func(np int, a, xi []uint32, b0, b1 int, c []float32, ldc, mode, w, ps int, m []uint16)
+// tap column s, m[3+s] for the second's), into c0 (the first vector's 16
+// columns) and c1 (the second's), both of row stride ldc, as mode says (0
+// store, 1 accumulate).
+type dxKernel func(np int, a, xi []uint32, b0, b1 int, c0, c1 []float32, ldc, mode, w, ps int, m []uint16)
 
 // dxPlan is the layout of one direct convolution call.
 type dxPlan struct {
@@ -67,10 +70,7 @@ func newDXPlan(p ConvArgs, pb int) dxPlan {
 	d.ps = (p.H+2)*p.W + dxPad
 	d.ss = dxGuard + d.cp*d.ps
 	d.nvs = ceilDiv(d.hw, dxVec)
-	d.spu = 1
-	if d.nvs%2 == 1 && p.N > 1 {
-		d.spu = 2 // an odd vector count pairs across two samples
-	}
+	d.spu = dxSamples(p.N, d.nvs)
 	d.nvu = d.spu * d.nvs
 	d.units = ceilDiv(p.N, d.spu)
 	d.slots = min(Workers(), d.units)
@@ -78,6 +78,22 @@ func newDXPlan(p ConvArgs, pb int) dxPlan {
 	d.pack = roundUp(d.kt*dxMR*9*d.cp, 16)
 	d.pb = max(1, min(pb, d.cp))
 	return d
+}
+
+// dxSamples is the samples per unit for n samples of nvs vectors: enough
+// for dxUnitPixels pixels, so that each tile of filters is used from L1
+// by several tiles of pixels, even when nvs is odd (two vectors to a
+// tile), and no more than keeps every worker busy.
+func dxSamples(n, nvs int) int {
+	spu := ceilDiv(dxUnitPixels, nvs*dxVec)
+	if nvs%2 == 1 && spu%2 == 1 {
+		spu++
+	}
+	spu = min(spu, ceilDiv(n, Workers()))
+	if nvs%2 == 1 && spu%2 == 1 && spu < n {
+		spu++
+	}
+	return max(1, min(spu, n))
 }
 
 // words is the call's scratch in float32 words.
@@ -123,11 +139,12 @@ type dxJob struct {
 	p    ConvArgs
 	d    dxPlan
 	y    []float32
-	x    []uint16
+	x, w []uint16
 	a    []uint32
 	ws   []float32
 	kern dxKernel
 	run  func(lo, hi int) // the job's slots method, bound once
+	pack func(lo, hi int) // its packTiles method, bound once
 }
 
 var dxJobs freeList[dxJob]
@@ -139,13 +156,13 @@ func convDirectWith(p ConvArgs, y []float32, x, w []uint16, ws []float32, kern d
 	checkDirect(p, d, y, x, w, ws)
 	j := dxJobs.get()
 	if j.run == nil {
-		j.run = j.slots
+		j.run, j.pack = j.slots, j.packTiles
 	}
-	j.p, j.d, j.y, j.x, j.ws, j.kern = p, d, y, x, ws, kern
+	j.p, j.d, j.y, j.x, j.w, j.ws, j.kern = p, d, y, x, w, ws, kern
 	j.a = words(ws[:d.pack])
-	packDX(j.a, w, p, d)
+	ParallelFor(d.kt, 1, j.pack)
 	ParallelFor(d.slots, 1, j.run)
-	j.y, j.x, j.a, j.ws, j.kern = nil, nil, nil, nil, nil
+	j.y, j.x, j.w, j.a, j.ws, j.kern = nil, nil, nil, nil, nil, nil
 	dxJobs.put(j)
 }
 
@@ -160,36 +177,44 @@ func (j *dxJob) slots(lo, hi int) {
 	}
 }
 
-// packDX writes w's packed filters into a (layout in the overview).
-func packDX(a []uint32, w []uint16, p ConvArgs, d dxPlan) {
-	o := 0
+// packTiles packs the filters of output-channel tiles [lo, hi) into j.a
+// (layout in the overview): per pass, tile kt's block starts after the
+// earlier passes' ⌈K/12⌉·108·c0 words and the pass's earlier tiles.
+func (j *dxJob) packTiles(lo, hi int) {
+	p, d := &j.p, &j.d
 	for c0 := 0; c0 < d.cp; c0 += d.pb {
-		c1 := min(c0+d.pb, d.cp)
-		for kt := range d.kt {
-			for t := range 9 {
-				for cp := c0; cp < c1; cp++ {
-					for r := range dxMR {
-						a[o] = dxPair(w, p, kt*dxMR+r, cp, t)
-						o++
-					}
-				}
+		np := min(d.pb, d.cp-c0)
+		for kt := lo; kt < hi; kt++ {
+			blk := j.a[(d.kt*c0+kt*np)*9*dxMR:][:9*np*dxMR]
+			for r := range dxMR {
+				packRow(blk[r:], j.w, *p, kt*dxMR+r, c0, np)
 			}
 		}
 	}
 }
 
-// dxPair is filter k's pair (w[k][2cp][t], w[k][2cp+1][t]), 0 past K or
-// C.
-func dxPair(w []uint16, p ConvArgs, k, cp, t int) uint32 {
-	if k >= p.K {
-		return 0
+// packRow writes filter k's pairs [c0, c0+np) into its row of a tile's
+// block (12-word steps from blk[0]), zero past K and past C.
+func packRow(blk []uint32, w []uint16, p ConvArgs, k, c0, np int) {
+	for cp := c0; cp < c0+np; cp++ {
+		var lo, hi []uint16
+		if k < p.K {
+			lo = w[(k*p.C+2*cp)*9:][:9]
+			if 2*cp+1 < p.C {
+				hi = w[(k*p.C+2*cp+1)*9:][:9]
+			}
+		}
+		for t := range 9 {
+			var v uint32
+			if lo != nil {
+				v = uint32(lo[t])
+			}
+			if hi != nil {
+				v |= uint32(hi[t]) << 16
+			}
+			blk[(t*np+cp-c0)*dxMR] = v
+		}
 	}
-	c := 2 * cp
-	lo := uint32(w[(k*p.C+c)*9+t])
-	if c+1 < p.C {
-		lo |= uint32(w[(k*p.C+c+1)*9+t]) << 16
-	}
-	return lo
 }
 
 // interleaveDX writes sample x (C·H·W) into xi (d.ss words, layout in the
@@ -277,16 +302,25 @@ func (j *dxJob) tile(a, xi []uint32, masks []uint16, tile []float32, n0, kt, v0,
 	b0 := (v0/d.nvs)*d.ss + dxGuard + (v0%d.nvs)*dxVec
 	b1 := (v1/d.nvs)*d.ss + dxGuard + (v1%d.nvs)*dxVec
 	k0 := kt * dxMR
-	n, p0 := n0+v0/d.nvs, (v0%d.nvs)*dxVec
-	if two && k0+dxMR <= p.K && v1/d.nvs == v0/d.nvs && p0+dxNR <= d.hw {
-		j.kern(np, a, xi, b0, b1, j.y[(n*p.K+k0)*d.hw+p0:], d.hw, mode, p.W, d.ps, m)
+	if two && k0+dxMR <= p.K && dxFull(d, v0) && dxFull(d, v1) {
+		j.kern(np, a, xi, b0, b1, j.yAt(n0, k0, v0), j.yAt(n0, k0, v1), d.hw, mode, p.W, d.ps, m)
 		return
 	}
-	j.kern(np, a, xi, b0, b1, tile, dxNR, 0, p.W, d.ps, m)
+	j.kern(np, a, xi, b0, b1, tile, tile[dxVec:], dxNR, 0, p.W, d.ps, m)
 	j.spill(tile, n0, k0, v0, 0, mode)
 	if two {
 		j.spill(tile, n0, k0, v1, dxVec, mode)
 	}
+}
+
+// dxFull reports whether vector v of a unit lies wholly in its plane.
+func dxFull(d *dxPlan, v int) bool { return (v%d.nvs+1)*dxVec <= d.hw }
+
+// yAt is y from output channel k0 at vector v of the unit of samples n0….
+func (j *dxJob) yAt(n0, k0, v int) []float32 {
+	d := &j.d
+	n, p0 := n0+v/d.nvs, (v%d.nvs)*dxVec
+	return j.y[(n*j.p.K+k0)*d.hw+p0:]
 }
 
 // spill writes the valid part of the scratch tile's columns [c, c+16)
@@ -310,12 +344,12 @@ func (j *dxJob) spill(tile []float32, n0, k0, v, c, mode int) {
 
 // convDXGo is the Go twin of the direct kernel (dxKernel), bit for bit:
 // each lane sums taps r, then s, then pairs, in VDPBF16PS's arithmetic.
-func convDXGo(np int, a, xi []uint32, b0, b1 int, c []float32, ldc, mode, w, ps int, m []uint16) {
+func convDXGo(np int, a, xi []uint32, b0, b1 int, c0, c1 []float32, ldc, mode, w, ps int, m []uint16) {
 	for row := range dxMR {
 		for j := range dxNR {
-			b, mk := b0+j, m[:3]
+			b, mk, c, cj := b0+j, m[:3], c0, j
 			if j >= dxVec {
-				b, mk = b1+j-dxVec, m[3:]
+				b, mk, c, cj = b1+j-dxVec, m[3:], c1, j-dxVec
 			}
 			lane := uint16(1) << (j % dxVec)
 			var acc float32
@@ -332,9 +366,9 @@ func convDXGo(np int, a, xi []uint32, b0, b1 int, c []float32, ldc, mode, w, ps 
 				}
 			}
 			if mode == 0 {
-				c[row*ldc+j] = acc
+				c[row*ldc+cj] = acc
 			} else {
-				c[row*ldc+j] += acc
+				c[row*ldc+cj] += acc
 			}
 		}
 	}

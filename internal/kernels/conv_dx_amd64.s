@@ -33,20 +33,38 @@
 	ADDQ R12, R10; \
 	ADDQ R12, R11
 
-// func convDXKernelAVX512BF16(np int, a, b0, b1 *uint32, c *float32, ldc, mode, w, ps int, m *[6]uint16)
+// DXSTORE(lo, hi) stores one row: lo at DI (the first vector's columns),
+// hi at DX (the second's); both step by SI (ldc in bytes).
+#define DXSTORE(lo, hi) \
+	VMOVUPS lo, (DI); \
+	VMOVUPS hi, (DX); \
+	ADDQ    SI, DI;   \
+	ADDQ    SI, DX
+
+// DXADD(lo, hi) is DXSTORE adding to what is there.
+#define DXADD(lo, hi) \
+	VADDPS  (DI), lo, lo; \
+	VADDPS  (DX), hi, hi; \
+	VMOVUPS lo, (DI);     \
+	VMOVUPS hi, (DX);     \
+	ADDQ    SI, DI;       \
+	ADDQ    SI, DX
+
+// func convDXKernelAVX512BF16(np int, a, b0, b1 *uint32, c0, c1 *float32, ldc, mode, w, ps int, m *uint16)
 //
 // The caller guarantees np ≥ 1, 9·np groups of 12 dwords at a, the words
-// each load reads (masked lanes included) and a full 12×32 tile at c.
-TEXT ·convDXKernelAVX512BF16(SB), NOSPLIT, $0-80
+// each load reads (masked lanes included) and 12 rows of 16 columns at c0
+// and at c1.
+TEXT ·convDXKernelAVX512BF16(SB), NOSPLIT, $0-88
 	MOVQ  np+0(FP), BX
 	MOVQ  a+8(FP), AX
 	MOVQ  b0+16(FP), R8
 	MOVQ  b1+24(FP), R9
-	MOVQ  w+56(FP), R13
+	MOVQ  w+64(FP), R13
 	SHLQ  $2, R13
-	MOVQ  ps+64(FP), R12
+	MOVQ  ps+72(FP), R12
 	SHLQ  $2, R12
-	MOVQ  m+72(FP), DX
+	MOVQ  m+80(FP), DX
 	KMOVW 0(DX), K1
 	KMOVW 2(DX), K2
 	KMOVW 4(DX), K3
@@ -86,7 +104,40 @@ tap2:
 	DECQ R14
 	JNZ  taprow
 
-	MOVQ c+32(FP), DI
-	MOVQ ldc+40(FP), SI
+	MOVQ c0+32(FP), DI
+	MOVQ c1+40(FP), DX
+	MOVQ ldc+48(FP), SI
 	SHLQ $2, SI
-	JMP  ·gemmStore12x32AVX512(SB)
+	MOVQ mode+56(FP), CX
+	CMPQ CX, $1
+	JEQ  add
+	DXSTORE(Z0, Z1)
+	DXSTORE(Z2, Z3)
+	DXSTORE(Z4, Z5)
+	DXSTORE(Z6, Z7)
+	DXSTORE(Z8, Z9)
+	DXSTORE(Z10, Z11)
+	DXSTORE(Z12, Z13)
+	DXSTORE(Z14, Z15)
+	DXSTORE(Z16, Z17)
+	DXSTORE(Z18, Z19)
+	DXSTORE(Z20, Z21)
+	DXSTORE(Z22, Z23)
+	VZEROUPPER
+	RET
+
+add:
+	DXADD(Z0, Z1)
+	DXADD(Z2, Z3)
+	DXADD(Z4, Z5)
+	DXADD(Z6, Z7)
+	DXADD(Z8, Z9)
+	DXADD(Z10, Z11)
+	DXADD(Z12, Z13)
+	DXADD(Z14, Z15)
+	DXADD(Z16, Z17)
+	DXADD(Z18, Z19)
+	DXADD(Z20, Z21)
+	DXADD(Z22, Z23)
+	VZEROUPPER
+	RET
