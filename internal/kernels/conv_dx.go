@@ -196,23 +196,26 @@ func (j *dxJob) packTiles(lo, hi int) {
 // packRow writes filter k's pairs [c0, c0+np) into its row of a tile's
 // block (12-word steps from blk[0]), zero past K and past C.
 func packRow(blk []uint32, w []uint16, p ConvArgs, k, c0, np int) {
+	st := np * dxMR // one tap's step in the block
+	_ = blk[8*st+(np-1)*dxMR]
 	for cp := c0; cp < c0+np; cp++ {
-		var lo, hi []uint16
-		if k < p.K {
-			lo = w[(k*p.C+2*cp)*9:][:9]
-			if 2*cp+1 < p.C {
-				hi = w[(k*p.C+2*cp+1)*9:][:9]
+		o := (cp - c0) * dxMR
+		if k >= p.K {
+			for t := range 9 {
+				blk[t*st+o] = 0
 			}
+			continue
 		}
-		for t := range 9 {
-			var v uint32
-			if lo != nil {
-				v = uint32(lo[t])
+		lo := w[(k*p.C+2*cp)*9:][:9]
+		if 2*cp+1 >= p.C {
+			for t, v := range lo {
+				blk[t*st+o] = uint32(v)
 			}
-			if hi != nil {
-				v |= uint32(hi[t]) << 16
-			}
-			blk[(t*np+cp-c0)*dxMR] = v
+			continue
+		}
+		hi := w[(k*p.C+2*cp+1)*9:][:9]
+		for t, v := range lo {
+			blk[t*st+o] = uint32(v) | uint32(hi[t])<<16
 		}
 	}
 }
@@ -280,14 +283,12 @@ func (j *dxJob) unit(u int, sl []float32) {
 		dxMasks(masks[3*v:], (v%d.nvs)*dxVec, *p, d.hw)
 	}
 	clear(masks[3*nv : 3*nv+3]) // the partner of an odd last vector
-	ao := 0
 	for c0 := 0; c0 < d.cp; c0 += d.pb {
 		np := min(d.pb, d.cp-c0)
 		mode := min(c0, 1)
-		for kt := range d.kt {
-			a := j.a[ao : ao+9*np*dxMR]
-			ao += 9 * np * dxMR
-			for v := 0; v < nv; v += 2 {
+		for v := 0; v < nv; v += 2 {
+			for kt := range d.kt {
+				a := j.a[(d.kt*c0+kt*np)*9*dxMR:][:9*np*dxMR]
 				j.tile(a, xi[c0*d.ps:], masks, tile, n0, kt, v, min(v+1, nv-1), np, mode, v+1 < nv)
 			}
 		}
