@@ -198,24 +198,33 @@ func (j *dxJob) packTiles(lo, hi int) {
 func packRow(blk []uint32, w []uint16, p ConvArgs, k, c0, np int) {
 	st := np * dxMR // one tap's step in the block
 	_ = blk[8*st+(np-1)*dxMR]
-	for cp := c0; cp < c0+np; cp++ {
-		o := (cp - c0) * dxMR
-		if k >= p.K {
+	if k >= p.K {
+		for cp := range np {
 			for t := range 9 {
-				blk[t*st+o] = 0
+				blk[t*st+cp*dxMR] = 0
 			}
-			continue
 		}
+		return
+	}
+	whole := min(np, p.C/2-c0) // pairs with both channels
+	if whole > 0 {
+		dxPackPairs(blk, w[(k*p.C+2*c0)*9:], whole, st)
+	}
+	for cp := c0 + whole; cp < c0+np; cp++ { // the odd last channel
 		lo := w[(k*p.C+2*cp)*9:][:9]
-		if 2*cp+1 >= p.C {
-			for t, v := range lo {
-				blk[t*st+o] = uint32(v)
-			}
-			continue
-		}
-		hi := w[(k*p.C+2*cp+1)*9:][:9]
 		for t, v := range lo {
-			blk[t*st+o] = uint32(v) | uint32(hi[t])<<16
+			blk[t*st+(cp-c0)*dxMR] = uint32(v)
+		}
+	}
+}
+
+// packPairsGo is dxPackPairs in Go: n pairs of one filter's two channels
+// (18 words each at w) into blk[t·st + 12·pair].
+func packPairsGo(blk []uint32, w []uint16, n, st int) {
+	for cp := range n {
+		lo, hi := w[18*cp:][:9], w[18*cp+9:][:9]
+		for t, v := range lo {
+			blk[t*st+cp*dxMR] = uint32(v) | uint32(hi[t])<<16
 		}
 	}
 }

@@ -25,6 +25,25 @@ func convDXAsm(np int, a, xi []uint32, b0, b1 int, c0, c1 []float32, ldc, mode, 
 	convDXKernelAVX512BF16(np, &a[0], &xi[b0], &xi[b1], &c0[0], &c1[0], ldc, mode, w, ps, &m[0])
 }
 
+// dxPackPairsAVX512 packs n channel pairs of one filter (18 words each at
+// w) into the dwords blk[t·st] of each pair's nine taps, blk stepping 12
+// dwords per pair (see conv_dx_amd64.s).
+//
+//go:noescape
+func dxPackPairsAVX512(n int, w *uint16, blk *uint32, st int)
+
+// dxPackPairs is packRow's loop over whole channel pairs: in assembly
+// when the CPU has AVX512_BF16 (and so BW), else in Go.
+func dxPackPairs(blk []uint32, w []uint16, np, st int) {
+	if !CPU.AVX512BF16 {
+		packPairsGo(blk, w, np, st)
+		return
+	}
+	_ = w[18*np-1]
+	_ = blk[8*st+(np-1)*dxMR]
+	dxPackPairsAVX512(np, &w[0], &blk[0], st)
+}
+
 // dxAsm is the assembly kernel on a CPU with AVX512_BF16, else nil.
 func dxAsm() dxKernel {
 	if CPU.AVX512BF16 {

@@ -141,3 +141,88 @@ add:
 	DXADD(Z22, Z23)
 	VZEROUPPER
 	RET
+
+// dxPairIdx are the word indices that turn a filter's two channels' nine
+// taps (lo[0..8], hi[0..8]) into the nine pairs (lo[t], hi[t]).
+DATA dxPairIdx<>+0(SB)/2, $0
+DATA dxPairIdx<>+2(SB)/2, $9
+DATA dxPairIdx<>+4(SB)/2, $1
+DATA dxPairIdx<>+6(SB)/2, $10
+DATA dxPairIdx<>+8(SB)/2, $2
+DATA dxPairIdx<>+10(SB)/2, $11
+DATA dxPairIdx<>+12(SB)/2, $3
+DATA dxPairIdx<>+14(SB)/2, $12
+DATA dxPairIdx<>+16(SB)/2, $4
+DATA dxPairIdx<>+18(SB)/2, $13
+DATA dxPairIdx<>+20(SB)/2, $5
+DATA dxPairIdx<>+22(SB)/2, $14
+DATA dxPairIdx<>+24(SB)/2, $6
+DATA dxPairIdx<>+26(SB)/2, $15
+DATA dxPairIdx<>+28(SB)/2, $7
+DATA dxPairIdx<>+30(SB)/2, $16
+DATA dxPairIdx<>+32(SB)/2, $8
+DATA dxPairIdx<>+34(SB)/2, $17
+DATA dxPairIdx<>+36(SB)/2, $0
+DATA dxPairIdx<>+38(SB)/2, $0
+DATA dxPairIdx<>+40(SB)/2, $0
+DATA dxPairIdx<>+42(SB)/2, $0
+DATA dxPairIdx<>+44(SB)/2, $0
+DATA dxPairIdx<>+46(SB)/2, $0
+DATA dxPairIdx<>+48(SB)/2, $0
+DATA dxPairIdx<>+50(SB)/2, $0
+DATA dxPairIdx<>+52(SB)/2, $0
+DATA dxPairIdx<>+54(SB)/2, $0
+DATA dxPairIdx<>+56(SB)/2, $0
+DATA dxPairIdx<>+58(SB)/2, $0
+DATA dxPairIdx<>+60(SB)/2, $0
+DATA dxPairIdx<>+62(SB)/2, $0
+GLOBL dxPairIdx<>(SB), RODATA|NOPTR, $64
+
+// dxTaps are the taps 0..8, scaled by the tap step to scatter the pairs.
+DATA dxTaps<>+0(SB)/4, $0
+DATA dxTaps<>+4(SB)/4, $1
+DATA dxTaps<>+8(SB)/4, $2
+DATA dxTaps<>+12(SB)/4, $3
+DATA dxTaps<>+16(SB)/4, $4
+DATA dxTaps<>+20(SB)/4, $5
+DATA dxTaps<>+24(SB)/4, $6
+DATA dxTaps<>+28(SB)/4, $7
+DATA dxTaps<>+32(SB)/4, $8
+DATA dxTaps<>+36(SB)/4, $0
+DATA dxTaps<>+40(SB)/4, $0
+DATA dxTaps<>+44(SB)/4, $0
+DATA dxTaps<>+48(SB)/4, $0
+DATA dxTaps<>+52(SB)/4, $0
+DATA dxTaps<>+56(SB)/4, $0
+DATA dxTaps<>+60(SB)/4, $0
+GLOBL dxTaps<>(SB), RODATA|NOPTR, $64
+
+// func dxPackPairsAVX512(n int, w *uint16, blk *uint32, st int)
+//
+// The filter packer's inner loop for one filter: n channel pairs, each the
+// 18 words of two channels' taps at w (stepping 36 bytes), into the nine
+// dwords blk[t·st] (blk stepping 12 dwords per pair). The caller
+// guarantees n ≥ 1 and that every word read and written is there.
+TEXT ·dxPackPairsAVX512(SB), NOSPLIT, $0-32
+	MOVQ         n+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         blk+16(FP), DI
+	MOVQ         st+24(FP), AX
+	VPBROADCASTD AX, Z3
+	VPMULLD      dxTaps<>(SB), Z3, Z3
+	VMOVDQU16    dxPairIdx<>(SB), Z4
+	MOVL         $0x3FFFF, DX
+	KMOVD        DX, K1
+	MOVL         $0x1FF, DX
+
+pack:
+	VMOVDQU16.Z (SI), K1, Z1
+	VPERMW      Z1, Z4, Z2
+	KMOVW       DX, K2
+	VPSCATTERDD Z2, K2, (DI)(Z3*4)
+	ADDQ        $36, SI
+	ADDQ        $48, DI
+	DECQ        CX
+	JNZ         pack
+	VZEROUPPER
+	RET

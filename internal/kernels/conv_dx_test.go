@@ -158,3 +158,27 @@ func TestConvDirectWorkspace(t *testing.T) {
 		t.Errorf("convDirectBF16 allocates %v times per warm call", n)
 	}
 }
+
+// TestConvDirectPack checks the filter packer's pair loop (assembly where
+// there is one) against packPairsGo word for word.
+func TestConvDirectPack(t *testing.T) {
+	r := rand.New(rand.NewSource(19))
+	for _, np := range []int{1, 2, 3, 7, 32, 33} {
+		w := make([]uint16, 18*np)
+		for i := range w {
+			w[i] = uint16(r.Uint32())
+		}
+		st := np * dxMR
+		got, want := make([]uint32, 9*st), make([]uint32, 9*st)
+		for i := range got {
+			got[i], want[i] = 7, 7
+		}
+		dxPackPairs(got, w, np, st)
+		packPairsGo(want, w, np, st)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("np=%d: blk[%d] = %#x, want %#x", np, i, got[i], want[i])
+			}
+		}
+	}
+}
