@@ -12,9 +12,11 @@
 // K1..K3 (first vector) and K4..K6 (second); per pair the loads step by
 // the plane stride (R12 in bytes) and A by 48 bytes.
 
-// DXSTEP(klo, khi) does one pair step of one tap: two masked loads at R10
+// DXSTEP(klo, khi) does one pair step of one tap: a prefetch of A ahead,
+// two masked loads at R10
 // and R11, the twelve rows' pairs, and the pointers' advance.
 #define DXSTEP(klo, khi) \
+	PREFETCHT0  384(AX); \
 	VMOVDQU32.Z (R10), klo, Z24; \
 	VMOVDQU32.Z (R11), khi, Z25; \
 	PAIRROW(0, Z26, 26, 0, 1); \
