@@ -100,12 +100,14 @@ func dxSamples(n, nvs int) int {
 func (d dxPlan) words() int { return d.pack + d.slots*d.slot }
 
 // convDirectBF16Words is the scratch convDirectBF16 needs, in float32
-// words: the packed filters, ⌈K/12⌉·12·9·⌈C/2⌉ rounded up to 16, plus per
-// worker slot (min(Workers(), units)) the interleaved copy of a unit's
+// words (memory the allocator cannot see is a bug, so it is all in ws):
+// the packed filters, ⌈K/12⌉·12·9·⌈C/2⌉ rounded up to 16, plus for each
+// of min(Workers(), units) worker slots the interleaved copy of a unit's
 // spu samples, spu·(16 + ⌈C/2⌉·((H+2)·W + 16)) rounded up to 16, a 12×32
-// tile (384) and the unit's load masks, ⌈3·(nv+1)/2⌉ rounded up to 16 for nv
-// = spu·⌈H·W/16⌉ vectors; spu is 2 when ⌈H·W/16⌉ is odd and N > 1, else 1,
-// and units = ⌈N/spu⌉.
+// tile (384) and the unit's load masks, ⌈3·(nv+1)/2⌉ rounded up to 16 for
+// nv = spu·⌈H·W/16⌉ vectors. spu is dxSamples(N, ⌈H·W/16⌉) (enough
+// samples for 256 pixels, at most ⌈N/Workers()⌉, even where a sample has
+// an odd number of vectors) and units = ⌈N/spu⌉.
 func convDirectBF16Words(p ConvArgs) int { return newDXPlan(p, dxPairs).words() }
 
 // convDirectBF16 is the forward convolution of bfloat16 x (NCHW) by

@@ -13,8 +13,8 @@
 // the plane stride (R12 in bytes) and A by 48 bytes.
 
 // DXSTEP(klo, khi) does one pair step of one tap: a prefetch of A ahead,
-// two masked loads at R10
-// and R11, the twelve rows' pairs, and the pointers' advance.
+// two masked loads at R10 and R11, the twelve rows' pairs, and the
+// pointers' advance.
 #define DXSTEP(klo, khi) \
 	PREFETCHT0  384(AX); \
 	VMOVDQU32.Z (R10), klo, Z24; \

@@ -24,6 +24,7 @@ func BenchmarkConvDirect(b *testing.B) {
 	}
 }
 
+// benchConvDirect is one layer of BenchmarkConvDirect.
 func benchConvDirect(b *testing.B, p ConvArgs) {
 	r := rand.New(rand.NewSource(1))
 	x, w := dxOperands(r, p)
