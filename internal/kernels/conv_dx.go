@@ -59,12 +59,14 @@ type dxPlan struct {
 	spu, units  int // samples per unit and units
 	nvs, nvu    int // vectors per sample and per unit
 	slots, slot int // worker slots and words per slot
+	out         int // words of a slot's float32 output (16-bit y only)
 	pack        int // words of packed filters
 	pb          int // pairs per pass
 }
 
-// newDXPlan lays out p's call with pb pairs per pass.
-func newDXPlan(p ConvArgs, pb int) dxPlan {
+// newDXPlan lays out p's call with pb pairs per pass, for a 16-bit y
+// when half (each slot then holds its unit's output in float32).
+func newDXPlan(p ConvArgs, pb int, half bool) dxPlan {
 	var d dxPlan
 	d.hw, d.cp, d.kt = p.H*p.W, (p.C+1)/2, ceilDiv(p.K, dxMR)
 	d.ps = (p.H+2)*p.W + dxPad
@@ -75,6 +77,10 @@ func newDXPlan(p ConvArgs, pb int) dxPlan {
 	d.units = ceilDiv(p.N, d.spu)
 	d.slots = min(Workers(), d.units)
 	d.slot = roundUp(d.spu*d.ss, 16) + dxMR*dxNR + roundUp(ceilDiv(3*d.nvu+3, 2), 16)
+	if half {
+		d.out = roundUp(d.spu*p.K*d.hw, 16)
+		d.slot += d.out
+	}
 	d.pack = roundUp(d.kt*dxMR*9*d.cp, 16)
 	d.pb = max(1, min(pb, d.cp))
 	return d
@@ -105,23 +111,25 @@ func (d dxPlan) words() int { return d.pack + d.slots*d.slot }
 // of min(Workers(), units) worker slots the interleaved copy of a unit's
 // spu samples, spu·(16 + ⌈C/2⌉·((H+2)·W + 16)) rounded up to 16, a 12×32
 // tile (384) and the unit's load masks, ⌈3·(nv+1)/2⌉ rounded up to 16 for
-// nv = spu·⌈H·W/16⌉ vectors. spu is dxSamples(N, ⌈H·W/16⌉) (enough
-// samples for 256 pixels, at most ⌈N/Workers()⌉, even where a sample has
-// an odd number of vectors) and units = ⌈N/spu⌉.
-func convDirectBF16Words(p ConvArgs) int { return newDXPlan(p, dxPairs).words() }
+// nv = spu·⌈H·W/16⌉ vectors, and for a 16-bit y the unit's output in
+// float32, spu·K·H·W rounded up to 16. spu is dxSamples(N, ⌈H·W/16⌉)
+// (enough samples for 256 pixels, at most ⌈N/Workers()⌉, even where a
+// sample has an odd number of vectors) and units = ⌈N/spu⌉.
+func convDirectBF16Words(p ConvArgs, half bool) int { return newDXPlan(p, dxPairs, half).words() }
 
 // convDirectBF16 is the forward convolution of bfloat16 x (NCHW) by
-// bfloat16 w (KCRS) into float32 y (NKHW) for a 3×3, stride-1, pad-1,
-// undilated, ungrouped p, reading x directly (no im2col). ws holds at
-// least convDirectBF16Words(p) words. Units of samples run across the
-// workers. On a CPU without AVX512_BF16 it runs the Go twin.
-func convDirectBF16(p ConvArgs, y []float32, x, w []uint16, ws []float32) {
+// bfloat16 w (KCRS) into y (NKHW: y.F in float32, else y.H, each output
+// rounded once from float32) for a 3×3, stride-1, pad-1, undilated,
+// ungrouped p, reading x directly (no im2col). ws holds at least
+// convDirectBF16Words(p, y.F == nil) words. Units of samples run across
+// the workers. On a CPU without AVX512_BF16 it runs the Go twin.
+func convDirectBF16(p ConvArgs, y ConvOut, x, w []uint16, ws []float32) {
 	convDirectWith(p, y, x, w, ws, dxBest(), dxPairs)
 }
 
 // checkDirect panics unless p is a convolution convDirectBF16 takes and
 // the operands and ws are long enough.
-func checkDirect(p ConvArgs, d dxPlan, y []float32, x, w []uint16, ws []float32) {
+func checkDirect(p ConvArgs, d dxPlan, y ConvOut, x, w []uint16, ws []float32) {
 	if p.R != 3 || p.S != 3 || p.StrideH != 1 || p.StrideW != 1 || p.PadH != 1 || p.PadW != 1 ||
 		p.DilH != 1 || p.DilW != 1 || p.Groups != 1 || p.OH != p.H || p.OW != p.W ||
 		p.N < 1 || p.C < 1 || p.K < 1 || p.H < 1 || p.W < 1 {
@@ -130,9 +138,13 @@ func checkDirect(p ConvArgs, d dxPlan, y []float32, x, w []uint16, ws []float32)
 	if len(ws) < d.words() {
 		panic(fmt.Sprintf("kernels: convDirectBF16: ws holds %d float32 words, needs %d (convDirectBF16Words)", len(ws), d.words()))
 	}
-	if len(x) < p.N*p.C*d.hw || len(w) < p.K*p.C*9 || len(y) < p.N*p.K*d.hw {
+	ny := len(y.F)
+	if y.F == nil {
+		ny = len(y.H.Bits)
+	}
+	if len(x) < p.N*p.C*d.hw || len(w) < p.K*p.C*9 || ny < p.N*p.K*d.hw {
 		panic(fmt.Sprintf("kernels: convDirectBF16: x %d, w %d, y %d elements, need %d, %d, %d",
-			len(x), len(w), len(y), p.N*p.C*d.hw, p.K*p.C*9, p.N*p.K*d.hw))
+			len(x), len(w), ny, p.N*p.C*d.hw, p.K*p.C*9, p.N*p.K*d.hw))
 	}
 }
 
@@ -140,7 +152,8 @@ func checkDirect(p ConvArgs, d dxPlan, y []float32, x, w []uint16, ws []float32)
 type dxJob struct {
 	p    ConvArgs
 	d    dxPlan
-	y    []float32
+	y    []float32 // float32 output, or nil
+	yh   Half16    // 16-bit output where y is nil
 	x, w []uint16
 	a    []uint32
 	ws   []float32
@@ -153,18 +166,18 @@ var dxJobs freeList[dxJob]
 
 // convDirectWith is convDirectBF16 with kernel kern and pb pairs per
 // pass.
-func convDirectWith(p ConvArgs, y []float32, x, w []uint16, ws []float32, kern dxKernel, pb int) {
-	d := newDXPlan(p, pb)
+func convDirectWith(p ConvArgs, y ConvOut, x, w []uint16, ws []float32, kern dxKernel, pb int) {
+	d := newDXPlan(p, pb, y.F == nil)
 	checkDirect(p, d, y, x, w, ws)
 	j := dxJobs.get()
 	if j.run == nil {
 		j.run, j.pack = j.slots, j.packTiles
 	}
-	j.p, j.d, j.y, j.x, j.w, j.ws, j.kern = p, d, y, x, w, ws, kern
+	j.p, j.d, j.y, j.yh, j.x, j.w, j.ws, j.kern = p, d, y.F, y.H, x, w, ws, kern
 	j.a = words(ws[:d.pack])
 	ParallelFor(d.kt, 1, j.pack)
 	ParallelFor(d.slots, 1, j.run)
-	j.y, j.x, j.w, j.a, j.ws, j.kern = nil, nil, nil, nil, nil, nil
+	j.y, j.yh, j.x, j.w, j.a, j.ws, j.kern = nil, Half16{}, nil, nil, nil, nil, nil
 	dxJobs.put(j)
 }
 
@@ -284,8 +297,12 @@ func (j *dxJob) unit(u int, sl []float32) {
 	ns := min(d.spu, p.N-n0)
 	xi := words(sl[:d.spu*d.ss])
 	tile := sl[roundUp(d.spu*d.ss, 16):][:dxMR*dxNR]
-	mw := sl[roundUp(d.spu*d.ss, 16)+dxMR*dxNR:]
+	mw := sl[roundUp(d.spu*d.ss, 16)+dxMR*dxNR : len(sl)-d.out]
 	masks := halfWords(mw)[:3*d.nvu+3]
+	o := dxOut{y: j.y, n0: n0}
+	if j.y == nil { // the unit's samples in float32, rounded into yh at the end
+		o = dxOut{y: sl[len(sl)-d.out:], n0: 0}
+	}
 	for i := range ns {
 		interleaveDX(xi[i*d.ss:(i+1)*d.ss], j.x[(n0+i)*p.C*d.hw:], *p, *d)
 	}
@@ -300,50 +317,60 @@ func (j *dxJob) unit(u int, sl []float32) {
 		for v := 0; v < nv; v += 2 {
 			for kt := range d.kt {
 				a := j.a[(d.kt*c0+kt*np)*9*dxMR:][:9*np*dxMR]
-				j.tile(a, xi[c0*d.ps:], masks, tile, n0, kt, v, min(v+1, nv-1), np, mode, v+1 < nv)
+				j.tile(a, xi[c0*d.ps:], masks, tile, o, kt, v, min(v+1, nv-1), np, mode, v+1 < nv)
 			}
 		}
 	}
+	if j.y == nil {
+		narrowTo(j.yh, n0*p.K*d.hw, o.y[:ns*p.K*d.hw])
+	}
+}
+
+// dxOut is where a unit writes its output: y, whose sample n0 is the
+// unit's first (all of y, or the unit's own float32 buffer from sample 0).
+type dxOut struct {
+	y  []float32
+	n0 int
 }
 
 // tile runs the kernel for output channels kt·12… over vectors v0 and v1
 // of the unit (two is false when v1 only repeats v0) and writes y.
-func (j *dxJob) tile(a, xi []uint32, masks []uint16, tile []float32, n0, kt, v0, v1, np, mode int, two bool) {
+func (j *dxJob) tile(a, xi []uint32, masks []uint16, tile []float32, o dxOut, kt, v0, v1, np, mode int, two bool) {
 	p, d := &j.p, &j.d
 	m := masks[3*v0 : 3*v0+6] // v1 is v0+1, or v0 with its masks unused
 	b0 := (v0/d.nvs)*d.ss + dxGuard + (v0%d.nvs)*dxVec
 	b1 := (v1/d.nvs)*d.ss + dxGuard + (v1%d.nvs)*dxVec
 	k0 := kt * dxMR
 	if two && k0+dxMR <= p.K && dxFull(d, v0) && dxFull(d, v1) {
-		j.kern(np, a, xi, b0, b1, j.yAt(n0, k0, v0), j.yAt(n0, k0, v1), d.hw, mode, p.W, d.ps, m)
+		j.kern(np, a, xi, b0, b1, j.yAt(o, k0, v0), j.yAt(o, k0, v1), d.hw, mode, p.W, d.ps, m)
 		return
 	}
 	j.kern(np, a, xi, b0, b1, tile, tile[dxVec:], dxNR, 0, p.W, d.ps, m)
-	j.spill(tile, n0, k0, v0, 0, mode)
+	j.spill(tile, o, k0, v0, 0, mode)
 	if two {
-		j.spill(tile, n0, k0, v1, dxVec, mode)
+		j.spill(tile, o, k0, v1, dxVec, mode)
 	}
 }
 
 // dxFull reports whether vector v of a unit lies wholly in its plane.
 func dxFull(d *dxPlan, v int) bool { return (v%d.nvs+1)*dxVec <= d.hw }
 
-// yAt is y from output channel k0 at vector v of the unit of samples n0….
-func (j *dxJob) yAt(n0, k0, v int) []float32 {
+// yAt is o's y from output channel k0 at vector v of the unit.
+func (j *dxJob) yAt(o dxOut, k0, v int) []float32 {
 	d := &j.d
-	n, p0 := n0+v/d.nvs, (v%d.nvs)*dxVec
-	return j.y[(n*j.p.K+k0)*d.hw+p0:]
+	n, p0 := o.n0+v/d.nvs, (v%d.nvs)*dxVec
+	return o.y[(n*j.p.K+k0)*d.hw+p0:]
 }
 
 // spill writes the valid part of the scratch tile's columns [c, c+16)
-// (vector v of the unit) into y, storing or accumulating as mode says.
-func (j *dxJob) spill(tile []float32, n0, k0, v, c, mode int) {
+// (vector v of the unit) into o's y, storing or accumulating as mode says.
+func (j *dxJob) spill(tile []float32, o dxOut, k0, v, c, mode int) {
 	p, d := &j.p, &j.d
-	n, p0 := n0+v/d.nvs, (v%d.nvs)*dxVec
+	n, p0 := o.n0+v/d.nvs, (v%d.nvs)*dxVec
 	cols := min(dxVec, d.hw-p0)
 	for r := range min(dxMR, p.K-k0) {
 		src := tile[r*dxNR+c : r*dxNR+c+cols]
-		dst := j.y[(n*p.K+k0+r)*d.hw+p0:][:cols]
+		dst := o.y[(n*p.K+k0+r)*d.hw+p0:][:cols]
 		if mode == 0 {
 			copy(dst, src)
 			continue

@@ -31,10 +31,10 @@ func benchConvDirect(b *testing.B, p ConvArgs) {
 	yOld := make([]float32, p.N*p.K*p.OH*p.OW)
 	yNew := make([]float32, len(yOld))
 	wsOld := make([]float32, ConvWorkspace(ConvForward, p, ConvHalf))
-	wsNew := make([]float32, convDirectBF16Words(p))
+	wsNew := make([]float32, convDirectBF16Words(p, false))
 	hx, hw := Half16{Bits: x, BF16: true}, Half16{Bits: w, BF16: true}
 	old := func() { Conv2dHalf(p, ConvOut{F: yOld}, hx, hw, wsOld) }
-	direct := func() { convDirectBF16(p, yNew, x, w, wsNew) }
+	direct := func() { convDirectBF16(p, ConvOut{F: yNew}, x, w, wsNew) }
 	old()
 	direct()
 	var worst float64

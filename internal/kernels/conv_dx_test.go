@@ -53,11 +53,11 @@ func runDX(p ConvArgs, x, w []uint16, kern dxKernel, pb int) []float32 {
 	for i := range y {
 		y[i] = float32(math.NaN())
 	}
-	ws := make([]float32, newDXPlan(p, pb).words())
+	ws := make([]float32, newDXPlan(p, pb, false).words())
 	for i := range ws {
 		ws[i] = float32(math.NaN())
 	}
-	convDirectWith(p, y, x, w, ws, kern, pb)
+	convDirectWith(p, ConvOut{F: y}, x, w, ws, kern, pb)
 	return y
 }
 
@@ -142,7 +142,7 @@ func TestConvDirectWorkspace(t *testing.T) {
 	r := rand.New(rand.NewSource(18))
 	x, w := dxOperands(r, p)
 	y := make([]float32, p.N*p.K*p.H*p.W)
-	need := convDirectBF16Words(p)
+	need := convDirectBF16Words(p, false)
 	func() {
 		defer func() {
 			msg := fmt.Sprint(recover())
@@ -151,10 +151,10 @@ func TestConvDirectWorkspace(t *testing.T) {
 				t.Errorf("short ws: panic %q, want one naming convDirectBF16, %d and %d", msg, need-1, need)
 			}
 		}()
-		convDirectBF16(p, y, x, w, make([]float32, need-1))
+		convDirectBF16(p, ConvOut{F: y}, x, w, make([]float32, need-1))
 	}()
 	ws := make([]float32, need)
-	f := func() { convDirectBF16(p, y, x, w, ws) }
+	f := func() { convDirectBF16(p, ConvOut{F: y}, x, w, ws) }
 	f()
 	runs := 20
 	if poolDropsItems() {
@@ -184,6 +184,93 @@ func TestConvDirectPack(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("np=%d: blk[%d] = %#x, want %#x", np, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// dxGradInputRef is the input gradient of the 3×3 "same" convolution p of
+// bfloat16 dy by w in float64, and Σ|w||dy| per element.
+func dxGradInputRef(p ConvArgs, dy, w []uint16) (ref, mag []float64) {
+	hw := p.H * p.W
+	ref, mag = make([]float64, p.N*p.C*hw), make([]float64, p.N*p.C*hw)
+	for n := range p.N {
+		for c := range p.C {
+			for ih := range p.H {
+				for iw := range p.W {
+					var s, m float64
+					for k := range p.K {
+						for t := range 9 {
+							oh, ow := ih-t/3+1, iw-t%3+1
+							if oh < 0 || ow < 0 || oh >= p.H || ow >= p.W {
+								continue
+							}
+							v := bf(w[(k*p.C+c)*9+t]) * bf(dy[(n*p.K+k)*hw+oh*p.W+ow])
+							s, m = s+v, m+math.Abs(v)
+						}
+					}
+					o := (n*p.C+c)*hw + ih*p.W + iw
+					ref[o], mag[o] = s, m
+				}
+			}
+		}
+	}
+	return ref, mag
+}
+
+// TestConv2dHalfDirectRoute checks the route through Conv2dHalf and
+// Conv2dGradInputHalf: where useDirect takes a shape (AVX512_BF16 without
+// AMX), a bfloat16 y is convDirectBF16's float32 result rounded once, bit
+// for bit; with the route on and off, the forward convolution and the
+// input gradient (flipped onto the route at N·H·W ≥ 4096) are within
+// 16·2⁻²⁴·Σ|w||x| of the float64 reference, in the workspace
+// ConvWorkspace gives (unchanged by the route).
+func TestConv2dHalfDirectRoute(t *testing.T) {
+	defer func(on bool) { convDirectOn = on }(convDirectOn)
+	r := rand.New(rand.NewSource(17))
+	kn := pairKernel(9 * 16)
+	for _, c := range []dxCase{{2, 16, 20, 8, 8}, {3, 17, 13, 9, 9}, {4, 16, 16, 32, 32}} {
+		p := c.args()
+		x, w := dxOperands(r, p)
+		convDirectOn = true
+		want := dxAsm() != nil && kn != nil && !kn.amx
+		if got := useDirect(p, ConvOut{}, Half16{BF16: true}, Half16{BF16: true}); got != want {
+			t.Fatalf("%+v: useDirect %v, want %v (AVX512_BF16 %v, pair kernel %v)", p, got, want, dxAsm() != nil, kn != nil)
+		}
+		if want {
+			f := runDX(p, x, w, dxBest(), dxPairs)
+			hy := make([]uint16, len(f))
+			Conv2dHalf(p, ConvOut{H: Half16{Bits: hy, BF16: true}}, Half16{Bits: x, BF16: true}, Half16{Bits: w, BF16: true},
+				make([]float32, ConvWorkspace(ConvForward, p, ConvHalf)))
+			for i, v := range f {
+				bits := math.Float32bits(v) // finite: round to nearest even
+				if b := uint16((bits + 0x7FFF + bits>>16&1) >> 16); hy[i] != b {
+					t.Fatalf("%+v: y[%d] = %#04x, want %#04x (%v rounded once)", p, i, hy[i], b, v)
+				}
+			}
+		}
+		ref, mag := dxReference(p, x, w)
+		var dy []uint16
+		for range p.N * p.K * p.H * p.W {
+			dy = append(dy, uint16(math.Float32bits(float32(r.NormFloat64()))>>16))
+		}
+		gref, gmag := dxGradInputRef(p, dy, w)
+		for _, on := range []bool{true, false} {
+			convDirectOn = on
+			y, dx := make([]float32, len(ref)), make([]float32, len(gref))
+			Conv2dHalf(p, ConvOut{F: y}, Half16{Bits: x, BF16: true}, Half16{Bits: w, BF16: true},
+				make([]float32, ConvWorkspace(ConvForward, p, ConvHalf)))
+			Conv2dGradInputHalf(p, ConvOut{F: dx}, Half16{Bits: dy, BF16: true}, Half16{Bits: w, BF16: true},
+				make([]float32, ConvWorkspace(ConvGradInput, p, ConvHalf)))
+			for i := range ref {
+				if e := math.Abs(float64(y[i]) - ref[i]); e > 16*0x1p-24*mag[i] {
+					t.Fatalf("%+v, route %v: y[%d] = %v, want %v ± %.3g", p, on, i, y[i], ref[i], 16*0x1p-24*mag[i])
+				}
+			}
+			for i := range gref {
+				if e := math.Abs(float64(dx[i]) - gref[i]); e > 16*0x1p-24*gmag[i] {
+					t.Fatalf("%+v, route %v: dx[%d] = %v, want %v ± %.3g", p, on, i, dx[i], gref[i], 16*0x1p-24*gmag[i])
+				}
 			}
 		}
 	}

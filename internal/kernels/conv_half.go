@@ -46,12 +46,22 @@ func Conv2dHalf(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {
 	runConvHalf(ConvForward, p, y, x, w, ws)
 }
 
+// runConvHalf runs kind over p on the direct route where useDirect takes
+// it (forward only, conv_dx_route.go), else as a convolution job.
+func runConvHalf(kind ConvKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
+	if kind == ConvForward && useDirect(p, out, a, b) {
+		conv2dDirect(p, out, a, b, ws)
+		return
+	}
+	runConvJobHalf(kind, p, out, a, b, ws)
+}
+
 // Conv2dGradInputHalf is Conv2dGradInput with dy and w held as 16-bit
-// floats. With bfloat16 dy and w at stride 1 over large planes, on AMX, it
-// runs as the forward convolution of dy by the flipped filters
-// (conv_flip.go).
+// floats. With bfloat16 dy and w at stride 1 over large planes, on AMX or
+// where that forward convolution takes the direct route, it runs as the
+// forward convolution of dy by the flipped filters (conv_flip.go).
 func Conv2dGradInputHalf(p ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
-	if q, ok := p.flipGradInput(); ok && convFlipGradInput && dy.BF16 && w.BF16 {
+	if q, ok := p.flipGradInput(); ok && dy.BF16 && w.BF16 && (convFlipGradInput || useDirect(q, dx, dy, w)) {
 		gradInputFlipped(p, q, dx, dy, w, ws)
 		return
 	}
@@ -64,7 +74,9 @@ func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
 	runConvHalf(ConvGradWeight, p, dw, dy, x, ws)
 }
 
-func runConvHalf(kind ConvKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
+// runConvJobHalf runs kind over p with 16-bit operands as a convolution
+// job.
+func runConvJobHalf(kind ConvKind, p ConvArgs, out ConvOut, a, b Half16, ws []float32) {
 	j := convJobs32.get()
 	j.half, j.ha, j.hb, j.ho = true, a, b, out.H
 	j.run(kind, p, out.F, nil, nil, ws)

@@ -1,0 +1,46 @@
+package kernels
+
+// The direct route: a bfloat16 forward convolution that convDirectBF16
+// computes faster than the im2col route (BenchmarkConvDirect, Zen 5,
+// batch 32: 32×32×64 1.46–1.48×, 16×16×128 1.11–1.22×, 8×8×256
+// 1.12–1.13×, 4×4×512 1.01–1.06×, so planes from dxMinPlane outputs) on
+// the VDPBF16PS pair kernel (an AMX machine keeps its AMX route,
+// unmeasured against it), inside the workspace the im2col route was given
+// (memory first: ConvWorkspace does not change, and a call whose direct
+// scratch would not fit runs the im2col route). Through conv_flip.go it
+// also computes the stride-1 input gradients that flipGradInput takes.
+
+// convDirectOn turns the route on (a variable so that the tests and
+// benchmarks can compare it with the im2col route).
+var convDirectOn = true
+
+const (
+	dxMinPlane    = 64 // H·W from which the route pays
+	dxMinChannels = 16 // input channels from which it was measured
+)
+
+// useDirect says whether the forward convolution p of x by w into y
+// takes the direct route.
+func useDirect(p ConvArgs, y ConvOut, x, w Half16) bool {
+	if !convDirectOn || !x.BF16 || !w.BF16 || dxAsm() == nil || p.C < dxMinChannels || p.H*p.W < dxMinPlane {
+		return false
+	}
+	if kn := pairKernel(9 * p.C); kn == nil || kn.amx {
+		return false
+	}
+	if p.R != 3 || p.S != 3 || p.StrideH != 1 || p.StrideW != 1 || p.PadH != 1 || p.PadW != 1 ||
+		p.DilH != 1 || p.DilW != 1 || p.Groups != 1 || p.OH != p.H || p.OW != p.W || p.N < 1 || p.K < 1 {
+		return false
+	}
+	return convDirectBF16Words(p, y.F == nil) <= ConvWorkspace(ConvForward, p, ConvHalf)-convAlign
+}
+
+// conv2dDirect runs the forward convolution on the direct route in ws
+// (ConvWorkspace's words, or nil for a pooled buffer).
+func conv2dDirect(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {
+	ws, buf := convScratch(ConvForward.String(), ws, ConvWorkspace(ConvForward, p, ConvHalf))
+	convDirectBF16(p, y, x.Bits, w.Bits, ws)
+	if buf != nil {
+		convBufs.put(buf)
+	}
+}
