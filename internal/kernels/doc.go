@@ -75,7 +75,11 @@
 // convTile/rows) columns, plus K/G rows by as many when a unit takes
 // several samples); the weight gradient's chunk copies of a small dw and,
 // with a 16-bit dw, one float32 copy of dw; and the flipped filters of a
-// bfloat16 input gradient on the flipped route. Only a nil workspace
+// bfloat16 input gradient on the flipped route. The direct bfloat16 3×3
+// route (conv_dx_route.go) runs inside that same workspace, or not at all
+// (convDirectBF16Words: packed filters, then per worker slot a unit's
+// channel-pair interleaved samples, a 12×32 tile, its load masks and, for
+// a 16-bit y, its float32 output). Only a nil workspace
 // (callers outside a device) takes a reused Go-heap buffer instead. The 16-bit row kernels keep per-worker float32
 // scratch in free lists, allocated once and reused: LayerNormGradHalf
 // three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
