@@ -190,32 +190,19 @@ func TestConvDirectPack(t *testing.T) {
 }
 
 // dxGradInputRef is the input gradient of the 3×3 "same" convolution p of
-// bfloat16 dy by w in float64, and Σ|w||dy| per element.
+// bfloat16 dy by w in float64, and Σ|w||dy| per element: dxReference of
+// dy by the rotated, K↔C-transposed filters (written out here, not by
+// flipFilters).
 func dxGradInputRef(p ConvArgs, dy, w []uint16) (ref, mag []float64) {
-	hw := p.H * p.W
-	ref, mag = make([]float64, p.N*p.C*hw), make([]float64, p.N*p.C*hw)
-	for n := range p.N {
+	wf := make([]uint16, len(w))
+	for k := range p.K {
 		for c := range p.C {
-			for ih := range p.H {
-				for iw := range p.W {
-					var s, m float64
-					for k := range p.K {
-						for t := range 9 {
-							oh, ow := ih-t/3+1, iw-t%3+1
-							if oh < 0 || ow < 0 || oh >= p.H || ow >= p.W {
-								continue
-							}
-							v := bf(w[(k*p.C+c)*9+t]) * bf(dy[(n*p.K+k)*hw+oh*p.W+ow])
-							s, m = s+v, m+math.Abs(v)
-						}
-					}
-					o := (n*p.C+c)*hw + ih*p.W + iw
-					ref[o], mag[o] = s, m
-				}
+			for t := range 9 {
+				wf[(c*p.K+k)*9+8-t] = w[(k*p.C+c)*9+t]
 			}
 		}
 	}
-	return ref, mag
+	return dxReference(dxCase{p.N, p.K, p.C, p.H, p.W}.args(), dy, wf)
 }
 
 // TestConv2dHalfDirectRoute checks the route through Conv2dHalf and
