@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
 )
@@ -73,29 +74,40 @@ func convAlgoFrom(v string, warn io.Writer) int {
 	return convAlgoAuto
 }
 
-// Auto picks Winograd from winoMinChannels input and output channels
-// (of the forward convolution that runs) and a number of tiles in all
-// (N·⌈OH/2⌉·⌈OW/2⌉) that depends on the float32 GEMM kernel, the ones it
-// was measured on (BenchmarkConvWinograd): over fewer tiles, transforming
-// the K·C filters takes a growing share of what the fewer products save.
-// On the AVX2 6×16 kernel (Zen 3) from 128 tiles (ResNet-18's 4×4×512
-// layer at batch 32 has 128 and measured 1.10–1.17× faster); on the
-// AVX-512 12×32 kernel, twice as fast, from 1024 (Zen 5, batch 32: planes
-// of 16×16 and more 1.22–1.65×, the 8×8 planes 0.93–1.06× at 512 tiles,
-// 4×4 0.98–1.02×). Any other kernel runs direct (see
-// internal/kernels/doc.go).
-const winoMinChannels = 32
+// Auto picks Winograd where it measured faster (BenchmarkConvWinograd)
+// on the float32 GEMM kernel that runs, by winoAuto's bounds on the
+// forward convolution that runs (C and K its channels, tiles
+// N·⌈OH/2⌉·⌈OW/2⌉): over fewer tiles, transforming the K·C filters takes
+// a growing share of what the fewer products save, and over few channels
+// the transforms outweigh products of depth C. On the AVX2 6×16 kernel
+// (Zen 3): 64 channels and 128 tiles, and 64 tiles a sample or 256
+// channels (ResNet-18 at batch 32: 32×32×64 1.27–1.40×, 16×16×128
+// 1.54–1.66×, 8×8×256 1.07–1.41×, 4×4×512 1.10–1.17×). On the AVX-512
+// 12×32 kernel (Zen 5), twice as fast: 64 channels, 1024 tiles and 64
+// tiles a sample (planes of 16×16 and more 1.22–1.65×; 8×8 0.93–1.06×,
+// 4×4 0.98–1.02×). examples/resnet's 14×14×32 and 7×7×64 layers at batch
+// 128 ran at 0.40–0.75× the direct route on both kernels, and its step
+// 1.10–1.30× slower, under the first bounds (32 channels, 128 or 1024
+// tiles). Any other kernel runs direct (see internal/kernels/doc.go).
+type winoBounds struct{ channels, tiles, perSample, wide int }
 
-// winoAutoTiles returns the fewest tiles from which auto takes Winograd
-// on the float32 GEMM kernel named kernel, 0 for never.
-func winoAutoTiles(kernel string) int {
+// winoAuto returns auto's bounds on the float32 GEMM kernel named kernel,
+// and false where auto never takes Winograd.
+func winoAuto(kernel string) (winoBounds, bool) {
 	switch kernel {
 	case "avx2-6x16":
-		return 128
+		return winoBounds{channels: 64, tiles: 128, perSample: 64, wide: 256}, true
 	case "avx512-12x32":
-		return 1024
+		return winoBounds{channels: 64, tiles: 1024, perSample: 64, wide: math.MaxInt}, true
 	}
-	return 0
+	return winoBounds{}, false
+}
+
+// takes says whether the bounds take the forward convolution q of l.tiles
+// tiles.
+func (b winoBounds) takes(q ConvArgs, l winoLayout) bool {
+	few := min(q.C, q.K)
+	return few >= b.channels && l.tiles >= b.tiles && (l.tiles >= b.perSample*q.N || few >= b.wide)
 }
 
 // winoEligible says whether the Winograd route can compute p (as a
@@ -136,9 +148,8 @@ func useWino(kind ConvKind, p ConvArgs) (ConvArgs, winoLayout, bool) {
 	case convAlgo == convAlgoWinograd:
 		return q, l, true
 	}
-	least := winoAutoTiles(sgemm.name)
-	return q, l, least > 0 && q.C >= winoMinChannels && q.K >= winoMinChannels &&
-		l.tiles >= least && l.slots >= min(Workers(), l.units)
+	b, ok := winoAuto(sgemm.name)
+	return q, l, ok && b.takes(q, l) && l.slots >= min(Workers(), l.units)
 }
 
 // winoBudget is the bytes a unit's U and M aim at (half a Zen 3 core's

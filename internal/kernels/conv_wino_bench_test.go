@@ -9,7 +9,9 @@ import (
 
 // BenchmarkConvWinograd times ResNet-18's stride-1 3×3 layers (small stem,
 // batch 32, 32×32 inputs: 64@32×32, 128@16×16, 256@8×8, 512@4×4; with
-// size=64 the 64×64 inputs of bench's resnet18-64), forward and input
+// size=64 the 64×64 inputs of bench's resnet18-64; with small= the
+// stride-1 layers of examples/resnet's SmallResNet at its batch of 128),
+// forward and input
 // gradient, by the direct route and the Winograd route alternately in one
 // loop, best of each: it reports the Winograd route's effective GFLOP/s
 // (counting the direct convolution's 2·N·K·C·9·OH·OW), the direct
@@ -18,7 +20,7 @@ import (
 func BenchmarkConvWinograd(b *testing.B) {
 	defer func(algo int) { convAlgo = algo }(convAlgo)
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, c := range append(resnetStages(32, 32), resnetStages64()...) {
+	for _, c := range append(append(resnetStages(32, 32), resnetStages64()...), smallResNetStage1(128)...) {
 		if c.p.StrideH != 1 {
 			continue
 		}
@@ -54,6 +56,19 @@ func resnetStages64() []*convBench {
 	cs := resnetStages(32, 64)
 	for _, c := range cs {
 		c.name = "size=64/" + c.name
+	}
+	return cs
+}
+
+// smallResNetStage1 is smallResNetConvs(n)'s stride-1 3×3 layers after the
+// stem, each name prefixed by "small=".
+func smallResNetStage1(n int) []*convBench {
+	var cs []*convBench
+	for _, c := range smallResNetConvs(n) {
+		if c.p.StrideH == 1 && c.p.R == 3 && c.p.C > 1 {
+			c.name = "small=" + c.name
+			cs = append(cs, c)
+		}
 	}
 	return cs
 }

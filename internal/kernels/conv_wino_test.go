@@ -343,31 +343,39 @@ func TestWinoTransforms8(t *testing.T) {
 	}
 }
 
-// TestConvAlgoAuto checks auto's choice over ResNet-18's stride-1 3×3
-// layers at batch 32 (tiles N·⌈OH/2⌉·⌈OW/2⌉: 8192, 2048, 512, 128) for
-// each float32 GEMM kernel it was measured on: the AVX2 kernel from 128
-// tiles (the 4×4×512 layer still runs direct, no unit slot fits the
-// direct layout), the AVX-512 kernel from 1024, any other kernel never;
-// and never with fewer unit slots than the workers it could use.
+// TestConvAlgoAuto checks auto's choice for each float32 GEMM kernel it
+// was measured on, over ResNet-18's stride-1 3×3 layers at batch 32
+// (tiles N·⌈OH/2⌉·⌈OW/2⌉: 8192, 2048, 512, 128) and examples/resnet's at
+// batch 128 (28×28×16, 14×14×32, 7×7×64: 25088, 6272, 2048 tiles): the
+// AVX2 kernel from 64 channels, 128 tiles and 64 tiles a sample or 256
+// channels (ResNet-18's 4×4×512 layer still runs direct, no unit slot
+// fits the direct layout), the AVX-512 kernel from 64 channels, 1024
+// tiles and 64 a sample, any other kernel never; and never with fewer
+// unit slots than the workers it could use.
 func TestConvAlgoAuto(t *testing.T) {
 	defer func(saved gemmKernel[float32], algo int) { sgemm, convAlgo = saved, algo }(sgemm, convAlgo)
 	convAlgo = convAlgoAuto
+	var shapes []ConvArgs
+	for _, h := range []int{32, 16, 8, 4} {
+		shapes = append(shapes, conv3x3(32, h, 64*32/h, 64*32/h, 1))
+	}
+	for _, c := range smallResNetStage1(128) {
+		shapes = append(shapes, c.p)
+	}
 	want := map[string][]bool{
-		"avx2-6x16":    {true, true, true, false},
-		"avx512-12x32": {true, true, false, false},
-		"go-4x4":       {false, false, false, false},
+		"avx2-6x16":    {true, true, true, false, false, false, false},
+		"avx512-12x32": {true, true, false, false, false, false, false},
+		"go-4x4":       {false, false, false, false, false, false, false},
 	}
 	for name, takes := range want {
 		sgemm.name = name
-		for i, h := range []int{32, 16, 8, 4} {
-			c := 64 * 32 / h
-			p := conv3x3(32, h, c, c, 1)
+		for i, p := range shapes {
 			for _, kind := range []ConvKind{ConvForward, ConvGradInput} {
 				_, l, ok := useWino(kind, p)
 				short := l.slots < min(Workers(), l.units) // too few slots for every worker: direct
 				if ok != (takes[i] && !short) {
-					t.Errorf("kernel %s, %s over %d×%d×%d (%d tiles, %d slots): Winograd %v, want %v",
-						name, kind, h, h, c, l.tiles, l.slots, ok, takes[i])
+					t.Errorf("kernel %s, %s over %d×%d×%d→%d at batch %d (%d tiles, %d slots): Winograd %v, want %v",
+						name, kind, p.H, p.W, p.C, p.K, p.N, l.tiles, l.slots, ok, takes[i])
 				}
 			}
 		}

@@ -109,14 +109,16 @@
 // HEADROOM_CONV_ALGO, read once at start-up, picks the route: direct
 // (never Winograd), winograd (every eligible call) or auto (the default;
 // any other value is named in a warning on stderr and taken as auto):
-// Winograd where it measured faster (BenchmarkConvWinograd) — at least 32
-// input and output channels and, on the AVX2 6×16 float32 kernel (Zen 3),
-// 128 tiles (N·⌈OH/2⌉·⌈OW/2⌉), on the AVX-512 12×32 kernel (Zen 5), twice
-// as fast, whose products the transforms (AVX2 in conv_wino_amd64.s,
-// eight tiles a call) save less of, 1024 tiles (ResNet-18's planes of
-// 16×16 and more at batch 32); any other kernel (the Go one of -tags
-// noasm) runs direct. Intel's AVX-512 is assumed to behave as Zen 5's
-// (unmeasured). Its workspace, in float32 words, is
+// Winograd where it measured faster (BenchmarkConvWinograd; bounds in
+// conv_wino.go's winoAuto) — at least 64 input and output channels and,
+// on the AVX2 6×16 float32 kernel (Zen 3), 128 tiles (N·⌈OH/2⌉·⌈OW/2⌉)
+// and 64 tiles a sample or 256 channels; on the AVX-512 12×32 kernel
+// (Zen 5), twice as fast, whose products the transforms (AVX2 in
+// conv_wino_amd64.s, eight tiles a call) save less of, 1024 tiles and 64
+// a sample (ResNet-18's planes of 16×16 and more at batch 32); any other
+// kernel (the Go one of -tags noasm) runs direct. examples/resnet's
+// layers (16–64 channels over 28×28 to 7×7 planes) run direct on both.
+// Intel's AVX-512 is assumed to behave as Zen 5's (unmeasured). Its workspace, in float32 words, is
 // 16 + 16·(roundUp(rows(K)·C, 16) + 16) for the transformed filters plus
 // s slots of 16·(roundUp(roundUp(nt, 32)·C, 16) + roundUp(K·nt, 16) +
 // 32) for a unit's transformed inputs and products, with nt = min(512,
