@@ -22,3 +22,22 @@
 	VPBROADCASTD ao(AX), zt; \
 	DPBF16(lo, t, 24); \
 	DPBF16(hi, t, 25)
+
+// PAIRROWS6(ao) adds one pair step to the tile's first six rows (A's pairs
+// from ao(AX)), and PAIRROWS6HI(ao) to its last six (from ao+24(AX)), B's
+// pair row in Z24 and Z25.
+#define PAIRROWS6(ao) \
+	PAIRROW(ao+0, Z26, 26, 0, 1); \
+	PAIRROW(ao+4, Z27, 27, 2, 3); \
+	PAIRROW(ao+8, Z28, 28, 4, 5); \
+	PAIRROW(ao+12, Z29, 29, 6, 7); \
+	PAIRROW(ao+16, Z30, 30, 8, 9); \
+	PAIRROW(ao+20, Z31, 31, 10, 11)
+
+#define PAIRROWS6HI(ao) \
+	PAIRROW(ao+24, Z26, 26, 12, 13); \
+	PAIRROW(ao+28, Z27, 27, 14, 15); \
+	PAIRROW(ao+32, Z28, 28, 16, 17); \
+	PAIRROW(ao+36, Z29, 29, 18, 19); \
+	PAIRROW(ao+40, Z30, 30, 20, 21); \
+	PAIRROW(ao+44, Z31, 31, 22, 23)

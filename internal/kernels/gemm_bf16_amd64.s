@@ -11,28 +11,18 @@
 // k steps of 16 columns: each lane adds the products of both halves of
 // its pair, so a pair step is 2 loads of B, 12 broadcasts of an A pair and
 // 24 VDPBF16PS — the float32 kernel's k step doing twice the work.
-// DPBF16 and PAIRROW are in gemm_bf16_amd64.h.
+// DPBF16, PAIRROW, PAIRROWS6 and PAIRROWS6HI are in gemm_bf16_amd64.h.
 
 // PAIRSTEP6(ao, bo) does one pair step of the first six rows.
 #define PAIRSTEP6(ao, bo) \
 	VMOVUPS bo(BX), Z24; \
 	VMOVUPS bo+64(BX), Z25; \
-	PAIRROW(ao+0, Z26, 26, 0, 1); \
-	PAIRROW(ao+4, Z27, 27, 2, 3); \
-	PAIRROW(ao+8, Z28, 28, 4, 5); \
-	PAIRROW(ao+12, Z29, 29, 6, 7); \
-	PAIRROW(ao+16, Z30, 30, 8, 9); \
-	PAIRROW(ao+20, Z31, 31, 10, 11)
+	PAIRROWS6(ao)
 
 // PAIRSTEP(ao, bo) does one pair step of all twelve rows.
 #define PAIRSTEP(ao, bo) \
 	PAIRSTEP6(ao, bo); \
-	PAIRROW(ao+24, Z26, 26, 12, 13); \
-	PAIRROW(ao+28, Z27, 27, 14, 15); \
-	PAIRROW(ao+32, Z28, 28, 16, 17); \
-	PAIRROW(ao+36, Z29, 29, 18, 19); \
-	PAIRROW(ao+40, Z30, 30, 20, 21); \
-	PAIRROW(ao+44, Z31, 31, 22, 23)
+	PAIRROWS6HI(ao)
 
 // PAIRARGS is ARGS for the pair kernels: ⌈k/2⌉ pairs in CX (DX is left
 // for the kernel to set), a in AX, b in BX, c in DI, ldc in bytes in SI.
