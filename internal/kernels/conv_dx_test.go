@@ -156,11 +156,7 @@ func TestConvDirectWorkspace(t *testing.T) {
 	ws := make([]float32, need)
 	f := func() { convDirectBF16(p, ConvOut{F: y}, x, w, ws) }
 	f()
-	runs := 20
-	if poolDropsItems() {
-		runs = 100 // the race detector's sync.Pool drops a ParallelFor group now and then
-	}
-	if n := testing.AllocsPerRun(runs, f); n != 0 {
+	if n := testing.AllocsPerRun(20, f); n != 0 {
 		t.Errorf("convDirectBF16 allocates %v times per warm call", n)
 	}
 }

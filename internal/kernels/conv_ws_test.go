@@ -207,9 +207,6 @@ func TestConv2dNoHeap(t *testing.T) {
 		"Conv2dGradWeightHalf": func() { Conv2dGradWeightHalf(p, hdw, hdy, hx, hwg) },
 	}
 	runs := 10
-	if poolDropsItems() {
-		runs = 100
-	}
 	for name, f := range calls {
 		f()
 		convBufs.mu.Lock()

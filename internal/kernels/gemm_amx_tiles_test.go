@@ -122,9 +122,6 @@ func checkAMXTiles(t *testing.T, kn *gemmKernel[float32], r *rand.Rand, name str
 // tiles, with a bias and a bfloat16 C, allocates nothing in steady state.
 func TestGemmHalfAMXAllocs(t *testing.T) {
 	amxOrSkip(t)
-	if poolDropsItems() {
-		t.Skip("sync.Pool drops items under the race detector")
-	}
 	r := rand.New(rand.NewPCG(63, 64))
 	g, ah, bh, c := bf16CaseInputs(r, gemmCase{m: 256, n: 256, k: 256, alpha: 1, batch: 1})
 	bias := gemmToT[float32](gemmRand(r, 256))

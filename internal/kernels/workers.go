@@ -34,7 +34,11 @@ var (
 	poolOnce sync.Once
 	tasks    chan task
 	workers  int
-	groups   = sync.Pool{New: func() any { return &group{done: make(chan struct{}, 1)} }}
+	// groups holds the wait groups of finished calls: a freeList, not a
+	// sync.Pool, whose garbage collections (and, under the race detector,
+	// random drops) would remake one now and then, so a warm kernel call
+	// would allocate.
+	groups freeList[group]
 )
 
 func startPool() {
@@ -69,7 +73,10 @@ func ParallelFor(n, grain int, f func(lo, hi int)) {
 	}
 	per := (n + parts - 1) / parts
 	parts = (n + per - 1) / per
-	g := groups.Get().(*group)
+	g := groups.get()
+	if g.done == nil {
+		g.done = make(chan struct{}, 1)
+	}
 	g.pending.Store(int32(parts))
 	for lo := per; lo < n; lo += per {
 		t := task{f: f, lo: lo, hi: min(lo+per, n), g: g}
@@ -85,7 +92,7 @@ func ParallelFor(n, grain int, f func(lo, hi int)) {
 		case t := <-tasks:
 			t.run()
 		case <-g.done:
-			groups.Put(g)
+			groups.put(g)
 			return
 		}
 	}
