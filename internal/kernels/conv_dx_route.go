@@ -35,6 +35,44 @@ func useDirect(p ConvArgs, y ConvOut, x, w Half16) bool {
 	return convDirectBF16Words(p, y.F == nil) <= ConvWorkspace(ConvForward, p, ConvHalf)-convAlign
 }
 
+// The direct weight gradient (conv_dw.go) pays from planes of dwMinPlane
+// outputs with dwMinChannels input channels (BenchmarkConvDirectWGrad,
+// Zen 5, batch 32: 32×32×64 1.60–1.65×, 64×64×64 1.52–1.67×, but
+// 16×16×128 0.86–0.90× and 8×8×256 0.84–0.91×).
+const (
+	dwMinPlane    = 1024
+	dwMinChannels = 32
+)
+
+// useDirectWGrad says whether the weight gradient p of dy and x into dw
+// takes the direct route: bfloat16 operands, the VDPBF16PS pair kernel
+// without AMX (unmeasured against its route there), the 3×3 stride-1
+// pad-1 shape, and one sample pair's scratch within the im2col route's
+// workspace.
+func useDirectWGrad(p ConvArgs, dy, x Half16) bool {
+	if !convDirectOn || !dy.BF16 || !x.BF16 || sbgemm == nil || amxgemm != nil ||
+		p.C < dwMinChannels || p.H*p.W < dwMinPlane || p.N < 2 {
+		return false
+	}
+	if p.R != 3 || p.S != 3 || p.StrideH != 1 || p.StrideW != 1 || p.PadH != 1 || p.PadW != 1 ||
+		p.DilH != 1 || p.DilW != 1 || p.Groups != 1 || p.OH != p.H || p.OW != p.W || p.K < 1 {
+		return false
+	}
+	return convDirectWGradWords(p, 1) <= ConvWorkspace(ConvGradWeight, p, ConvHalf)-convAlign
+}
+
+// convDirectWGradIn runs the weight gradient on the direct route in ws
+// (ConvWorkspace's words, or nil for a pooled buffer), as many sample
+// pairs at a time as that holds.
+func convDirectWGradIn(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
+	need := ConvWorkspace(ConvGradWeight, p, ConvHalf)
+	ws, buf := convScratch(ConvGradWeight.String(), ws, need)
+	convDirectWGrad(p, dw, dy.Bits, x.Bits, ws[:need-convAlign]) // the same pairs a chunk, however ws is aligned
+	if buf != nil {
+		convBufs.put(buf)
+	}
+}
+
 // conv2dDirect runs the forward convolution on the direct route in ws
 // (ConvWorkspace's words, or nil for a pooled buffer).
 func conv2dDirect(p ConvArgs, y ConvOut, x, w Half16, ws []float32) {

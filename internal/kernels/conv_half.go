@@ -69,8 +69,14 @@ func Conv2dGradInputHalf(p ConvArgs, dx ConvOut, dy, w Half16, ws []float32) {
 }
 
 // Conv2dGradWeightHalf is Conv2dGradWeight with dy and x held as 16-bit
-// floats; dw is summed over the batch in float32 and rounded once.
+// floats; dw is summed over the batch in float32 and rounded once. With
+// bfloat16 dy and x at stride 1 over large planes it runs without im2col
+// (conv_dw.go) where the CPU has AVX512_BF16 (not AMX).
 func Conv2dGradWeightHalf(p ConvArgs, dw ConvOut, dy, x Half16, ws []float32) {
+	if useDirectWGrad(p, dy, x) {
+		convDirectWGradIn(p, dw, dy, x, ws)
+		return
+	}
 	runConvHalf(ConvGradWeight, p, dw, dy, x, ws)
 }
 

@@ -156,3 +156,9 @@ func fused32(x, y, z float32) float32 {
 func words(s []float32) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
+
+// floats views 32-bit pair words as the float32 scratch that holds them
+// (words' inverse), for the pair kernels' panel arguments.
+func floats(s []uint32) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
