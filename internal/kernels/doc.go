@@ -79,7 +79,10 @@
 // route (conv_dx_route.go) runs inside that same workspace, or not at all
 // (convDirectBF16Words: packed filters, then per worker slot a unit's
 // channel-pair interleaved samples, a 12×32 tile, its load masks and, for
-// a 16-bit y, its float32 output). Only a nil workspace
+// a 16-bit y, its float32 output), and so does the direct bfloat16
+// weight gradient (conv_dw.go, convDirectWGradWords: 9·Kp·Cp float32
+// sums, then per sample pair of a chunk its padded, position-major x and
+// dy, as many pairs as fit). Only a nil workspace
 // (callers outside a device) takes a reused Go-heap buffer instead. The 16-bit row kernels keep per-worker float32
 // scratch in free lists, allocated once and reused: LayerNormGradHalf
 // three rows (at most 3·LayerNormHalfCols·4 = 48 KiB), AttentionHalf four
