@@ -43,19 +43,7 @@ func benchConvDirect(b *testing.B, p ConvArgs) {
 		worst = max(worst, math.Abs(float64(yOld[i]-yNew[i])))
 	}
 	b.Logf("%+v: max |old - direct| = %g; ws %d (old) and %d (direct) words", p, worst, len(wsOld), len(wsNew))
-	bestOld, bestNew := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
-	for b.Loop() {
-		t := time.Now()
-		old()
-		bestOld = min(bestOld, time.Since(t))
-		t = time.Now()
-		direct()
-		bestNew = min(bestNew, time.Since(t))
-	}
-	flops := 2 * float64(p.N*p.K*p.C*9*p.OH*p.OW)
-	b.ReportMetric(flops/bestOld.Seconds()/1e9, "old-GFLOP/s")
-	b.ReportMetric(flops/bestNew.Seconds()/1e9, "direct-GFLOP/s")
-	b.ReportMetric(bestOld.Seconds()/bestNew.Seconds(), "speedup")
+	benchOldDirect(b, p, old, direct)
 }
 
 // BenchmarkConvDirectWGrad is BenchmarkConvDirect for the weight gradient:
@@ -93,6 +81,12 @@ func benchConvDirectWGrad(b *testing.B, p ConvArgs) {
 		worst = max(worst, math.Abs(float64(dwOld[i]-dwNew[i])))
 	}
 	b.Logf("%+v: max |old - direct| = %g; ws %d (old) and %d (direct) words", p, worst, len(wsOld), len(wsNew))
+	benchOldDirect(b, p, old, direct)
+}
+
+// benchOldDirect alternates old and direct, passes of the 3×3 convolution
+// p, and reports the best time of each as GFLOP/s and the speed-up.
+func benchOldDirect(b *testing.B, p ConvArgs, old, direct func()) {
 	bestOld, bestNew := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for b.Loop() {
 		t := time.Now()
