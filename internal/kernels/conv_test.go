@@ -268,9 +268,9 @@ type convSetting struct{ tile, part, small int }
 // forConvShapes runs f under each setting on every convPathShapes entry
 // and on random shapes, with random x, w and dy, and restores the tiling.
 func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random int, f func(t *testing.T, p ConvArgs, x, w, dy []float64)) {
-	defer func(tile, cols, part, small, filters int) {
-		convTile, convMinCols, convPart, convDWSmall, convFilters = tile, cols, part, small, filters
-	}(convTile, convMinCols, convPart, convDWSmall, convFilters)
+	defer func(tile, cols, part, small, filters, pack int) {
+		convTile, convMinCols, convPart, convDWSmall, convFilters, packPart = tile, cols, part, small, filters, pack
+	}(convTile, convMinCols, convPart, convDWSmall, convFilters, packPart)
 	var shapes []ConvArgs
 	for _, p := range convPathShapes {
 		shapes = append(shapes, convShape(p))
@@ -278,9 +278,10 @@ func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random 
 	for range random {
 		shapes = append(shapes, randConv(rng))
 	}
-	cols, filters := convMinCols, convFilters
+	cols, filters, pack := convMinCols, convFilters, packPart
 	for _, s := range settings {
 		convTile, convMinCols, convPart, convDWSmall = s.tile, min(s.tile, cols), s.part, s.small
+		packPart = min(pack, s.part) // part 1: the filters packed by every worker too
 		convFilters = min(filters, 8*s.tile)
 		for i, p := range shapes {
 			t.Run(fmt.Sprintf("tile%d_part%d_small%d/%d", s.tile, s.part, s.small, i), func(t *testing.T) {
@@ -296,8 +297,10 @@ func forConvShapes(t *testing.T, rng *rand.Rand, settings []convSetting, random 
 // TestConv2dNoAlloc checks that the kernels allocate nothing in steady
 // state, split across the workers.
 func TestConv2dNoAlloc(t *testing.T) {
-	defer func(tile, cols, part int) { convTile, convMinCols, convPart = tile, cols, part }(convTile, convMinCols, convPart)
-	convTile, convMinCols, convPart = 64, 1, 1 // many bands, split across the workers
+	defer func(tile, cols, part, pack int) {
+		convTile, convMinCols, convPart, packPart = tile, cols, part, pack
+	}(convTile, convMinCols, convPart, packPart)
+	convTile, convMinCols, convPart, packPart = 64, 1, 1, 1 // many bands and filter panels, split across the workers
 	p := convShape(ConvArgs{N: 4, C: 8, H: 10, W: 10, K: 8, R: 3, S: 3, PadH: 1, PadW: 1})
 	rng := rand.New(rand.NewPCG(5, 6))
 	x, w := to32(randSlice(rng, p.N*p.C*p.H*p.W)), to32(randSlice(rng, p.K*p.C*9))
@@ -346,7 +349,7 @@ func TestConv2dSgemmKernels(t *testing.T) {
 // convPathShapes: units, tiles and the order of partial sums depend on
 // the convolution alone.
 func TestConv2dDeterministic(t *testing.T) {
-	defer func(part int) { convPart = part }(convPart)
+	defer func(part, pack int) { convPart, packPart = part, pack }(convPart, packPart)
 	rng := rand.New(rand.NewPCG(11, 12))
 	for i, p := range convPathShapes {
 		p = convShape(p)
@@ -355,7 +358,7 @@ func TestConv2dDeterministic(t *testing.T) {
 		dy := to32(randSlice(rng, p.N*p.K*p.OH*p.OW))
 		var outs [2][3][]float32
 		for k, part := range []int{1 << 40, 1} {
-			convPart = part
+			convPart, packPart = part, part
 			o := &outs[k]
 			o[0], o[1], o[2] = make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 			Conv2d(p, o[0], x, w, convWS[float32](ConvForward, p))

@@ -45,7 +45,9 @@
 // Convolution (conv.go, conv_job.go, conv_col.go): im2col tiles of bands
 // of output rows feeding the blocked GEMM; the forward pass and the input
 // gradient pack the filters they multiply once per call, for the kernel
-// their GEMMs run (pack_whole.go), and every GEMM of the call reads the
+// their GEMMs run (pack_whole.go; the mr-row panels split across the
+// workers once the filters hold packPart = 2¹⁵ elements per worker), and
+// every GEMM of the call reads the
 // packed blocks in place instead of packing them again per sample and
 // band; over small planes each GEMM takes several samples side by side
 // (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:

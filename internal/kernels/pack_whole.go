@@ -22,11 +22,17 @@ func wholeASize[T Float](kn *gemmKernel[T], m, k int) int { return roundUp(m, kn
 // packWholeA packs op(A) of g (its M×K, alpha applied) into dst for kn;
 // strip is widening scratch of max(kc, M) values for 16-bit operands.
 func packWholeA[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs, strip []float32) {
+	packWholeRows(kn, dst, a, g, 0, g.M, strip)
+}
+
+// packWholeRows packs rows i0 … i1−1 of op(A) (i0 a multiple of kn.mr)
+// into their places of packWholeA's layout in dst, every depth slice.
+func packWholeRows[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs, i0, i1 int, strip []float32) {
 	mp := roundUp(g.M, kn.mr)
 	step := kn.kcFor(g.K)
 	for pc := 0; pc < g.K; pc += step {
 		kc := min(step, g.K-pc)
-		packA(kn, dst[pc*mp:], a, g.OffA, g.LdA, g.TransA, 0, g.M, pc, kc, T(g.Alpha), strip)
+		packA(kn, dst[pc*mp+i0*kc:], a, g.OffA, g.LdA, g.TransA, i0, i1-i0, pc, kc, T(g.Alpha), strip)
 	}
 }
 
@@ -66,13 +72,44 @@ func (j *convJob[T]) packFilters() {
 		panic(fmt.Sprintf("kernels.%s: packed filters of %d elements exceed their region of %d (convRows)", j.kind, ids*j.aper, len(j.apack)))
 	}
 	j.apack = j.apack[:ids*j.aper]
+	if j.aper == 0 {
+		return
+	}
+	j.packW, j.packPer = w, j.aper/(j.kn.mr*j.filterArgs(0).K)
+	panels := ids * j.packPer
+	if j.packPhase == nil {
+		j.packPhase = j.packPanels
+	}
+	if j.kn.amx { // its panels are padded to whole tiles: one packer
+		j.packPanels(0, panels)
+		return
+	}
+	ParallelFor(panels, max(1, packPart/(j.kn.mr*j.filterArgs(0).K)), j.packPhase)
+}
+
+// packPart is the fewest filter elements one worker of packFilters packs
+// (about 10 µs of work), so that small filters pack on the caller alone.
+var packPart = 1 << 15
+
+// packPanels packs panels lo … hi−1 of packFilters' grid (filter matrix
+// id's panel q at id·packPer + q; the panels past a short matrix's rows
+// are empty), each over its whole depth, with a worker's own strip.
+func (j *convJob[T]) packPanels(lo, hi int) {
 	s := scratches.get()
 	var strip []float32
 	if j.half {
-		strip = scratchView[float32](&s.strip, max(j.kn.kc, d.kg, d.crs))
+		strip = scratchView[float32](&s.strip, max(j.kn.kc, j.d.kg, j.d.crs))
 	}
-	for id := range ids {
-		packWholeA(j.kn, j.apack[id*j.aper:(id+1)*j.aper], w, j.filterArgs(id), strip)
+	mr := j.kn.mr
+	for lo < hi {
+		id := lo / j.packPer
+		end := min(hi, (id+1)*j.packPer)
+		g := j.filterArgs(id)
+		i0, i1 := (lo-id*j.packPer)*mr, min(g.M, (end-id*j.packPer)*mr)
+		if i0 < i1 {
+			packWholeRows(j.kn, j.apack[id*j.aper:(id+1)*j.aper], j.packW, g, i0, i1, strip)
+		}
+		lo = end
 	}
 	scratches.put(s)
 }
