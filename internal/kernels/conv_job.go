@@ -137,9 +137,8 @@ type convJob[T float32 | float64] struct {
 	useUnperm bool
 	apack     []T
 	aper      int
-	// packFilters' split: the filters' operand, panels per filter matrix
-	// and packPanels as a func value kept with the job (no allocation).
-	packW     operand[T]
+	// packFilters' split: panels per filter matrix and packPanels as a
+	// func value kept with the job (no allocation).
 	packPer   int
 	packPhase func(lo, hi int)
 
@@ -243,7 +242,7 @@ func (j *convJob[T]) carve(lay convLayout, ws []T) {
 // drop lets go of the caller's memory once the call is done.
 func (j *convJob[T]) drop() {
 	j.out, j.a, j.b, j.part, j.tiles, j.apack = nil, nil, nil, nil, nil, nil
-	j.kn, j.jobs, j.packW = nil, nil, operand[T]{}
+	j.kn, j.jobs = nil, nil
 }
 
 // filterSize is the bytes of one filter element.

@@ -48,8 +48,8 @@
 // their GEMMs run (pack_whole.go; the mr-row panels split across the
 // workers once the filters hold packPart = 2¹⁵ elements per worker), and
 // every GEMM of the call reads the packed blocks in place instead of
-// packing them again per sample and band; over small planes each GEMM takes several samples side by side
-// (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
+// packing them again per sample and band; over small planes each GEMM
+// takes several samples side by side (plan's spu). Conv2dHalf and its gradients (conv_half.go) take 16-bit inputs:
 // im2col over the 16-bit values, GemmHalf (so VDPBF16PS or AMX for bfloat16),
 // float32 accumulation, one rounding of a 16-bit output; the weight
 // gradient stays float32 over the whole batch until that rounding.

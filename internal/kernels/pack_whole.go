@@ -45,7 +45,6 @@ func packWholeRows[T Float](kn *gemmKernel[T], dst []T, a operand[T], g GemmArgs
 // panels.
 func (j *convJob[T]) packFilters() {
 	d := &j.d
-	w := operand[T]{f: j.b}
 	var z T
 	if unsafe.Sizeof(z) == 4 {
 		j.kn, j.jobs = any(&sgemm).(*gemmKernel[T]), any(&sgemmJobs).(*freeList[gemmJob[T]])
@@ -53,7 +52,6 @@ func (j *convJob[T]) packFilters() {
 		j.kn, j.jobs = any(&dgemmKernel).(*gemmKernel[T]), any(&dgemmJobs).(*freeList[gemmJob[T]])
 	}
 	if j.half {
-		w = operand[T]{h: j.hb.Bits, bf16: j.hb.BF16}
 		k := d.crs // the depth of the GEMMs these filters serve
 		if j.kind == ConvGradInput {
 			k = d.kg
@@ -75,20 +73,30 @@ func (j *convJob[T]) packFilters() {
 	if j.aper == 0 {
 		return
 	}
-	j.packW, j.packPer = w, j.aper/(j.kn.mr*j.filterArgs(0).K)
-	panels := ids * j.packPer
+	panel := j.kn.mr * j.filterArgs(0).K // elements of one mr-row panel
+	j.packPer = j.aper / panel
 	if j.packPhase == nil {
 		j.packPhase = j.packPanels
 	}
 	if j.kn.amx { // its panels are padded to whole tiles: one packer
-		j.packPanels(0, panels)
+		j.packPanels(0, ids*j.packPer)
 		return
 	}
-	ParallelFor(panels, max(1, packPart/(j.kn.mr*j.filterArgs(0).K)), j.packPhase)
+	ParallelFor(ids*j.packPer, max(1, packPart/panel), j.packPhase)
+}
+
+// filters is the operand the filters are read from: b, or its 16-bit
+// bits in a 16-bit call.
+func (j *convJob[T]) filters() operand[T] {
+	if j.half {
+		return operand[T]{h: j.hb.Bits, bf16: j.hb.BF16}
+	}
+	return operand[T]{f: j.b}
 }
 
 // packPart is the fewest filter elements one worker of packFilters packs
-// (about 10 µs of work), so that small filters pack on the caller alone.
+// (a chosen, not tuned, size), so that small filters, as the stem's 64×27,
+// pack on the caller alone.
 var packPart = 1 << 15
 
 // packPanels packs panels lo … hi−1 of packFilters' grid (filter matrix
@@ -100,14 +108,14 @@ func (j *convJob[T]) packPanels(lo, hi int) {
 	if j.half {
 		strip = scratchView[float32](&s.strip, max(j.kn.kc, j.d.kg, j.d.crs))
 	}
-	mr := j.kn.mr
+	mr, w := j.kn.mr, j.filters()
 	for lo < hi {
 		id := lo / j.packPer
 		end := min(hi, (id+1)*j.packPer)
 		g := j.filterArgs(id)
 		i0, i1 := (lo-id*j.packPer)*mr, min(g.M, (end-id*j.packPer)*mr)
 		if i0 < i1 {
-			packWholeRows(j.kn, j.apack[id*j.aper:(id+1)*j.aper], j.packW, g, i0, i1, strip)
+			packWholeRows(j.kn, j.apack[id*j.aper:(id+1)*j.aper], w, g, i0, i1, strip)
 		}
 		lo = end
 	}
