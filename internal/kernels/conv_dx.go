@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -122,7 +123,7 @@ func convDirectBF16Words(p ConvArgs, half bool) int { return newDXPlan(p, dxPair
 // rounded once from float32) for a 3×3, stride-1, pad-1, undilated,
 // ungrouped p, reading x directly (no im2col). ws holds at least
 // convDirectBF16Words(p, y.F == nil) words. Units of samples run across
-// the workers. On a CPU without AVX512_BF16 it runs the Go twin.
+// the workers, each claiming the next one as it finishes. On a CPU without AVX512_BF16 it runs the Go twin.
 func convDirectBF16(p ConvArgs, y ConvOut, x, w []uint16, ws []float32) {
 	convDirectWith(p, y, x, w, ws, dxBest(), dxPairs)
 }
@@ -160,6 +161,7 @@ type dxJob struct {
 	kern dxKernel
 	run  func(lo, hi int) // the job's slots method, bound once
 	pack func(lo, hi int) // its packTiles method, bound once
+	next atomic.Int64     // the next unit to claim
 }
 
 var dxJobs freeList[dxJob]
@@ -175,18 +177,21 @@ func convDirectWith(p ConvArgs, y ConvOut, x, w []uint16, ws []float32, kern dxK
 	}
 	j.p, j.d, j.y, j.yh, j.x, j.w, j.ws, j.kern = p, d, y.F, y.H, x, w, ws, kern
 	j.a = words(ws[:d.pack])
+	j.next.Store(0)
 	ParallelFor(d.kt, 1, j.pack)
 	ParallelFor(d.slots, 1, j.run)
 	j.y, j.yh, j.x, j.w, j.a, j.ws, j.kern = nil, Half16{}, nil, nil, nil, nil, nil
 	dxJobs.put(j)
 }
 
-// slots runs worker slots [lo, hi): slot s takes units s, s+slots, ….
+// slots runs worker slots [lo, hi): each claims the next unit until
+// none is left, so a worker that starts late or runs slow takes fewer
+// (units are independent: the result does not depend on who runs one).
 func (j *dxJob) slots(lo, hi int) {
 	d := &j.d
 	for s := lo; s < hi; s++ {
 		sl := j.ws[d.pack+s*d.slot : d.pack+(s+1)*d.slot]
-		for u := s; u < d.units; u += d.slots {
+		for u := int(j.next.Add(1) - 1); u < d.units; u = int(j.next.Add(1) - 1) {
 			j.unit(u, sl)
 		}
 	}

@@ -3,6 +3,9 @@ package kernels
 import (
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/headroom-ml/headroom/internal/cputime"
 )
 
 func TestParallelForCoversRangeOnce(t *testing.T) {
@@ -43,5 +46,26 @@ func TestParallelForNestedAndConcurrent(t *testing.T) {
 	}
 	if got, want := total.Load(), int64(4*50*8*16); got != want {
 		t.Fatalf("total = %d, want %d", got, want)
+	}
+}
+
+// An idle pool stops spinning: after a parallel call the workers and the
+// caller poll for at most poolSpin each, then park, so a process that
+// waits burns (almost) no processor time — far below the 100 ms it would
+// burn per core if a worker never parked.
+func TestIdlePoolParks(t *testing.T) {
+	var sum atomic.Int64
+	for range 20 {
+		ParallelFor(4*Workers(), 1, func(lo, hi int) { sum.Add(int64(hi - lo)) })
+	}
+	time.Sleep(10 * poolSpin) // let every spin run out
+	c0 := cputime.Process()
+	time.Sleep(100 * time.Millisecond)
+	if used := cputime.Process() - c0; used > 20*time.Millisecond {
+		t.Fatalf("%d workers, idle for 100 ms after ParallelFor, used %v of processor time; want < 20ms (spin ≤ %v)",
+			Workers(), used, poolSpin)
+	}
+	if sum.Load() != int64(20*4*Workers()) {
+		t.Fatalf("covered %d items, want %d", sum.Load(), 20*4*Workers())
 	}
 }
