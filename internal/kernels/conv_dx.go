@@ -123,7 +123,8 @@ func convDirectBF16Words(p ConvArgs, half bool) int { return newDXPlan(p, dxPair
 // rounded once from float32) for a 3×3, stride-1, pad-1, undilated,
 // ungrouped p, reading x directly (no im2col). ws holds at least
 // convDirectBF16Words(p, y.F == nil) words. Units of samples run across
-// the workers, each claiming the next one as it finishes. On a CPU without AVX512_BF16 it runs the Go twin.
+// the workers, each claiming the next one as it finishes. On a CPU
+// without AVX512_BF16 it runs the Go twin.
 func convDirectBF16(p ConvArgs, y ConvOut, x, w []uint16, ws []float32) {
 	convDirectWith(p, y, x, w, ws, dxBest(), dxPairs)
 }
