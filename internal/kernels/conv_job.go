@@ -37,7 +37,8 @@ const (
 //     up to convMinCols columns but no fewer units than convUnits where
 //     the batch allows: one GEMM per sample would be too narrow for the
 //     micro-kernel (a 4×4 plane fills half of its 32 columns). Pointwise
-//     units do so below convDirectCols outputs.
+//     forward and input-gradient units do so below convDirectCols
+//     outputs (weight gradients below convMinCols, as any other).
 //   - Such an input-gradient unit's block of channels has packed filters
 //     of about convFilters bytes (at least convMinRows rows), and the
 //     units of one block come one after another: the filters of all the

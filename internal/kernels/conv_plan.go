@@ -132,16 +132,20 @@ func (c *convPlan) planGradWeight(p *ConvArgs, d *convDims) {
 // samplesPerUnit returns the samples a unit (or a weight-gradient GEMM)
 // takes side by side, at most most: one unless the convolution has one
 // band of fewer than convMinCols outputs, then as many as make
-// convMinCols columns. A pointwise convolution takes one (its GEMMs read
-// x or dy in place) unless its planes have fewer than convDirectCols
-// outputs: one GEMM per sample would stream all the filters (forward,
-// input gradient) or read and write all of dw (weight gradient) for a
-// few columns, or a depth, of one small plane. (For 16-bit operands
+// convMinCols columns. A pointwise forward or input gradient takes one
+// (its GEMMs read x or dy in place) unless its planes have fewer than
+// convDirectCols outputs: one GEMM per sample would stream all the
+// filters for a few columns of one small plane. (For 16-bit operands
 // too: over ResNet-50's 4×4 planes BenchmarkConvVsGemmResNet50 measured
 // the bfloat16 forward at 0.54–0.72 of the GEMM one sample at a time,
-// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.)
+// 0.68–0.86 gathered, the input gradient 0.61–0.68 and 0.79–0.83.) A
+// pointwise weight gradient gathers below convMinCols like any other:
+// one GEMM per sample reads and writes all of dw for a depth of one
+// plane (ResNet-50's 8×8×256→1024 bfloat16 weight gradient, 5 runs
+// alternated: 5.84–6.13 ms per sample, 3.95–4.88 ms gathered; float32
+// and the 8×8×1024→256 layer within noise).
 func (c *convPlan) samplesPerUnit(d *convDims, most int) int {
-	direct := d.pointwise && d.ohw >= convDirectCols
+	direct := d.pointwise && d.ohw >= convDirectCols && c.kind != ConvGradWeight
 	if direct || c.bands != 1 || d.ohw >= convMinCols {
 		return 1
 	}
