@@ -132,7 +132,10 @@ func (j *convJob[T]) halfUnit(u int, tile []float32) {
 	}
 }
 
-// forwardHalf is forward over 16-bit x (a) and w (b).
+// forwardHalf is forward over 16-bit x (a) and w (b). A unit of one
+// sample with a bfloat16 y narrows each finished tile of its float32
+// output tile into y as the GEMM goes (halfOut); others copy or round
+// the whole tile afterwards (storeY).
 func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	p, d := &j.p, &j.d
 	a, g, xo, ns, oh0, oh1 := j.forwardUnit(u)
@@ -140,24 +143,28 @@ func (j *convJob[T]) forwardHalf(u int, tile []float32) {
 	col16, _, fo := j.htile.split(tile)
 	c := as[float32](j.out)
 	direct := c != nil && ns == 1
+	var out halfOut
 	if !direct {
 		c, a.OffC, a.LdC = fo, 0, nb
+		if j.out == nil && ns == 1 && j.ho.BF16 {
+			out = halfOut{bits: j.ho.Bits, off: yo, ld: d.ohw}
+		}
 	}
 	switch {
 	case j.htile.tp > 0:
 		bp := tile[:j.htile.tp]
 		j.im2colPairs(any(j.kn).(*gemmKernel[float32]), words(bp), col16, j.ha.Bits[xo:], ns, oh0, oh1)
-		j.gemmWPacked(a, g, as[T](bp), as[T](c))
+		j.gemmWPacked(a, g, as[T](bp), as[T](c), out)
 	case d.pointwise && ns == 1:
 		a.OffB, a.LdB = xo+oh0*p.OW, d.hw
-		j.gemmW(a, g, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](c))
+		j.gemmWOut(a, g, operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}, as[T](c), out)
 	default:
 		b := col16[:d.crs*nb]
 		j.im2col16(b, j.ha.Bits[xo:], ns, d.crs, oh0, oh1)
 		a.LdB = nb
-		j.gemmW(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c))
+		j.gemmWOut(a, g, operand[T]{h: b, bf16: j.ha.BF16}, as[T](c), out)
 	}
-	if !direct {
+	if !direct && out.bits == nil {
 		j.storeY(as[T](fo), yo, ns, nb/ns)
 	}
 }
@@ -182,7 +189,14 @@ func (j *convJob[T]) gradInputHalf(u int, tile []float32) {
 	dy := operand[T]{h: j.ha.Bits, bf16: j.ha.BF16}
 	if d.pointwise {
 		a.N, a.OffB, a.OffC, a.LdC = d.ohw, yo, dxo, d.hw
-		j.gemmW(a, id, dy, as[T](dx))
+		out := halfOut{}
+		if j.out == nil && j.ho.BF16 {
+			out = halfOut{bits: j.ho.Bits, off: xo, ld: d.hw} // dx narrowed tile by tile
+		}
+		j.gemmWOut(a, id, dy, as[T](dx), out)
+		if out.bits != nil {
+			return
+		}
 	} else {
 		dx = dx[dxo : dxo+chans*d.hw]
 		clear(dx)

@@ -210,12 +210,12 @@ func clearPanelTail(slice []uint32, kc, nb int) {
 	}
 }
 
-// gemmWPacked is gemmW with op(B) the packed block bp (im2colPairs).
-func (j *convJob[T]) gemmWPacked(a GemmArgs, id int, bp, c []T) {
+// gemmWPacked is gemmWOut with op(B) the packed block bp (im2colPairs).
+func (j *convJob[T]) gemmWPacked(a GemmArgs, id int, bp, c []T, out halfOut) {
 	a.LdB = a.N
 	a.check("Gemm", len(j.hb.Bits), a.K*a.N, len(c))
 	if a.M == 0 || a.N == 0 {
 		return
 	}
-	gemmPackedB(j.kn, j.jobs, a, j.apack[id*j.aper:(id+1)*j.aper], operand[T]{}, bp, c)
+	gemmPackedBOut(j.kn, j.jobs, a, j.apack[id*j.aper:(id+1)*j.aper], operand[T]{}, bp, c, out)
 }

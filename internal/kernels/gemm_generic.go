@@ -224,7 +224,7 @@ type gemmJob[T Float] struct {
 	bIn         []T      // op(B) packed whole by the caller (wholeBSize's layout), or nil
 	aOwn        bool     // apack is the job's shared A (abuf), packed by its pack tasks
 	aAt         bool     // op(A)'s whole row panels are read in place (kern.fullAt; readsA)
-	out         []uint16 // GemmHalfBF16's bfloat16 C, indexed as c, narrowed tile by tile; or nil
+	out         halfOut  // where finished tiles of C are narrowed to bfloat16 (out.bits nil: nowhere)
 	abuf        []byte   // backs the shared A
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
@@ -536,7 +536,7 @@ func (j *gemmJob[T]) macroTile(pa []T, aAt int, pb, tmp []T, kc, ir, jr, rows, c
 	mr, nr := j.kern.mr, j.kern.nr
 	bp := pb[jr*kc : (jr+nr)*kc]
 	at := co + ir*j.g.LdC + jr
-	if mode == 0 && last && j.out != nil && rows == mr && cols == nr {
+	if mode == 0 && last && j.out.bits != nil && rows == mr && cols == nr {
 		j.tileOut(pa, aAt, ir, kc, bp, bias, jr, tmp, at)
 		return
 	}
@@ -550,8 +550,8 @@ func (j *gemmJob[T]) macroTile(pa []T, aAt int, pb, tmp []T, kc, ir, jr, rows, c
 	default:
 		j.tileOf(pa, aAt, ir, kc, bp, tmp, at, rows, cols, mode)
 	}
-	if last && j.out != nil {
-		narrowTile(j.out, as[float32](j.c), at, j.g.LdC, rows, cols)
+	if last && j.out.bits != nil {
+		narrowTileFrom(j.out.bits, j.outAt(at), j.out.ld, as[float32](j.c[at:]), j.g.LdC, rows, cols)
 	}
 }
 
@@ -581,7 +581,7 @@ func (j *gemmJob[T]) tileOut(pa []T, aAt, ir, kc int, bp, bias []T, jr int, tmp 
 			kn.full(kc, ap, bp, tmp, nr, 0, mode)
 		}
 	}
-	narrowTileFrom(j.out, at, j.g.LdC, as[float32](tmp), nr, mr, nr)
+	narrowTileFrom(j.out.bits, j.outAt(at), j.out.ld, as[float32](tmp), nr, mr, nr)
 }
 
 // tileOf is one tile of macro at c[at:], rows × cols of it valid: A read
@@ -700,7 +700,7 @@ func gemmBlockedA[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Gemm
 
 // gemmBlockedBias is gemmBlockedA with GemmBias's bias (nil: none).
 func gemmBlockedBias[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T) {
-	gemmBlockedOut(kn, jobs, g, apack, a, b, bias, c, nil)
+	gemmBlockedOut(kn, jobs, g, apack, a, b, bias, c, halfOut{})
 }
 
 // blockCols is the most columns of C one shared-mode block takes for a
@@ -711,9 +711,33 @@ func (kn *gemmKernel[T]) blockCols(k int) int {
 }
 
 // gemmBlockedOut is gemmBlockedBias that also narrows C to bfloat16 in
-// out (nil: none; float32 C only), tile by tile as each is finished.
-func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out []uint16) {
+// out (out.bits nil: none; float32 C only), tile by tile as each is
+// finished.
+func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a, b operand[T], bias, c []T, out halfOut) {
 	gemmRun(kn, jobs, g, apack, nil, a, b, bias, c, out)
+}
+
+// halfOut is a bfloat16 matrix that a blocked GEMM narrows its finished
+// tiles of C into: C's element (r, x) goes to bits[off + r·ld + x]. With
+// ld = LdC every matrix of a batch goes to bits as it lies in C, shifted
+// by off − OffC (bits indexed as c: GemmHalfBF16's case); with another ld
+// the product must be one matrix (a convolution's y band, narrowed from
+// the unit's float32 tile).
+type halfOut struct {
+	bits    []uint16
+	off, ld int
+}
+
+// sameAs returns bits indexed as c of g's C.
+func sameAs(g GemmArgs, bits []uint16) halfOut { return halfOut{bits: bits, off: g.OffC, ld: g.LdC} }
+
+// outAt returns the index in j.out of C's element at c[at].
+func (j *gemmJob[T]) outAt(at int) int {
+	rel := at - j.g.OffC
+	if j.out.ld == j.g.LdC {
+		return j.out.off + rel
+	}
+	return j.out.off + rel/j.g.LdC*j.out.ld + rel%j.g.LdC
 }
 
 // gemmPackedB is gemmBlockedA with op(B) prepacked whole for kn in bpack
@@ -721,15 +745,21 @@ func gemmBlockedOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g Ge
 // be 1, and no B is packed. The arithmetic is that of packing the same
 // op(B) in the call, bit for bit.
 func gemmPackedB[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a operand[T], bpack, c []T) {
+	gemmPackedBOut(kn, jobs, g, apack, a, bpack, c, halfOut{})
+}
+
+// gemmPackedBOut is gemmPackedB that also narrows C to bfloat16 in out
+// (out.bits nil: none), tile by tile, as gemmBlockedOut.
+func gemmPackedBOut[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack []T, a operand[T], bpack, c []T, out halfOut) {
 	if max(g.Batch, 1) != 1 || len(bpack) < wholeBSize(kn, g.K, g.N) {
 		panic("kernels: gemmPackedB needs one matrix and a whole packed B")
 	}
-	gemmRun(kn, jobs, g, apack, bpack, a, operand[T]{}, nil, c, nil)
+	gemmRun(kn, jobs, g, apack, bpack, a, operand[T]{}, nil, c, out)
 }
 
 // gemmRun is the blocked path: gemmBlockedOut, with op(B) prepacked in
 // bpack when it is not nil (gemmPackedB).
-func gemmRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack, bpack []T, a, b operand[T], bias, c []T, out []uint16) {
+func gemmRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs, apack, bpack []T, a, b operand[T], bias, c []T, out halfOut) {
 	batch := max(g.Batch, 1)
 	work := g.M * g.N * g.K
 	w := Workers()
@@ -755,7 +785,7 @@ func gemmRun[T Float](kn *gemmKernel[T], jobs *freeList[gemmJob[T]], g GemmArgs,
 			j.shared(bi, parts)
 		}
 	}
-	j.a, j.b, j.c, j.bias, j.apack, j.aOwn, j.out = operand[T]{}, operand[T]{}, nil, nil, nil, false, nil // hold no caller memory
+	j.a, j.b, j.c, j.bias, j.apack, j.aOwn, j.out = operand[T]{}, operand[T]{}, nil, nil, nil, false, halfOut{} // hold no caller memory
 	j.bIn, j.bpack = nil, nil
 	jobs.put(j)
 }

@@ -26,7 +26,7 @@ func GemmHalfBF16(g GemmArgs, aBits, bBits []uint16, aBF16, bBF16 bool, bias, c 
 	}
 	a := operand[float32]{h: aBits, bf16: aBF16}
 	b := operand[float32]{h: bBits, bf16: bBF16}
-	gemmBlockedOut(halfKernel(g, aBF16, bBF16), &sgemmJobs, g, nil, a, b, bias, c, out)
+	gemmBlockedOut(halfKernel(g, aBF16, bBF16), &sgemmJobs, g, nil, a, b, bias, c, sameAs(g, out))
 }
 
 // narrowC narrows every C of the batch (rows M of N values) into out.

@@ -104,3 +104,44 @@ func TestNarrowTile(t *testing.T) {
 		i += rows * 32
 	}
 }
+
+// TestGemmHalfOutStrided checks a blocked GEMM's bfloat16 out with its
+// own offset and row stride (halfOut.ld ≠ LdC, as a convolution's y band
+// narrowed from the unit's float32 tile): every element (r, x) of C is
+// dtype.BF16FromF32 of GemmHalfBias's at out[off + r·ld + x], and nothing
+// else of out is written, over one-slice whole tiles (narrowed from the
+// scratch tile), edge tiles and several kc slices, on the pair kernel
+// where the CPU has one and on the widening kernel.
+func TestGemmHalfOutStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	cases := []gemmCase{
+		{m: 36, n: 64, k: 16, alpha: 1, batch: 1},
+		{m: 30, n: 70, k: 64, alpha: 1, batch: 1, pad: [3]int{0, 0, 5}, off: [3]int{0, 0, 3}},
+		{m: 25, n: 100, k: 900, alpha: 1, batch: 1},
+		{ta: true, m: 64, n: 96, k: 40, alpha: 0.5, batch: 1},
+	}
+	for _, tc := range cases {
+		for _, aBF16 := range []bool{true, false} {
+			g, ah, bh, c := bf16CaseInputs(r, tc)
+			want := append([]float32(nil), c...)
+			GemmHalfBias(g, ah, bh, aBF16, true, nil, want)
+			out := halfOut{off: 11, ld: g.N + 9}
+			out.bits = make([]uint16, out.off+g.M*out.ld)
+			for j := range out.bits {
+				out.bits[j] = 0xBEEF
+			}
+			a := operand[float32]{h: ah, bf16: aBF16}
+			b := operand[float32]{h: bh, bf16: true}
+			gemmBlockedOut(halfKernel(g, aBF16, true), &sgemmJobs, g, nil, a, b, nil, c, out)
+			for j, v := range out.bits {
+				w := uint16(0xBEEF)
+				if rel := j - out.off; rel >= 0 && rel%out.ld < g.N {
+					w = dtype.BF16FromF32(want[g.OffC+rel/out.ld*g.LdC+rel%out.ld])
+				}
+				if v != w {
+					t.Fatalf("%v aBF16=%v: out[%d] = %#04x, want %#04x", tc, aBF16, j, v, w)
+				}
+			}
+		}
+	}
+}

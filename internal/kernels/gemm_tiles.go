@@ -51,8 +51,8 @@ func (j *gemmJob[T]) tileRows(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode
 		return 0, 0
 	}
 	t := tileRun[T]{n: cols / nr, k: kc, across: true, b: pb, bias: bias, beta: j.beta, mode: mode, ldc: j.g.LdC, tmp: tmp}
-	if last && j.out != nil {
-		t.out, t.ldo = j.out, j.g.LdC
+	if last && j.out.bits != nil {
+		t.out, t.ldo = j.out.bits, j.out.ld
 	}
 	for ir := 0; ir < rows; ir += mr {
 		at := co + ir*j.g.LdC
@@ -61,7 +61,7 @@ func (j *gemmJob[T]) tileRows(pa []T, aAt int, pb, tmp []T, kc, mc, nc, co, mode
 		} else {
 			t.a = pa[ir*kc:]
 		}
-		t.c, t.oat = j.c[at:], at
+		t.c, t.oat = j.c[at:], j.outAt(at)
 		if t.out != nil && mode == 0 {
 			t.c = nil // straight from the tile registers to out, by tmp
 		}
@@ -83,7 +83,7 @@ func (j *gemmJob[T]) runsTiles(aAt int, bias []T, last bool) bool {
 	case kn.amx:
 		return true
 	}
-	return aAt < 0 && (!last || j.out == nil) && (bias == nil || kn.tilesDown)
+	return aAt < 0 && (!last || j.out.bits == nil) && (bias == nil || kn.tilesDown)
 }
 
 // gemmTileRuns turns the kernels' runs of tiles on (a variable so that

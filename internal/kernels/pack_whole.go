@@ -138,6 +138,12 @@ func (j *convJob[T]) filterArgs(id int) GemmArgs {
 // group in the forward pass, group·blocks+block in the input gradient)
 // against the packed filters.
 func (j *convJob[T]) gemmW(a GemmArgs, id int, b operand[T], c []T) {
+	j.gemmWOut(a, id, b, c, halfOut{})
+}
+
+// gemmWOut is gemmW that also narrows C to bfloat16 in out (out.bits
+// nil: none), tile by tile, as gemmBlockedOut.
+func (j *convJob[T]) gemmWOut(a GemmArgs, id int, b operand[T], c []T, out halfOut) {
 	la, lb := len(j.b), len(b.f)
 	if b.h != nil {
 		la, lb = len(j.hb.Bits), len(b.h)
@@ -146,5 +152,5 @@ func (j *convJob[T]) gemmW(a GemmArgs, id int, b operand[T], c []T) {
 	if a.M == 0 || a.N == 0 {
 		return
 	}
-	gemmBlockedA(j.kn, j.jobs, a, j.apack[id*j.aper:(id+1)*j.aper], operand[T]{}, b, c)
+	gemmBlockedOut(j.kn, j.jobs, a, j.apack[id*j.aper:(id+1)*j.aper], operand[T]{}, b, nil, c, out)
 }
