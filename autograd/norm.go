@@ -1,6 +1,9 @@
 package autograd
 
-import "github.com/headroom-ml/headroom/dtype"
+import (
+	"github.com/headroom-ml/headroom/device"
+	"github.com/headroom-ml/headroom/dtype"
+)
 
 // LayerNorm normalises x (…, C) over its last dimension:
 // y = (x - mean)/√(var + eps)·w + b with each row's mean and biased
@@ -111,11 +114,13 @@ func BatchNorm2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps 
 }
 
 // BatchNormReLU2d is BatchNorm2d followed by ReLU, as a network's
-// conv → BN → ReLU uses them. In inference (eval, no graph recorded) it is
-// one pass (the device's BatchNormRelu): one activation allocated, not
-// two, x read once, and y the same bits as BatchNorm2d then ReLU; otherwise
-// it is exactly those two ops, the BatchNorm's output released once ReLU
-// has read it.
+// conv → BN → ReLU uses them, in one op and one pass over x (the device's
+// BatchNormRelu), in training and in inference: one activation allocated,
+// not two, and y the same bits as BatchNorm2d then ReLU. Saves what
+// BatchNorm2d saves and y (the ReLU's mask, as ReLU saves its output; y
+// is what the next layer saves anyway). Backward masks the gradient by
+// y > 0 into a workspace of the gradient's size (what ReLU's backward
+// allocates as its dx), then runs BatchNorm2d's backward on it.
 func BatchNormReLU2d(x, w, b, runMean, runVar *Tensor, training bool, momentum, eps float64) *Tensor {
 	return batchNorm2d("batch_norm_relu", x, w, b, runMean, runVar, training, true, momentum, eps)
 }
@@ -156,10 +161,9 @@ func batchNorm2d(name string, x, w, b, runMean, runVar *Tensor, training, relu b
 	xd, fx := o.denseWork(x)
 	y := o.empty(x.dt, x.shape)
 	mean, invstd := stat(sdt, []int{c}), stat(sdt, []int{c})
-	fused := relu && !training && !rec
 	if k := o.k(); k != nil && n*c*hw > 0 {
 		bn := k.BatchNorm
-		if fused {
+		if relu {
 			bn = k.BatchNormRelu
 		}
 		bn(y.operand(), mean.operand(), invstd.operand(), xd.operand(), optOperand(w), optOperand(b),
@@ -176,20 +180,18 @@ func batchNorm2d(name string, x, w, b, runMean, runVar *Tensor, training, relu b
 	if !rec {
 		mean.Release()
 		invstd.Release()
-		if relu && !fused {
-			// Nothing is recorded: ReLU over y's own storage, so no
-			// third activation is live beside x and y.
-			return y.ReLUInPlace()
-		}
 		return y
 	}
 	xs, dt, wdt, bdt := x.shape, x.dt, dtypeOr(w, x.dt), dtypeOr(b, x.dt)
 	wGrad := w != nil && w.requiresGrad
-	save := []*Tensor{pick(training || wGrad, x), pick(x.requiresGrad, w), mean, invstd}
+	save := []*Tensor{pick(training || wGrad, x), pick(x.requiresGrad, w), mean, invstd, pick(relu, y)}
 	o.grad([]*Tensor{y}, []*Tensor{x, w, b}, save, func(bc *bctx) []*Tensor {
 		g, xv, wv, mv, iv := bc.g[0], bc.saved[0], bc.saved[1], bc.saved[2], bc.saved[3]
-		bo := begin(name+"_backward", g, xv, wv, mv, iv)
+		bo := begin(name+"_backward", g, xv, wv, mv, iv, bc.saved[4])
 		gd, fg := bo.denseWork(g)
+		if relu {
+			gd, fg = bo.reluMask(gd, fg, bc.saved[4])
+		}
 		xd, fx := xv, func() {}
 		if xv != nil {
 			xd, fx = bo.denseWork(xv)
@@ -219,10 +221,21 @@ func batchNorm2d(name string, x, w, b, runMean, runVar *Tensor, training, relu b
 	})
 	mean.Release()
 	invstd.Release()
-	if relu {
-		return reluOf(y)
-	}
 	return y
+}
+
+// reluMask returns g·(y > 0), ReLU's gradient through its output y, in a
+// workspace of g's size, releasing g's dense copy (release) first
+// when it had one; and the function that releases the mask.
+func (o *op) reluMask(g *Tensor, release func(), y *Tensor) (*Tensor, func()) {
+	m := o.empty(g.dt, g.shape)
+	yd, fy := dense(y)
+	if k := o.k(); k != nil {
+		k.UnaryGrad(device.Relu, m.operand(), g.operand(), device.Operand{}, yd.operand(), 0)
+	}
+	fy()
+	release()
+	return m, m.Release
 }
 
 // normOperands checks a normalisation's per-channel operands (nil ones
@@ -260,9 +273,3 @@ func dtypeOr(t *Tensor, d dtype.DType) dtype.DType {
 	return t.dt
 }
 
-// reluOf returns y.ReLU() and releases y.
-func reluOf(y *Tensor) *Tensor {
-	r := y.ReLU()
-	y.Release()
-	return r
-}

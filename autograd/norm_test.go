@@ -239,7 +239,7 @@ func TestNormNoGradSavesNothing(t *testing.T) {
 }
 
 func TestBatchNormMemory(t *testing.T) {
-	build := func(dt dtype.DType, training bool) func(s *autograd.Scope, dev *device.Device) (func(), func() *autograd.Tensor) {
+	build := func(dt dtype.DType, training, relu bool) func(s *autograd.Scope, dev *device.Device) (func(), func() *autograd.Tensor) {
 		return func(s *autograd.Scope, dev *device.Device) (func(), func() *autograd.Tensor) {
 			x := s.Full(dev, dt, 0.5, 4, 3, 5, 2)
 			x.SetRequiresGrad(true)
@@ -252,16 +252,23 @@ func TestBatchNormMemory(t *testing.T) {
 						p.Release()
 					}
 				}, func() *autograd.Tensor {
+					if relu {
+						return autograd.BatchNormReLU2d(x, w, b, rm, rv, training, 0.1, 1e-5)
+					}
 					return autograd.BatchNorm2d(x, w, b, rm, rv, training, 0.1, 1e-5)
 				}
 		}
 	}
 	// y plus mean and invstd, 2·C·4 bytes.
 	const y, c = 4 * 3 * 5 * 2, 3
-	t.Run("train_f32", func(t *testing.T) { nslMemCheck(t, y*4+2*c*4, 0, build(dtype.F32, true)) })
-	t.Run("eval_f32", func(t *testing.T) { nslMemCheck(t, y*4+2*c*4, 0, build(dtype.F32, false)) })
-	t.Run("train_f16", func(t *testing.T) { nslMemCheck(t, y*2+2*c*4, 0, build(dtype.F16, true)) })
-	t.Run("train_f64", func(t *testing.T) { nslMemCheck(t, y*8+2*c*8, 0, build(dtype.F64, true)) })
+	t.Run("train_f32", func(t *testing.T) { nslMemCheck(t, y*4+2*c*4, 0, build(dtype.F32, true, false)) })
+	// BatchNormReLU2d keeps the same and allocates no second activation
+	// on the way (the BatchNorm's output before the ReLU).
+	t.Run("train_relu_bf16", func(t *testing.T) { nslMemCheck(t, y*2+2*c*4, 0, build(dtype.BF16, true, true)) })
+	t.Run("eval_relu_f32", func(t *testing.T) { nslMemCheck(t, y*4+2*c*4, 0, build(dtype.F32, false, true)) })
+	t.Run("eval_f32", func(t *testing.T) { nslMemCheck(t, y*4+2*c*4, 0, build(dtype.F32, false, false)) })
+	t.Run("train_f16", func(t *testing.T) { nslMemCheck(t, y*2+2*c*4, 0, build(dtype.F16, true, false)) })
+	t.Run("train_f64", func(t *testing.T) { nslMemCheck(t, y*8+2*c*8, 0, build(dtype.F64, true, false)) })
 }
 
 func TestNormBadInput(t *testing.T) {
@@ -282,8 +289,8 @@ func TestNormBadInput(t *testing.T) {
 
 // TestBatchNormReLU2d: in inference BatchNormReLU2d (one fused pass on the
 // cpu) gives the bits of BatchNorm2d then ReLU, for F64, F32, BF16 and
-// F16 activations; recording a graph it is those two ops, gradients
-// included (TestGradBatchNormReLU).
+// F16 activations; recording a graph, see TestBatchNormReLU2dRecorded and
+// TestGradBatchNormReLU.
 func TestBatchNormReLU2d(t *testing.T) {
 	const n, c, h, w = 3, 4, 5, 7
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -305,6 +312,59 @@ func TestBatchNormReLU2d(t *testing.T) {
 		}
 		s.Release()
 	}
+}
+
+// TestBatchNormReLU2dRecorded: recording a graph, in training and in
+// eval, F32 and BF16, BatchNormReLU2d's y and its gradients for x, w and
+// b are the bits of BatchNorm2d then ReLU (the same kernels: the fused
+// pass, then ReLU's gradient through y and BatchNorm2d's backward), and
+// the running statistics move the same way.
+func TestBatchNormReLU2dRecorded(t *testing.T) {
+	const n, c, h, w = 4, 3, 5, 6
+	dev := cpu.New(0, device.Options{})
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		for _, training := range []bool{true, false} {
+			var outs [2][]([]float64)
+			for k, fused := range []bool{false, true} {
+				rng := rand.New(rand.NewPCG(41, 42)) // the same inputs for both
+				s := autograd.NewScope()
+				val := func(lo, hi float64, shape ...int) *autograd.Tensor {
+					return s.FromFloat64s(dev, shape, nslVals(rng, numel(shape), lo, hi)).Cast(dt)
+				}
+				x, wt, b := val(-2, 2, n, c, h, w), val(-1, 1, c), val(-1, 1, c)
+				rm, rv, g := val(-0.5, 0.5, c), val(0.5, 2, c), val(-1, 1, n, c, h, w)
+				for _, p := range []*autograd.Tensor{x, wt, b} {
+					p.SetRequiresGrad(true)
+				}
+				var y *autograd.Tensor
+				if fused {
+					y = autograd.BatchNormReLU2d(x, wt, b, rm, rv, training, 0.1, 1e-5)
+				} else {
+					y = autograd.BatchNorm2d(x, wt, b, rm, rv, training, 0.1, 1e-5).ReLU()
+				}
+				if err := y.BackwardWith(g); err != nil {
+					t.Fatal(err)
+				}
+				outs[k] = [][]float64{y.Float64s(), x.Grad().Float64s(), wt.Grad().Float64s(), b.Grad().Float64s(), rm.Float64s(), rv.Float64s()}
+				s.Release()
+			}
+			for i, name := range []string{"y", "dx", "dw", "db", "running mean", "running var"} {
+				for e, v := range outs[1][i] {
+					if math.Float64bits(v) != math.Float64bits(outs[0][i][e]) {
+						t.Fatalf("%s training=%v: %s[%d] = %v, want BatchNorm2d then ReLU's %v", dt, training, name, e, v, outs[0][i][e])
+					}
+				}
+			}
+		}
+	}
+}
+
+func numel(shape []int) int {
+	m := 1
+	for _, d := range shape {
+		m *= d
+	}
+	return m
 }
 
 func TestGradBatchNormReLU(t *testing.T) {
