@@ -272,4 +272,3 @@ func dtypeOr(t *Tensor, d dtype.DType) dtype.DType {
 	}
 	return t.dt
 }
-
