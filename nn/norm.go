@@ -69,9 +69,9 @@ func (n *BatchNorm2d) Forward(x *autograd.Tensor) *autograd.Tensor {
 	return autograd.BatchNorm2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
 }
 
-// ForwardReLU is Forward followed by ReLU, in one pass in inference
-// (autograd.BatchNormReLU2d): the same values, one activation instead of
-// two.
+// ForwardReLU is Forward followed by ReLU, in one op and one pass, in
+// training and in inference (autograd.BatchNormReLU2d): the same values
+// and gradients, one activation instead of two.
 func (n *BatchNorm2d) ForwardReLU(x *autograd.Tensor) *autograd.Tensor {
 	defer x.Scope().Within(n.Name)()
 	return autograd.BatchNormReLU2d(x, n.Weight, n.Bias, n.RunningMean, n.RunningVar, n.training, n.Momentum, n.Eps)
