@@ -20,6 +20,7 @@ type pair struct {
 	loss, torchLoss    float64
 	timed, speed, mean bool
 	t                  TorchRow
+	rounds             []float64 // headroom's rounds' medians (MergeRounds), or nil
 }
 
 // pairs matches PyTorch's rows with headroom's: the loss models' rows and
@@ -33,6 +34,7 @@ func pairs(r *Result, t *TorchResult) []pair {
 			for _, s := range r.Speed {
 				if s.Model == tr.Model && s.Technique == tr.Technique {
 					p.params, p.peak, p.secs, p.timed, found = s.Params, s.PeakBytes, s.SecondsPerStep, true, true
+					p.rounds = s.RoundSeconds
 				}
 			}
 		} else {
@@ -107,13 +109,22 @@ func SideBySide(r *Result, t *TorchResult) string {
 		if p.speed {
 			loss, tloss = "–", "–"
 		}
+		q := ratio(p.secs, p.t.SecondsPerStep)
+		if rr := roundRatios(p.rounds, p.t.RoundSeconds); rr != nil {
+			q = Median(rr)
+			notes = append(notes, fmt.Sprintf("%s %s: headroom ÷ torch by round %s (s/step headroom %s, torch %s)", p.model, p.technique,
+				joinFloats(rr, "%.2f"), joinFloats(p.rounds, "%.3f"), joinFloats(p.t.RoundSeconds, "%.3f")))
+		}
 		fmt.Fprintf(&b, "| %s | %s | %d / %d | %s | %d | %s | %s | %s | %.3f (%d) | %.2f | %s | %s |\n", p.model, tech, r.Threads, t.Threads,
-			params, p.torch, device.FormatBytes(p.peak), tp, secs, p.t.SecondsPerStep, len(p.t.StepSeconds), ratio(p.secs, p.t.SecondsPerStep), loss, tloss)
+			params, p.torch, device.FormatBytes(p.peak), tp, secs, p.t.SecondsPerStep, len(p.t.StepSeconds), q, loss, tloss)
 		if p.t.PeakBytes == 0 && p.t.PeakNote != "" {
 			notes = append(notes, fmt.Sprintf("%s %s: torch's peak %s", p.model, p.technique, p.t.PeakNote))
 		}
 	}
 	b.WriteString("\n- threads: headroom's / PyTorch's; s/step torch: the median (of the count in parentheses); (mean): a loss run's mean step, not timed alone (bench without Timed)")
+	if n := roundCount(t); n > 1 {
+		fmt.Fprintf(&b, "\n- %d rounds (--rounds), the side that runs first alternating: each side's s/step is the median of its rounds' medians, headroom ÷ torch the median of the rounds' ratios", n)
+	}
 	if len(t.Rows) > 0 && t.Rows[0].PeakNote != "" {
 		notes = append(notes, "torch's peak: "+t.Rows[0].PeakNote+"; headroom's: the allocator's exact requested bytes (peak_bytes.total)")
 	}
@@ -171,4 +182,22 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// joinFloats formats xs with format, comma-separated.
+func joinFloats(xs []float64, format string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// roundCount is the rounds MergeRounds merged into t's rows (1 when none).
+func roundCount(t *TorchResult) int {
+	n := 1
+	for _, r := range t.Rows {
+		n = max(n, len(r.RoundSeconds))
+	}
+	return n
 }

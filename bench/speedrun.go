@@ -26,6 +26,9 @@ type SpeedRow struct {
 	StepSeconds    []float64 `json:"step_seconds"`
 	SecondsPerStep float64   `json:"seconds_per_step"`
 	SamplesPerSec  float64   `json:"samples_per_sec"`
+	// RoundSeconds are the rounds' medians when MergeRounds merged
+	// several (SecondsPerStep is then their median), else empty.
+	RoundSeconds []float64 `json:"round_seconds,omitempty"`
 	// PeakBytes is the cpu device's peak of exact requested bytes over
 	// all the steps.
 	PeakBytes int64 `json:"peak_bytes"`

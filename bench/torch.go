@@ -33,6 +33,9 @@ type TorchRow struct {
 	Warmup      int       `json:"warmup"`
 	StepSeconds []float64 `json:"step_seconds"`
 	Speed       bool      `json:"speed"`
+	// RoundSeconds are the rounds' medians (MergeRounds), as
+	// SpeedRow's.
+	RoundSeconds []float64 `json:"round_seconds,omitempty"`
 }
 
 // TorchEnv is the PyTorch process's environment as the script reports

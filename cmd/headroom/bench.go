@@ -16,7 +16,7 @@ import (
 )
 
 const benchSynopsis = `bench [--quick] [--json] [--out DIR] [--torch] [--models resnet,transformer,resnet18,resnet50,resnet18-64,resnet50-64,gpt6x256]
-       [--techniques LIST] [--steps N] [--device cpu|cuda] [--threads N] [--warmup N] [--timed N] [--isa native|avx2]
+       [--techniques LIST] [--steps N] [--device cpu|cuda] [--threads N] [--warmup N] [--timed N] [--rounds N] [--isa native|avx2]
 
 Runs every memory technique for real on the CPU (--device cuda: on the
 GPU), for the ResNet (SmallResNet on MNIST) and the Transformer (the byte-level GPT of examples/transformer on
@@ -29,7 +29,11 @@ python3 imports torch) and prints both side by side, at the same thread
 count (--threads, default GOMAXPROCS), each row's time the median of
 --timed steps after --warmup untimed ones on both sides. It first checks
 PyTorch's BLAS and refuses a PyTorch that loaded the reference (netlib)
-BLAS. resnet18, resnet50 (small stem, 3×32×32, batch 32, Adam), resnet18-64,
+BLAS. --rounds N (speed models only, with --torch) runs both sides N
+times, alternating which goes first, and reports each side's median of
+its rounds' medians and the median of the rounds' ratios, with every
+round's ratio beneath the table: a drift of the machine's speed over
+minutes then favours neither side. resnet18, resnet50 (small stem, 3×32×32, batch 32, Adam), resnet18-64,
 resnet50-64 (the same on 3×64×64) and gpt6x256 (6 layers × 256, context
 256, batch 16, AdamW) are speed-only models: F32 and BF16 autocast on
 synthetic data, no loss run. --isa avx2 runs both sides on their AVX2
@@ -51,6 +55,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	warmup := fs.Int("warmup", 2, "untimed steps before the timed ones, both sides (≥ 2)")
 	timed := fs.Int("timed", 5, "timed steps whose median is a row's time, both sides (≥ 5; with --torch or speed models)")
 	techs := fs.String("techniques", "", "techniques to bench, comma-separated (default: all; they also choose the speed models' rows and PyTorch's under --torch: plain times F32 only): "+strings.Join(techniqueNames(), ", "))
+	rounds := fs.Int("rounds", 1, "with --torch and speed models only: rounds of both sides, the side that runs first alternating (≥ 1)")
 	steps := fs.Int("steps", 0, "training steps of each loss run (0: the mode's; -1: no loss run)")
 	mnist := fs.String("mnist", "", "folder of the MNIST files (default: the Go module cache's copy)")
 	corpus := fs.String("corpus", "", "the transformer's text, a file or folder (default: $GOROOT/src/fmt)")
@@ -108,15 +113,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "PyTorch %s, oneDNN %s (%s), ATen %s, BLAS %s (OpenBLAS core %q), %d threads; headroom kernels %s, %d threads; %s\n", env.Torch,
 			env.OneDNN, env.OneDNNISA, env.ATenCapability, env.BLAS(), env.OpenBLASCore, env.Threads, cpu.KernelPath(), runtime.GOMAXPROCS(0), bench.CPUModel())
 	}
-	res, err := bench.Run(c)
-	if err != nil {
+	if err := checkRounds(*rounds, python, c); err != nil {
 		return err
 	}
-	if python != "" {
-		fmt.Fprintf(stderr, "running %s %s…\n", python, *script)
-		if res.Torch, err = bench.RunTorch(python, *script, c); err != nil {
-			return err
-		}
+	res, err := benchRounds(c, python, *script, *rounds, stderr)
+	if err != nil {
+		return err
 	}
 	paths, err := res.Write(*out)
 	if err != nil {
@@ -128,6 +130,59 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, res.Markdown())
 	fmt.Fprintf(stdout, "\n%s bench in %.0f s; wrote %s\n", res.Mode, res.Seconds, strings.Join(paths, ", "))
 	return nil
+}
+
+// checkRounds refuses --rounds below 1, and above 1 without PyTorch or
+// with a loss model (whose rows are not merged).
+func checkRounds(rounds int, python string, c bench.Config) error {
+	switch {
+	case rounds < 1:
+		return train.Usagef("--rounds %d: want ≥ 1", rounds)
+	case rounds > 1 && python == "":
+		return train.Usagef("--rounds %d: needs --torch and a python3 that imports torch", rounds)
+	case rounds > 1 && len(c.Models) > 0:
+		return train.Usagef("--rounds %d with --models %s: rounds take the speed models only (%s)", rounds, strings.Join(c.Models, ","), strings.Join(bench.SpeedModels(), ", "))
+	}
+	return nil
+}
+
+// benchRounds runs headroom's bench and, with python, PyTorch's script:
+// once, or rounds times with the side that runs first alternating, merged
+// (bench.MergeRounds).
+func benchRounds(c bench.Config, python, script string, rounds int, stderr io.Writer) (*bench.Result, error) {
+	var all []*bench.Result
+	for i := range rounds {
+		var res *bench.Result
+		var torch *bench.TorchResult
+		sides := []func() error{
+			func() (err error) { res, err = bench.Run(c); return err },
+			func() (err error) {
+				if python == "" {
+					return nil
+				}
+				fmt.Fprintf(stderr, "running %s %s…\n", python, script)
+				torch, err = bench.RunTorch(python, script, c)
+				return err
+			},
+		}
+		if i%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		if rounds > 1 {
+			fmt.Fprintf(stderr, "round %d of %d\n", i+1, rounds)
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return nil, err
+			}
+		}
+		res.Torch = torch
+		all = append(all, res)
+	}
+	if rounds == 1 {
+		return all[0], nil
+	}
+	return bench.MergeRounds(all)
 }
 
 // benchTiming sorts --models into loss and speed models and sets the

@@ -88,3 +88,32 @@ func TestBenchISA(t *testing.T) {
 		t.Errorf("--isa avx2, restart failing: %v", err)
 	}
 }
+
+// TestCheckRounds: --rounds below 1, above 1 without PyTorch or with a
+// loss model, is a usage error naming the flag; one round always goes,
+// several with PyTorch and speed models only.
+func TestCheckRounds(t *testing.T) {
+	speed := bench.Config{Speed: []string{"resnet18"}}
+	loss := bench.Config{Models: []string{"resnet"}, Speed: []string{"resnet18"}}
+	for _, c := range []struct {
+		rounds int
+		python string
+		c      bench.Config
+		want   string
+	}{
+		{0, "python3", speed, "--rounds 0: want ≥ 1"},
+		{3, "", speed, "--rounds 3: needs --torch"},
+		{2, "python3", loss, "--rounds 2 with --models resnet: rounds take the speed models only"},
+	} {
+		var usage *train.UsageError
+		if err := checkRounds(c.rounds, c.python, c.c); !errors.As(err, &usage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("checkRounds(%d, %q, %v): %v, want a usage error with %q", c.rounds, c.python, c.c.Models, err, c.want)
+		}
+	}
+	if err := checkRounds(1, "", loss); err != nil {
+		t.Errorf("one round: %v", err)
+	}
+	if err := checkRounds(3, "python3", speed); err != nil {
+		t.Errorf("3 rounds of speed models with PyTorch: %v", err)
+	}
+}
