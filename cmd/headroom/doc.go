@@ -45,7 +45,8 @@
 //
 // bench runs package bench and writes bench.json, bench.md and PNG charts
 // (--device cuda: every run on the GPU); --torch adds the PyTorch twin (scripts/bench_torch.py) when python3
-// imports torch.
+// imports torch, and --rounds N repeats both sides N times, alternating which runs first, reporting the
+// median of each side's rounds and of the rounds' ratios.
 //
 // Every subcommand takes --help and --json. Exit status: 0 on success (a
 // plan that predicts an out-of-memory is an answer: 0, with "does not
