@@ -219,13 +219,13 @@ type gemmJob[T Float] struct {
 	g           GemmArgs
 	a, b        operand[T]
 	c           []T
-	bias        []T      // GemmBias's bias, or nil
-	apack       []T      // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
-	bIn         []T      // op(B) packed whole by the caller (wholeBSize's layout), or nil
-	aOwn        bool     // apack is the job's shared A (abuf), packed by its pack tasks
-	aAt         bool     // op(A)'s whole row panels are read in place (kern.fullAt; readsA)
-	out         halfOut  // where finished tiles of C are narrowed to bfloat16 (out.bits nil: nowhere)
-	abuf        []byte   // backs the shared A
+	bias        []T     // GemmBias's bias, or nil
+	apack       []T     // op(A) packed whole: by packWholeA, or by the job (aOwn); or nil
+	bIn         []T     // op(B) packed whole by the caller (wholeBSize's layout), or nil
+	aOwn        bool    // apack is the job's shared A (abuf), packed by its pack tasks
+	aAt         bool    // op(A)'s whole row panels are read in place (kern.fullAt; readsA)
+	out         halfOut // where finished tiles of C are narrowed to bfloat16 (out.bits nil: nowhere)
+	abuf        []byte  // backs the shared A
 	alpha, beta T
 	firstMode   int // mode of the first kc slice: 0, 1 or 2 as beta is 0, 1 or other
 	kc          int // the call's depth step (kern.kcFor)
